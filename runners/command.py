@@ -1,0 +1,76 @@
+"""Commands built by tool adapters and the endpoints they talk to."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+# Builders cannot know where an executor will put uploaded files; they write
+# this token into argv/env and the executor replaces it with its work dir.
+WORKDIR = "@WORKDIR@"
+MASK = "****"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A system under test as the tool sees it.
+
+    kind is "mysql", "postgres" or "host". password is the clear secret,
+    resolved by the caller from a Credential or an environment variable; it
+    never goes into repr() and builders must list it in Command.secrets.
+    """
+
+    kind: str = "host"
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    database: str | None = None
+    password: str | None = field(default=None, repr=False)
+    socket: str | None = None
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file the executor writes into its work dir before running."""
+
+    name: str
+    content: bytes = field(repr=False)
+    mode: int = 0o600
+
+
+@dataclass
+class Command:
+    """One process to run: argv (no shell), extra env, files, secrets to mask.
+
+    `package` names the Debian package that provides argv[0], for the
+    "tool not installed" error.
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    uploads: list[Upload] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list, repr=False)
+    tool: str = ""
+    package: str = ""
+
+    def mask(self, text: str) -> str:
+        """Return text with every secret replaced by ****."""
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, MASK)
+        return text
+
+    def masked(self) -> str:
+        """The command line as it may be shown and stored."""
+        return self.mask(shlex.join(self.argv))
+
+    def resolved(self, workdir: str) -> Command:
+        """A copy with WORKDIR replaced by the executor's real directory."""
+        return Command(
+            argv=[a.replace(WORKDIR, workdir) for a in self.argv],
+            env={k: v.replace(WORKDIR, workdir) for k, v in self.env.items()},
+            uploads=self.uploads,
+            secrets=self.secrets,
+            tool=self.tool,
+            package=self.package,
+        )
