@@ -1,0 +1,374 @@
+"""Plan files: validation into a `Plan`, and expansion into cells.
+
+A plan is the YAML/JSON document of DESIGN.md ("Plan files"). `load_plan`
+checks it and names the key path of the first problem
+("targets[1].port: expected an integer"); `expand` turns it into the ordered
+list of `CellSpec`s a run executes; `dump_plan` writes it back as YAML.
+Everything here is pure: no I/O besides parsing the text it is given.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import yaml
+
+from runners.errors import ValidationError
+from runners.planspec import (
+    STRESS_AXES,
+    ClientSpec,
+    Doc,
+    canonical,
+    convert_param as _convert_param,
+    PrepareSpec,
+    TargetSpec,
+    check_no_inline_secrets,
+    read_client,
+    read_prepare,
+    read_stress,
+    read_targets,
+)
+from runners.tools import MEASURED_TOOLS, get_tool
+
+ORDERS = ("sequential", "interleaved", "shuffled")
+SPECIAL_AXES = ("target", "volumes", *STRESS_AXES)
+# Above this many axis combinations load_plan checks each value on its own
+# instead of every combination (expand still validates every cell).
+FULL_CHECK_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan. `document` is the plain dict it was read from."""
+
+    name: str
+    tool: str
+    targets: tuple[TargetSpec, ...]
+    client: ClientSpec
+    params: dict[str, Any]
+    axes: dict[str, list[Any]]
+    overrides: tuple[tuple[dict[str, Any], dict[str, Any]], ...]
+    repeat: int = 1
+    order: str = "sequential"
+    seed: int | None = None
+    sysbench_version: str | None = None
+    prepare: PrepareSpec = field(default_factory=PrepareSpec)
+    warmup: dict[str, Any] | None = None
+    stress: dict[str, Any] | None = None
+    cleanup: bool | None = None
+    timeout: int | None = None
+    document: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def target(self, name: str) -> TargetSpec:
+        """The target called name (names were checked at load time)."""
+        return next(t for t in self.targets if t.name == name)
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One combination of axis values and one repetition.
+
+    index: 1-based position in run order; key: the combination as sorted
+    "axis=value" pairs (equal for every repeat of it); params: the tool's
+    typed canonical parameters after overrides; stress: {"cpu", "cpu_load",
+    ["taskset"]} or None; volumes: the `volumes` axis value or None.
+    """
+
+    index: int
+    key: str
+    axes: dict[str, Any]
+    repeat: int
+    target: str
+    params: dict[str, Any]
+    stress: dict[str, Any] | None = None
+    volumes: int | None = None
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_plan(source: str | bytes | dict) -> Plan:
+    """Read a plan from YAML/JSON text or a parsed dict; ValidationError if wrong."""
+    data = _parse_text(source) if isinstance(source, (str, bytes)) else source
+    if not isinstance(data, dict):
+        raise ValidationError("", "a plan must be a mapping of keys (name, tool, targets, ...)")
+    document = _plain(data)
+    check_no_inline_secrets(document)
+    doc = Doc(document, "")
+    tool_name = doc.choice("tool", MEASURED_TOOLS, required=True)
+    tool = get_tool(tool_name)
+    version = doc.text("sysbench_version", pattern=r"0\.4|0\.5|1(\.\d+)*")
+    if version and tool_name != "sysbench":
+        raise ValidationError("sysbench_version", "only allowed with tool: sysbench")
+    targets = read_targets(doc, tool_name)
+    names = [t.name for t in targets]
+    plan = Plan(
+        name=doc.text("name", required=True, pattern=None, max_len=200),
+        tool=tool_name,
+        sysbench_version=version,
+        targets=targets,
+        client=read_client(doc, names),
+        params=_read_params(doc, tool, version),
+        axes=_read_axes(doc, tool, names),
+        overrides=(),
+        repeat=doc.integer("repeat", default=1, lo=1, hi=1000),
+        order=doc.choice("order", ORDERS, default="sequential"),
+        seed=doc.integer("seed", lo=0),
+        prepare=read_prepare(doc, tool),
+        warmup=_read_param_block(doc, "warmup", tool),
+        stress=read_stress(doc),
+        cleanup=doc.boolean("cleanup"),
+        timeout=doc.integer("timeout", lo=1),
+        document=document,
+    )
+    plan = replace(plan, overrides=_read_overrides(doc, tool, plan.axes, names))
+    doc.done()
+    if len(targets) > 1 and "target" not in plan.axes:
+        raise ValidationError("axes", "several targets: add a `target` axis listing the ones to run")
+    _check_combinations(plan, tool)
+    return plan
+
+
+def _parse_text(text: str | bytes) -> Any:
+    """YAML is a superset of JSON, so one loader reads both."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ValidationError("", f"cannot read the plan{where}: {problem}") from None
+
+
+def _plain(data: Any) -> Any:
+    """A deep copy with tuples as lists, so that a YAML round trip is equal."""
+    return json.loads(json.dumps(data, default=str)) if data is not None else None
+
+
+def _read_params(doc: Doc, tool, version: str | None) -> dict[str, Any]:
+    """Base params, each typed by its spec (cross-field rules: per combination)."""
+    raw = doc.mapping("params", default={})
+    typed: dict[str, Any] = {}
+    for name, value in raw.items():
+        key, typed_value = _convert_param(tool, name, value, f"params.{name}")
+        if key in typed:
+            raise ValidationError(f"params.{name}", f"given twice (also as {key})")
+        typed[key] = typed_value
+    if version and "sysbench_version" in tool.PARAMS:
+        typed.setdefault("sysbench_version", tool.PARAMS["sysbench_version"].convert(version))
+    return typed
+
+
+def _read_param_block(doc: Doc, key: str, tool) -> dict[str, Any] | None:
+    """warmup: a mapping of params that replace the cell's for that phase."""
+    raw = doc.get(key)
+    if raw in (None, False):
+        return None
+    if not isinstance(raw, dict):
+        raise ValidationError(key, "expected a mapping of parameters (e.g. {threads: 16})")
+    return dict(_convert_param(tool, n, v, f"{key}.{n}") for n, v in raw.items())
+
+
+def _read_axes(doc: Doc, tool, target_names: list[str]) -> dict[str, list[Any]]:
+    """axes: name -> non-empty list of distinct, typed values."""
+    raw = doc.mapping("axes", default={})
+    axes: dict[str, list[Any]] = {}
+    for name, values in raw.items():
+        path = f"axes.{name}"
+        if not isinstance(values, list) or not values:
+            raise ValidationError(path, "expected a non-empty list of values")
+        typed = [_axis_value(tool, name, v, f"{path}[{i}]", target_names)
+                 for i, v in enumerate(values)]
+        for i, value in enumerate(typed):
+            if value in typed[:i]:
+                raise ValidationError(f"{path}[{i}]", f"{values[i]!r} is listed twice")
+        axes[name] = typed
+    return axes
+
+
+def _axis_value(tool, name: str, value: Any, path: str, target_names: list[str]) -> Any:
+    """One axis value typed like the thing it varies."""
+    if name == "target":
+        if value not in target_names:
+            raise ValidationError(path, f"{value!r} is not a target; targets: {', '.join(target_names)}")
+        return value
+    if name in STRESS_AXES:
+        hi = 100 if name != "stress.cpu" else 4096
+        return Doc({name: value}, "").integer(name, lo=0, hi=hi, path=path)
+    if name == "volumes":
+        return Doc({name: value}, "").integer(name, lo=1, hi=128, path=path)
+    if name.startswith("stress."):
+        raise ValidationError(path.split("[")[0], f"unknown axis; known stress axes: {', '.join(STRESS_AXES)}")
+    if isinstance(value, (list, dict)):
+        raise ValidationError(path, "an axis value must be a single value")
+    return _convert_param(tool, name, value, path)[1]
+
+
+def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: list[str]):
+    """overrides: [{when: {axis: value}, set: {param: value}}] -> tuple of pairs."""
+    raw = doc.get("overrides") or []
+    if not isinstance(raw, list):
+        raise ValidationError("overrides", "expected a list of {when: {...}, set: {...}}")
+    pairs = []
+    for i, item in enumerate(raw):
+        entry = Doc(item, f"overrides[{i}]")
+        when = entry.mapping("when", required=True)
+        sets = entry.mapping("set", required=True)
+        entry.done()
+        typed_when = {}
+        for axis, value in when.items():
+            path = f"overrides[{i}].when.{axis}"
+            if axis not in axes:
+                raise ValidationError(path, f"not an axis; axes: {', '.join(axes) or 'none'}")
+            typed = _axis_value(tool, axis, value, path, target_names)
+            if typed not in axes[axis]:
+                raise ValidationError(path, f"{value!r} is not one of the axis values")
+            typed_when[axis] = typed
+        typed_set = dict(_convert_param(tool, n, v, f"overrides[{i}].set.{n}")
+                         for n, v in sets.items())
+        pairs.append((typed_when, typed_set))
+    return tuple(pairs)
+
+
+def _check_combinations(plan: Plan, tool) -> None:
+    """Run the tool's cross-field rules over every distinct parameter set."""
+    if count_cells(plan) // plan.repeat > FULL_CHECK_LIMIT:
+        return
+    for combo in _combinations(plan):
+        _cell_params(plan, tool, combo)
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def count_cells(plan: Plan) -> int:
+    """Number of cells `expand` would return, without building them."""
+    count = plan.repeat
+    for values in plan.axes.values():
+        count *= len(values)
+    return count
+
+
+def _combinations(plan: Plan) -> list[dict[str, Any]]:
+    """Every axis combination, first axis varying slowest (file order)."""
+    names = list(plan.axes)
+    return [dict(zip(names, values)) for values in itertools.product(*plan.axes.values())]
+
+
+def combination_key(axes: dict[str, Any]) -> str:
+    """Stable key such as "load_type=read,target=micro" (names sorted)."""
+    return ",".join(f"{name}={_show(axes[name])}" for name in sorted(axes))
+
+
+def _show(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _cell_params(plan: Plan, tool, combo: dict[str, Any]) -> dict[str, Any]:
+    """Base params + param axes + matching overrides, through tool.validate."""
+    merged = dict(plan.params)
+    for name, value in combo.items():
+        if name not in SPECIAL_AXES:
+            merged[canonical(tool, name)] = value
+    for when, sets in plan.overrides:
+        if all(combo.get(axis) == value for axis, value in when.items()):
+            merged.update(sets)
+    try:
+        return tool.validate(merged)
+    except ValidationError as exc:
+        where = f" (cell {combination_key(combo)})" if combo else ""
+        raise ValidationError(_param_path(plan, tool, exc.param, combo), exc.message + where) from None
+
+
+def _param_path(plan: Plan, tool, param: str, combo: dict[str, Any]) -> str:
+    """Where a refused parameter came from: an axis, an override or params."""
+    for name in combo:
+        if name not in SPECIAL_AXES and param in (name, canonical(tool, name)):
+            return f"axes.{name}[{plan.axes[name].index(combo[name])}]"
+    for i, (_, sets) in enumerate(plan.overrides):
+        if param in sets:
+            return f"overrides[{i}].set.{param}"
+    return f"params.{param}" if param else "params"
+
+
+def _cell_stress(plan: Plan, combo: dict[str, Any]) -> dict[str, Any] | None:
+    """The stress setting of one combination, or None when the plan has none."""
+    if plan.stress is None and not any(a in combo for a in STRESS_AXES):
+        return None
+    stress = {"cpu": 0, "cpu_load": 100, **(plan.stress or {})}
+    if "stress.cpu" in combo:
+        stress["cpu"] = combo["stress.cpu"]
+    for name in ("stress.load", "stress.cpu_load"):
+        if name in combo:
+            stress["cpu_load"] = combo[name]
+    return stress
+
+
+def expand(plan: Plan, seed: int | None = None) -> list[CellSpec]:
+    """The cells of a plan in run order.
+
+    sequential: all repeats of a combination together; interleaved: repeat 1
+    of every combination, then repeat 2...; shuffled: all cells shuffled by
+    random.Random(seed) (seed argument, else plan.seed, else 0): reproducible.
+    """
+    tool = get_tool(plan.tool)
+    combos = _combinations(plan)
+    params = [_cell_params(plan, tool, combo) for combo in combos]
+    if plan.order == "sequential":
+        slots = [(c, r) for c in range(len(combos)) for r in range(1, plan.repeat + 1)]
+    else:
+        slots = [(c, r) for r in range(1, plan.repeat + 1) for c in range(len(combos))]
+    if plan.order == "shuffled":
+        chosen = seed if seed is not None else plan.seed
+        random.Random(chosen if chosen is not None else 0).shuffle(slots)
+    default_target = plan.targets[0].name
+    return [
+        CellSpec(
+            index=index,
+            key=combination_key(combos[c]),
+            axes=dict(combos[c]),
+            repeat=repeat,
+            target=combos[c].get("target", default_target),
+            params=copy.deepcopy(params[c]),
+            stress=_cell_stress(plan, combos[c]),
+            volumes=combos[c].get("volumes"),
+        )
+        for index, (c, repeat) in enumerate(slots, start=1)
+    ]
+
+
+def substitute(value: Any, cell: CellSpec) -> Any:
+    """Replace "${axis}" in strings (e.g. provision volumes.count) by the cell's value.
+
+    A string that is exactly one placeholder takes the value's type.
+    """
+    if isinstance(value, dict):
+        return {k: substitute(v, cell) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, cell) for v in value]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+    names = dict(cell.axes)
+    for name, axis_value in names.items():
+        if value == "${" + name + "}":
+            return axis_value
+        value = value.replace("${" + name + "}", _show(axis_value))
+    return value
+
+
+# ---------------------------------------------------------------- writing
+
+
+def dump_plan(plan: Plan) -> str:
+    """The plan as YAML; load_plan(dump_plan(p)) == p."""
+    return yaml.safe_dump(plan.document, sort_keys=False, allow_unicode=True)
+
+
+def with_seed(plan: Plan, seed: int) -> Plan:
+    """The same plan with `seed` set (kept in its document, so runs record it)."""
+    return load_plan({**plan.document, "seed": seed})
