@@ -1,0 +1,372 @@
+"""fio: storage benchmark. Builds an argv with --output-format=json, reads fio JSON.
+
+Benchboard always asks fio for JSON (3.x, also 2.x and json+), so the parser
+never reads fio's human output, whose units change with magnitude (IOPS=165k,
+nsec/usec/msec). Job files are not used: every option goes on the command line
+as `--name=value`, from the allow-list below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from runners.command import WORKDIR, Command, Endpoint
+from runners.errors import ParseError, ValidationError
+from runners.params import Param
+from runners.params import validate as validate_params
+from runners.results import Result
+
+NAME = "fio"
+BINARY = "fio"
+PACKAGE = "fio"
+PHASES = ("run",)
+
+RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
+            "trim", "randtrim", "trimwrite")
+MIXED_MODES = ("rw", "readwrite", "randrw")
+IOENGINES = ("psync", "sync", "libaio", "io_uring", "posixaio", "mmap")
+
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("name", "text", "job name (shown as the group label)", default="benchboard"),
+    Param("rw", "choice", "I/O pattern", choices=RW_MODES, default="read"),
+    Param("bs", "size", "block size, e.g. 4k or 32m", default="4k"),
+    Param("size", "size", "total I/O per job (file size), e.g. 5G"),
+    Param("numjobs", "int", "parallel jobs", min=1, max=4096),
+    Param("runtime", "int", "maximum run time in seconds", min=1, max=7 * 86400),
+    Param("time_based", "bool", "keep running until runtime even when size is done"),
+    Param("ramp_time", "int", "seconds of warm-up not counted in the results",
+          min=0, max=86400),
+    Param("direct", "bool", "O_DIRECT: bypass the page cache"),
+    Param("ioengine", "choice", "I/O engine", choices=IOENGINES),
+    Param("iodepth", "int", "I/Os in flight per job (async engines)", min=1, max=65536),
+    Param("filename", "text", "file or device path (absolute; ':' separates several)"),
+    Param("directory", "text", "directory for the job files (absolute path)"),
+    Param("nrfiles", "int", "files per job", min=1, max=100000),
+    Param("file_service_type", "choice", "how jobs pick among their files",
+          choices=("random", "roundrobin", "sequential")),
+    Param("group_reporting", "bool", "report the jobs of a group as one"),
+    Param("rwmixread", "int", "percentage of reads in a mixed workload", min=0, max=100),
+    Param("fsync", "int", "fsync after this many writes (0 = never)", min=0, max=1 << 30),
+    Param("end_fsync", "bool", "fsync when the job ends"),
+    Param("invalidate", "bool", "drop the page cache of the files before starting"),
+    Param("randrepeat", "bool", "same random sequence on every run"),
+    Param("norandommap", "bool", "do not track random offsets (may revisit blocks)"),
+    Param("refill_buffers", "bool", "refill the I/O buffer on every submit"),
+    Param("thread", "bool", "use threads instead of processes"),
+    Param("unlink", "bool", "delete the job files when done"),
+    Param("rate_iops", "int", "cap IOPS per job", min=1, max=1 << 30),
+    Param("output_format", "choice", "json, or json+ with latency bins",
+          choices=("json", "json+"), default="json"),
+)}
+ALIASES = {"readwrite": "rw", "blocksize": "bs"}
+
+# Booleans fio takes as bare flags; the other booleans are written as =1/=0.
+FLAG_OPTIONS = ("time_based", "group_reporting", "norandommap", "refill_buffers", "thread")
+PATH_PARAMS = ("filename", "directory")
+
+
+def validate(params: dict) -> dict:
+    """Return typed, canonical params with defaults filled in, or raise ValidationError.
+
+    Cross-field rules: a filename or a directory is required (fio would
+    otherwise write into whatever its working directory is); paths are
+    absolute; rwmixread needs a mixed rw mode; time_based needs runtime.
+    """
+    clean = validate_params(NAME, PARAMS, params, ALIASES)
+    for name, spec in PARAMS.items():
+        if spec.default is not None:
+            clean.setdefault(name, spec.default)
+    for name in PATH_PARAMS:
+        if name in clean and not clean[name].startswith("/"):
+            raise ValidationError(name, "an absolute path is required (starting with /)")
+    for name, value in clean.items():
+        if isinstance(value, str) and WORKDIR in value:
+            raise ValidationError(name, f"{WORKDIR} is reserved")
+    if "filename" not in clean and "directory" not in clean:
+        raise ValidationError("filename", "give filename or directory: where fio does its I/O")
+    if "rwmixread" in clean and clean["rw"] not in MIXED_MODES:
+        raise ValidationError("rwmixread", f"only with rw = {', '.join(MIXED_MODES)}")
+    if clean.get("time_based") and "runtime" not in clean:
+        raise ValidationError("time_based", "needs runtime")
+    return clean
+
+
+def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") -> Command:
+    """Return the fio Command for params (validated here). fio ignores endpoint:
+    it runs on the client host against the file system there."""
+    if phase not in PHASES:
+        raise ValidationError("phase", f"fio has only the phases {', '.join(PHASES)}")
+    clean = validate(params)
+    argv = [BINARY]
+    for name in PARAMS:  # PARAMS order: stable, readable command lines
+        if name in clean and name != "output_format":
+            argv.extend(_option(name, clean[name]))
+    argv.append(f"--output-format={clean['output_format']}")
+    return Command(argv=argv, tool=NAME, package=PACKAGE)
+
+
+def _option(name: str, value: Any) -> list[str]:
+    """One `--name=value` element (or a bare flag, or nothing for a false flag)."""
+    if name in FLAG_OPTIONS:
+        return [f"--{name}"] if value else []
+    if isinstance(value, bool):
+        value = int(value)
+    return [f"--{name}={value}"]
+
+
+def version_command() -> list[str]:
+    return [BINARY, "--version"]
+
+
+def parse_version(text: str) -> str:
+    """'fio-3.33' -> '3.33'."""
+    match = re.search(r"fio-(\d+[\w.\-]*)", text)
+    if not match:
+        raise ParseError("no fio version found")
+    return match.group(1)
+
+
+# ---------------------------------------------------------------- parsing
+
+DIRECTIONS = ("read", "write", "trim", "mixed")  # "mixed": unified_rw_reporting
+ERROR_WORDS = re.compile(r"err|fail|invalid|unable|cannot|can't|denied|no space|not ",
+                         re.IGNORECASE)
+
+
+def parse(text: str) -> Result:
+    """Read fio JSON output (3.x, 2.x, json+), possibly with other lines around it.
+
+    Reads e.g.::
+
+        note: both iodepth >= 1 and synchronous I/O engine are selected, queue ...
+        fio: pid=13163, err=28/file:io_u.c:1876, func=io_u error, error=No space ...
+        {
+          "fio version" : "fio-3.33",
+          "jobs" : [
+            {
+              "jobname" : "read4k", "groupid" : 0, "error" : 0,
+              "read" : { "bw" : 1260307, "iops" : 315076.923077, "runtime" : 104,
+                         "clat_ns" : { "mean" : 5764.85, "N" : 32768,
+                                       "percentile" : { "95.000000" : 1400, ... } },
+                         "lat_ns" : { "mean" : 5938.12, "N" : 32768 }, ... },
+
+    Returns one group per entry of "jobs" (labels job, jobnum), whole-output
+    metrics (see _combine), `fio:` error lines and job errors in errors, notes
+    and disk utilisation in facts. fio lines without JSON (a bad option or
+    directory) give a Result with only errors.
+    """
+    if not text.strip():
+        raise ParseError("empty fio output")
+    start = _json_start(text)
+    if start is None:
+        errors, _ = _messages(text)
+        if errors:
+            return Result(errors=errors)
+        raise ParseError("no fio JSON found (Benchboard runs fio with --output-format=json)")
+    doc, end = _decode(text, start)
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
+        raise ParseError("JSON without a fio \"jobs\" list: not fio output")
+    errors, notes = _messages(text[:start] + "\n" + text[end:])
+    groups = []
+    for jobnum, job in enumerate(jobs):
+        groups.append({"labels": {"job": str(job.get("jobname", "")), "jobnum": jobnum},
+                       "metrics": _job_metrics(job)})
+        if _number(job.get("error")):
+            errors.append(_job_error(job, jobnum))
+    facts = _facts(doc, notes)
+    return Result(metrics=_combine(jobs), groups=groups, errors=errors, facts=facts)
+
+
+def _json_start(text: str) -> int | None:
+    """Offset of the JSON document: the first line that starts with '{', else the first '{'."""
+    match = re.search(r"(?m)^[ \t]*\{", text)
+    if match:
+        return match.end() - 1
+    index = text.find("{")
+    return None if index < 0 else index
+
+
+def _decode(text: str, start: int) -> tuple[dict, int]:
+    """Decode the JSON object at start; return it and the offset after it."""
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"truncated or malformed fio JSON: {exc.msg} at offset {exc.pos}")
+    except RecursionError:
+        raise ParseError("malformed fio JSON: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ParseError("fio JSON is not an object")
+    return doc, end
+
+
+def _messages(text: str) -> tuple[list[str], list[str]]:
+    """Split fio's own lines around the JSON into (errors, notes).
+
+    `fio: ...` lines that speak of errors or failures are errors; `note: ...`
+    and other `fio: ...` lines (e.g. the iodepth/synchronous engine note) are notes.
+    """
+    errors: list[str] = []
+    notes: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("fio:") and ERROR_WORDS.search(line):
+            errors.append(line)
+        elif line.startswith(("fio:", "note:")) and line not in notes:
+            notes.append(line)
+    return errors, notes
+
+
+def _job_error(job: dict, jobnum: int) -> str:
+    try:
+        code = int(_number(job.get("error")) or 0)
+        reason = os.strerror(code)
+    except (ValueError, OverflowError):
+        code, reason = job.get("error"), "unknown error"
+    return f"job {job.get('jobname', '')!s} #{jobnum}: error {code} ({reason})"
+
+
+def _job_metrics(job: dict) -> dict[str, float]:
+    """Metrics of one job entry: per active direction, plus runtime_s."""
+    metrics: dict[str, float] = {}
+    runtimes = []
+    for direction in DIRECTIONS:
+        stats = _direction(job, direction)
+        if stats is None:
+            continue
+        for key, value in stats.items():
+            if key not in ("runtime_ms", "samples"):
+                metrics[f"{direction}_{key}"] = value
+        runtimes.append(stats["runtime_ms"])
+    if runtimes:
+        metrics["runtime_s"] = max(runtimes) / 1000.0
+    return metrics
+
+
+def _direction(job: dict, direction: str) -> dict[str, float] | None:
+    """iops, bw_kib_s, lat/clat figures of one direction, or None if it did no I/O.
+
+    fio 3.x reports latencies in ns (clat_ns, lat_ns, with N); fio 2.x in us
+    (clat, lat, no N). "bw" is KiB/s in both. Latencies with no samples are
+    left out rather than reported as 0.
+    """
+    stats = job.get(direction)
+    if not isinstance(stats, dict):
+        return None
+    ios = _number(stats.get("total_ios")) or 0
+    if not ios and not _number(stats.get("io_bytes")):
+        return None
+    iops, bw = _number(stats.get("iops")), _number(stats.get("bw"))
+    if iops is None or bw is None:
+        return None
+    out = {"iops": iops, "bw_kib_s": bw, "runtime_ms": _number(stats.get("runtime")) or 0.0}
+    clat, lat, scale = _latency_blocks(stats)
+    if _has_samples(lat, ios) and _number(lat.get("mean")) is not None:
+        out["lat_mean_us"] = _us(_number(lat["mean"]), scale)
+    if _has_samples(clat, ios):
+        for pct in (95, 99):
+            value = _percentile(clat.get("percentile"), pct)
+            if value is not None:
+                out[f"clat_p{pct}_us"] = _us(value, scale)
+    out["samples"] = float((lat or {}).get("N") or ios)
+    return out
+
+
+def _latency_blocks(stats: dict) -> tuple[dict, dict, float]:
+    """(clat, lat, divisor to microseconds) for fio 3.x (ns) or 2.x (us)."""
+    if isinstance(stats.get("lat_ns"), dict) or isinstance(stats.get("clat_ns"), dict):
+        return _dict(stats.get("clat_ns")), _dict(stats.get("lat_ns")), 1000.0
+    return _dict(stats.get("clat")), _dict(stats.get("lat")), 1.0
+
+
+def _us(value: float, scale: float) -> float:
+    # Rounded to 9 places: fio's ns figures have 6 decimals, so this is exact
+    # and only removes float noise such as 5.3222239380000005.
+    return round(value / scale, 9)
+
+
+def _has_samples(block: dict, ios: float) -> bool:
+    if not block:
+        return False
+    if "N" in block:
+        return bool(_number(block.get("N")))
+    return bool(ios)  # fio 2.x has no N: trust blocks of directions that did I/O
+
+
+def _percentile(table: Any, pct: float) -> float | None:
+    """The value for pct in fio's {"95.000000": 1234, ...} table, if reported."""
+    if not isinstance(table, dict):
+        return None
+    for key, value in table.items():
+        try:
+            if abs(float(key) - pct) < 1e-9:
+                return _number(value)
+        except ValueError:
+            continue
+    return None
+
+
+def _combine(jobs: list[dict]) -> dict[str, float]:
+    """Whole-output metrics over all job entries.
+
+    iops and bw_kib_s: sums over jobs (jobs run at the same time).
+    lat_mean_us: the mean over all I/Os, i.e. job means weighted by each
+    job's I/O count (exact). clat_p95_us/clat_p99_us: job percentiles weighted
+    by I/O count, an approximation (exact merged percentiles need
+    group_reporting, where fio merges the jobs itself). runtime_s: the longest job.
+    A single entry gives exactly its own metrics.
+    """
+    sums: dict[str, float] = {}
+    weighted: dict[str, list[tuple[float, float]]] = {}
+    runtimes = []
+    for job in jobs:
+        for direction in DIRECTIONS:
+            stats = _direction(job, direction)
+            if stats is None:
+                continue
+            runtimes.append(stats["runtime_ms"])
+            for key in ("iops", "bw_kib_s"):
+                name = f"{direction}_{key}"
+                sums[name] = sums.get(name, 0.0) + stats[key]
+            for key in ("lat_mean_us", "clat_p95_us", "clat_p99_us"):
+                if key in stats:
+                    weighted.setdefault(f"{direction}_{key}", []).append(
+                        (stats[key], stats["samples"]))
+    metrics = dict(sums)
+    for name, pairs in weighted.items():
+        total = sum(weight for _, weight in pairs)
+        if len(pairs) == 1:
+            metrics[name] = pairs[0][0]
+        elif total:
+            metrics[name] = round(sum(value * weight for value, weight in pairs) / total, 9)
+    if runtimes:
+        metrics["runtime_s"] = max(runtimes) / 1000.0
+    return {name: metrics[name] for name in sorted(metrics)}
+
+
+def _facts(doc: dict, notes: list[str]) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    version = doc.get("fio version")
+    if isinstance(version, str):
+        facts["version"] = version.removeprefix("fio-")
+    disks = doc.get("disk_util")
+    if isinstance(disks, list):
+        facts["disk_util"] = {str(d.get("name")): _number(d.get("util"))
+                              for d in disks if isinstance(d, dict)}
+    if notes:
+        facts["notes"] = notes
+    return facts
+
+
+def _number(value: Any) -> float | None:
+    """value as a float if it is a JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,298 @@
+"""pgbench: PostgreSQL benchmark. Phases "init" (pgbench -i) and "run".
+
+One params dict serves both phases: build() takes from it the options of the
+phase it builds (scale and the init flags for "init"; clients, time, scripts...
+for "run") and ignores the others, so a plan's params can hold both.
+
+The password never travels in argv or in PGPASSWORD: it goes into an
+uploaded 0600 file `@WORKDIR@/pgpass` (libpq's pgpass format) and
+PGPASSFILE points at it. An executor whose own environment carries
+PGPASSWORD should drop it, since libpq prefers it over the file.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.errors import ParseError, ValidationError
+from runners.params import SAFE_TEXT, Param
+from runners.params import validate as validate_params
+from runners.results import Result
+
+NAME = "pgbench"
+BINARY = "pgbench"
+PACKAGE = "postgresql-client"
+PHASES = ("init", "run")
+SCRIPT_FILE = "custom.sql"
+PGPASS_FILE = "pgpass"
+
+BUILTINS = ("tpcb-like", "simple-update", "select-only")
+# Param name -> the phase that uses it; `option` is pgbench's own option
+# (short forms where pgbench has them: they work in every pgbench since 9.x).
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("scale", "int", "scale factor: 100,000 pgbench_accounts rows each", option="-s",
+          min=1, max=1_000_000, default=1),
+    Param("foreign_keys", "bool", "create foreign keys between the tables",
+          option="--foreign-keys"),
+    Param("unlogged_tables", "bool", "create unlogged tables", option="--unlogged-tables"),
+    Param("fillfactor", "int", "table fill factor", option="-F", min=10, max=100),
+    Param("quiet", "bool", "log init progress every 5 s only", option="-q"),
+    Param("client", "int", "concurrent clients (sessions)", option="-c", min=1, max=100_000),
+    Param("jobs", "int", "pgbench threads", option="-j", min=1, max=10_000),
+    Param("time", "int", "run for this many seconds", option="-T", min=1, max=7 * 86400),
+    Param("transactions", "int", "transactions per client (instead of time)", option="-t",
+          min=1, max=1 << 31),
+    Param("builtin", "choice", "built-in script", option="-b", choices=BUILTINS),
+    Param("select_only", "bool", "built-in select-only script", option="-S"),
+    Param("skip_some_updates", "bool", "built-in simple-update script", option="-N"),
+    Param("script", "sql", "custom SQL script (sent as a file, run with -f)"),
+    Param("progress", "int", "progress line every N seconds (per-second series)",
+          option="-P", min=1, max=3600),
+    Param("report_per_command", "bool", "per-statement latencies", option="-r"),
+    Param("protocol", "choice", "query protocol", option="-M",
+          choices=("simple", "extended", "prepared")),
+    Param("rate", "float", "target transactions per second (throttling)", option="-R",
+          min=0.001, max=1e9),
+    Param("latency_limit", "float", "count transactions slower than this (ms)", option="-L",
+          min=0.001, max=1e9),
+    Param("connect", "bool", "a new connection for each transaction", option="-C"),
+    Param("no_vacuum", "bool", "skip the vacuum before the run", option="-n"),
+    Param("max_tries", "int", "retries of serialization/deadlock failures (PostgreSQL 15+)",
+          option="--max-tries", min=1, max=1000),
+)}
+INIT_PARAMS = ("scale", "foreign_keys", "unlogged_tables", "fillfactor", "quiet")
+SCRIPT_CHOICE = ("builtin", "select_only", "skip_some_updates", "script")
+ALIASES = {"clients": "client", "threads": "jobs", "scale_factor": "scale",
+           "report_latencies": "report_per_command"}
+ENDPOINT_FIELDS = (("host", "-h"), ("port", "-p"), ("user", "-U"))
+
+
+def validate(params: dict) -> dict:
+    """Return typed params (scale defaulted) or raise ValidationError.
+
+    Rules: time and transactions exclude each other; at most one of builtin,
+    select_only, skip_some_updates, script.
+    """
+    clean = validate_params(NAME, PARAMS, params, ALIASES)
+    clean.setdefault("scale", PARAMS["scale"].default)
+    if "time" in clean and "transactions" in clean:
+        raise ValidationError("transactions", "give time or transactions, not both")
+    chosen = [name for name in SCRIPT_CHOICE if clean.get(name)]
+    if len(chosen) > 1:
+        raise ValidationError(chosen[1], f"choose one script: {', '.join(SCRIPT_CHOICE)}")
+    return clean
+
+
+def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
+    """Return the pgbench Command for phase ("init" or "run") against endpoint.
+
+    argv: pgbench [phase options] -h HOST -p PORT -U USER DATABASE. A password
+    becomes the uploaded pgpass file; a custom script the uploaded custom.sql.
+    """
+    if phase not in PHASES:
+        raise ValidationError("phase", f"pgbench phases: {', '.join(PHASES)}")
+    clean = validate(params)
+    argv = [BINARY] + (_init_options(clean) if phase == "init" else _run_options(clean))
+    command = Command(argv=argv, tool=NAME, package=PACKAGE)
+    if phase == "run" and "script" in clean:
+        command.uploads.append(Upload(SCRIPT_FILE, clean["script"].encode()))
+        argv.extend(["-f", f"{WORKDIR}/{SCRIPT_FILE}"])
+    argv.extend(_endpoint_options(endpoint))
+    if endpoint.password:
+        if "\n" in endpoint.password or "\r" in endpoint.password:
+            raise ValidationError("password", "a line break cannot go into a pgpass file")
+        command.uploads.append(Upload(PGPASS_FILE, _pgpass(endpoint).encode()))
+        command.env["PGPASSFILE"] = f"{WORKDIR}/{PGPASS_FILE}"
+        command.secrets.append(endpoint.password)
+    if endpoint.database:
+        argv.append(_checked("database", endpoint.database))
+    return command
+
+
+def _init_options(clean: dict) -> list[str]:
+    options = ["-i"]
+    for name in INIT_PARAMS:
+        options.extend(_option(name, clean.get(name)))
+    return options
+
+
+def _run_options(clean: dict) -> list[str]:
+    options: list[str] = []
+    for name, spec in PARAMS.items():
+        if name not in INIT_PARAMS and spec.option:
+            options.extend(_option(name, clean.get(name)))
+    return options
+
+
+def _option(name: str, value) -> list[str]:
+    """[option] for a true flag, [option, value] for a value, [] when absent/false."""
+    if value is None or value is False:
+        return []
+    option = PARAMS[name].option
+    if value is True:
+        return [option]
+    if option.startswith("--"):
+        return [f"{option}={value:g}" if isinstance(value, float) else f"{option}={value}"]
+    return [option, f"{value:g}" if isinstance(value, float) else str(value)]
+
+
+def _endpoint_options(endpoint: Endpoint) -> list[str]:
+    """-h/-p/-U from the endpoint, each value checked like a plan parameter."""
+    if endpoint.kind != "postgres":
+        raise ValidationError("endpoint", f"pgbench needs a postgres endpoint, not {endpoint.kind}")
+    options: list[str] = []
+    if endpoint.socket:  # libpq takes the socket's directory as the host
+        options += ["-h", _checked("socket", endpoint.socket.rsplit("/.s.PGSQL.", 1)[0])]
+    elif endpoint.host:
+        options += ["-h", _checked("host", endpoint.host)]
+    if endpoint.port is not None:
+        port = PORT.convert(endpoint.port)
+        options += ["-p", str(port)]
+    if endpoint.user:
+        options += ["-U", _checked("user", endpoint.user)]
+    return options
+
+
+PORT = Param("port", "int", min=1, max=65535)
+
+
+def _checked(field: str, value: str) -> str:
+    """value if it is plain text (no spaces, shell characters, leading '-'), else ValidationError."""
+    if not isinstance(value, str) or not SAFE_TEXT.match(value) or value.startswith("-") \
+            or WORKDIR in value:
+        raise ValidationError(field, "plain text without spaces or shell characters")
+    return value
+
+
+def _pgpass(endpoint: Endpoint) -> str:
+    """One pgpass line host:port:database:user:password, ':' and '\\' escaped.
+
+    Fields the endpoint leaves open are '*'; a socket connection matches
+    '*' too (libpq compares it as "localhost").
+    """
+    host = "*" if endpoint.socket or not endpoint.host else endpoint.host
+    fields = [host, str(endpoint.port or "*"), endpoint.database or "*",
+              endpoint.user or "*", endpoint.password or ""]
+    return ":".join(_escape(f) if f != "*" else f for f in fields) + "\n"
+
+
+def _escape(field: str) -> str:
+    return field.replace("\\", "\\\\").replace(":", "\\:")
+
+
+def version_command() -> list[str]:
+    return [BINARY, "--version"]
+
+
+def parse_version(text: str) -> str:
+    """'pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)' -> '15.18'."""
+    match = re.search(r"pgbench \((?:PostgreSQL\) )?(\d+(?:\.\d+)*)", text)
+    if not match:
+        raise ParseError("no pgbench version found")
+    return match.group(1)
+
+
+# ---------------------------------------------------------------- parsing
+
+SUMMARY = (  # (metric, pattern on a summary line); first match wins
+    ("tps", r"^tps = ([0-9.]+) \((?:without initial connection time|excluding connections"
+            r" establishing)\)"),
+    ("tps_including_connections", r"^tps = ([0-9.]+) \(including connections establishing\)"),
+    ("transactions", r"^number of transactions actually processed: (\d+)"),
+    ("failed", r"^number of failed transactions: (\d+)"),
+    ("latency_avg_ms", r"^latency average\s*[=:]\s*([0-9.]+) ms"),
+    ("latency_stddev_ms", r"^latency stddev\s*[=:]\s*([0-9.]+) ms"),
+    ("initial_connection_time_ms", r"^initial connection time = ([0-9.]+) ms"),
+    ("skipped", r"^number of transactions skipped: (\d+)"),
+    ("late", r"^number of transactions above the [0-9.]+ ms latency limit: (\d+)"),
+    ("init_time_s", r"^done in ([0-9.]+) s"),
+)
+SUMMARY_RE = [(name, re.compile(pattern, re.MULTILINE)) for name, pattern in SUMMARY]
+PROGRESS = re.compile(
+    r"^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)"
+    r"(?:, lag ([0-9.]+) ms)?(?:, (\d+) skipped)?(?:, (\d+) failed)?", re.MULTILINE)
+ERROR = re.compile(r"error:|fatal:|FATAL:|ERROR:|aborted|could not|failed:|"
+                   r"need to do initialization|[Cc]onnection to database .* failed")
+FACTS = (
+    ("version", r"^pgbench \((\d+(?:\.\d+)*)"),
+    ("transaction_type", r"^transaction type: (.+)$"),
+    ("scaling_factor", r"^scaling factor: (\d+)"),
+    ("query_mode", r"^query mode: (\w+)"),
+    ("clients", r"^number of clients: (\d+)"),
+    ("threads", r"^number of threads: (\d+)"),
+    ("duration_s", r"^duration: (\d+) s"),
+)
+
+
+def parse(text: str) -> Result:
+    """Read pgbench output: the summary (stdout) and -P progress lines (stderr).
+
+    Reads e.g. (PostgreSQL 15)::
+
+        progress: 1.0 s, 613.9 tps, lat 3.059 ms stddev 4.053, 0 failed
+        number of transactions actually processed: 3204
+        number of failed transactions: 0 (0.000%)
+        latency average = 3.090 ms
+        latency stddev = 3.462 ms
+        initial connection time = 47.792 ms
+        tps = 646.259731 (without initial connection time)
+
+    and before PostgreSQL 14 ``tps = 248.316242 (excluding connections
+    establishing)`` (that is `tps`; the "including" figure is
+    tps_including_connections). `pgbench -i` output gives init_time_s from
+    ``done in 0.30 s (...)``. FATAL/ERROR/aborted lines go to errors.
+    """
+    if not text.strip():
+        raise ParseError("empty pgbench output")
+    metrics = _summary(text)
+    series = [_point(m) for m in PROGRESS.finditer(text)]
+    errors = _errors(text)
+    if not metrics and not errors:
+        if series or "pgbench" in text or "transaction type:" in text:
+            raise ParseError("pgbench output has no summary (truncated or interrupted run)")
+        raise ParseError("not pgbench output")
+    groups = [{"labels": {}, "metrics": dict(metrics)}] if metrics else []
+    return Result(metrics=metrics, groups=groups, series=series, errors=errors,
+                  facts=_facts(text))
+
+
+def _summary(text: str) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    for name, pattern in SUMMARY_RE:
+        match = pattern.search(text)
+        if match:
+            metrics[name] = float(match.group(1))
+    return metrics
+
+
+def _point(match: re.Match) -> dict[str, float]:
+    t, tps, lat, stddev, lag, skipped, failed = match.groups()
+    point = {"t": float(t), "tps": float(tps), "latency_avg_ms": float(lat)}
+    if stddev != "NaN":
+        point["latency_stddev_ms"] = float(stddev)
+    for name, value in (("lag_ms", lag), ("skipped", skipped), ("failed", failed)):
+        if value is not None:
+            point[name] = float(value)
+    return point
+
+
+def _errors(text: str) -> list[str]:
+    """Error lines, in order, without repeats (libpq repeats its FATAL line)."""
+    errors: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and ERROR.search(line) and not line.startswith("progress:") \
+                and line not in errors:
+            errors.append(line)
+    return errors
+
+
+def _facts(text: str) -> dict:
+    facts: dict = {}
+    for name, pattern in FACTS:
+        match = re.search(pattern, text, re.MULTILINE)
+        if match:
+            value = match.group(1).strip()
+            facts[name] = int(value) if value.isdigit() else value
+    return facts
