@@ -24,43 +24,66 @@ BINARY = "fio"
 PACKAGE = "fio"
 PHASES = ("run",)
 
-RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
-            "trim", "randtrim", "trimwrite")
+RW_MODES = (
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "rw",
+    "readwrite",
+    "randrw",
+    "trim",
+    "randtrim",
+    "trimwrite",
+)
 MIXED_MODES = ("rw", "readwrite", "randrw")
 IOENGINES = ("psync", "sync", "libaio", "io_uring", "posixaio", "mmap")
 
-PARAMS: dict[str, Param] = {p.name: p for p in (
-    Param("name", "text", "job name (shown as the group label)", default="benchboard"),
-    Param("rw", "choice", "I/O pattern", choices=RW_MODES, default="read"),
-    Param("bs", "size", "block size, e.g. 4k or 32m", default="4k"),
-    Param("size", "size", "total I/O per job (file size), e.g. 5G"),
-    Param("numjobs", "int", "parallel jobs", min=1, max=4096),
-    Param("runtime", "int", "maximum run time in seconds", min=1, max=7 * 86400),
-    Param("time_based", "bool", "keep running until runtime even when size is done"),
-    Param("ramp_time", "int", "seconds of warm-up not counted in the results",
-          min=0, max=86400),
-    Param("direct", "bool", "O_DIRECT: bypass the page cache"),
-    Param("ioengine", "choice", "I/O engine", choices=IOENGINES),
-    Param("iodepth", "int", "I/Os in flight per job (async engines)", min=1, max=65536),
-    Param("filename", "text", "file or device path (absolute; ':' separates several)"),
-    Param("directory", "text", "directory for the job files (absolute path)"),
-    Param("nrfiles", "int", "files per job", min=1, max=100000),
-    Param("file_service_type", "choice", "how jobs pick among their files",
-          choices=("random", "roundrobin", "sequential")),
-    Param("group_reporting", "bool", "report the jobs of a group as one"),
-    Param("rwmixread", "int", "percentage of reads in a mixed workload", min=0, max=100),
-    Param("fsync", "int", "fsync after this many writes (0 = never)", min=0, max=1 << 30),
-    Param("end_fsync", "bool", "fsync when the job ends"),
-    Param("invalidate", "bool", "drop the page cache of the files before starting"),
-    Param("randrepeat", "bool", "same random sequence on every run"),
-    Param("norandommap", "bool", "do not track random offsets (may revisit blocks)"),
-    Param("refill_buffers", "bool", "refill the I/O buffer on every submit"),
-    Param("thread", "bool", "use threads instead of processes"),
-    Param("unlink", "bool", "delete the job files when done"),
-    Param("rate_iops", "int", "cap IOPS per job", min=1, max=1 << 30),
-    Param("output_format", "choice", "json, or json+ with latency bins",
-          choices=("json", "json+"), default="json"),
-)}
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("name", "text", "job name (shown as the group label)", default="benchboard"),
+        Param("rw", "choice", "I/O pattern", choices=RW_MODES, default="read"),
+        Param("bs", "size", "block size, e.g. 4k or 32m", default="4k"),
+        Param("size", "size", "total I/O per job (file size), e.g. 5G"),
+        Param("numjobs", "int", "parallel jobs", min=1, max=4096),
+        Param("runtime", "int", "maximum run time in seconds", min=1, max=7 * 86400),
+        Param("time_based", "bool", "keep running until runtime even when size is done"),
+        Param(
+            "ramp_time", "int", "seconds of warm-up not counted in the results", min=0, max=86400
+        ),
+        Param("direct", "bool", "O_DIRECT: bypass the page cache"),
+        Param("ioengine", "choice", "I/O engine", choices=IOENGINES),
+        Param("iodepth", "int", "I/Os in flight per job (async engines)", min=1, max=65536),
+        Param("filename", "text", "file or device path (absolute; ':' separates several)"),
+        Param("directory", "text", "directory for the job files (absolute path)"),
+        Param("nrfiles", "int", "files per job", min=1, max=100000),
+        Param(
+            "file_service_type",
+            "choice",
+            "how jobs pick among their files",
+            choices=("random", "roundrobin", "sequential"),
+        ),
+        Param("group_reporting", "bool", "report the jobs of a group as one"),
+        Param("rwmixread", "int", "percentage of reads in a mixed workload", min=0, max=100),
+        Param("fsync", "int", "fsync after this many writes (0 = never)", min=0, max=1 << 30),
+        Param("end_fsync", "bool", "fsync when the job ends"),
+        Param("invalidate", "bool", "drop the page cache of the files before starting"),
+        Param("randrepeat", "bool", "same random sequence on every run"),
+        Param("norandommap", "bool", "do not track random offsets (may revisit blocks)"),
+        Param("refill_buffers", "bool", "refill the I/O buffer on every submit"),
+        Param("thread", "bool", "use threads instead of processes"),
+        Param("unlink", "bool", "delete the job files when done"),
+        Param("rate_iops", "int", "cap IOPS per job", min=1, max=1 << 30),
+        Param(
+            "output_format",
+            "choice",
+            "json, or json+ with latency bins",
+            choices=("json", "json+"),
+            default="json",
+        ),
+    )
+}
 ALIASES = {"readwrite": "rw", "blocksize": "bs"}
 
 # Booleans fio takes as bare flags; the other booleans are written as =1/=0.
@@ -132,8 +155,9 @@ def parse_version(text: str) -> str:
 # ---------------------------------------------------------------- parsing
 
 DIRECTIONS = ("read", "write", "trim", "mixed")  # "mixed": unified_rw_reporting
-ERROR_WORDS = re.compile(r"err|fail|invalid|unable|cannot|can't|denied|no space|not ",
-                         re.IGNORECASE)
+ERROR_WORDS = re.compile(
+    r"err|fail|invalid|unable|cannot|can't|denied|no space|not ", re.IGNORECASE
+)
 
 
 def parse(text: str) -> Result:
@@ -169,12 +193,16 @@ def parse(text: str) -> Result:
     doc, end = _decode(text, start)
     jobs = doc.get("jobs")
     if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
-        raise ParseError("JSON without a fio \"jobs\" list: not fio output")
+        raise ParseError('JSON without a fio "jobs" list: not fio output')
     errors, notes = _messages(text[:start] + "\n" + text[end:])
     groups = []
     for jobnum, job in enumerate(jobs):
-        groups.append({"labels": {"job": str(job.get("jobname", "")), "jobnum": jobnum},
-                       "metrics": _job_metrics(job)})
+        groups.append(
+            {
+                "labels": {"job": str(job.get("jobname", "")), "jobnum": jobnum},
+                "metrics": _job_metrics(job),
+            }
+        )
         if _number(job.get("error")):
             errors.append(_job_error(job, jobnum))
     facts = _facts(doc, notes)
@@ -334,7 +362,8 @@ def _combine(jobs: list[dict]) -> dict[str, float]:
             for key in ("lat_mean_us", "clat_p95_us", "clat_p99_us"):
                 if key in stats:
                     weighted.setdefault(f"{direction}_{key}", []).append(
-                        (stats[key], stats["samples"]))
+                        (stats[key], stats["samples"])
+                    )
     metrics = dict(sums)
     for name, pairs in weighted.items():
         total = sum(weight for _, weight in pairs)
@@ -354,8 +383,9 @@ def _facts(doc: dict, notes: list[str]) -> dict[str, Any]:
         facts["version"] = version.removeprefix("fio-")
     disks = doc.get("disk_util")
     if isinstance(disks, list):
-        facts["disk_util"] = {str(d.get("name")): _number(d.get("util"))
-                              for d in disks if isinstance(d, dict)}
+        facts["disk_util"] = {
+            str(d.get("name")): _number(d.get("util")) for d in disks if isinstance(d, dict)
+        }
     if notes:
         facts["notes"] = notes
     return facts

@@ -30,42 +30,94 @@ PGPASS_FILE = "pgpass"
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 # Param name -> the phase that uses it; `option` is pgbench's own option
 # (short forms where pgbench has them: they work in every pgbench since 9.x).
-PARAMS: dict[str, Param] = {p.name: p for p in (
-    Param("scale", "int", "scale factor: 100,000 pgbench_accounts rows each", option="-s",
-          min=1, max=1_000_000, default=1),
-    Param("foreign_keys", "bool", "create foreign keys between the tables",
-          option="--foreign-keys"),
-    Param("unlogged_tables", "bool", "create unlogged tables", option="--unlogged-tables"),
-    Param("fillfactor", "int", "table fill factor", option="-F", min=10, max=100),
-    Param("quiet", "bool", "log init progress every 5 s only", option="-q"),
-    Param("client", "int", "concurrent clients (sessions)", option="-c", min=1, max=100_000),
-    Param("jobs", "int", "pgbench threads", option="-j", min=1, max=10_000),
-    Param("time", "int", "run for this many seconds", option="-T", min=1, max=7 * 86400),
-    Param("transactions", "int", "transactions per client (instead of time)", option="-t",
-          min=1, max=1 << 31),
-    Param("builtin", "choice", "built-in script", option="-b", choices=BUILTINS),
-    Param("select_only", "bool", "built-in select-only script", option="-S"),
-    Param("skip_some_updates", "bool", "built-in simple-update script", option="-N"),
-    Param("script", "sql", "custom SQL script (sent as a file, run with -f)"),
-    Param("progress", "int", "progress line every N seconds (per-second series)",
-          option="-P", min=1, max=3600),
-    Param("report_per_command", "bool", "per-statement latencies", option="-r"),
-    Param("protocol", "choice", "query protocol", option="-M",
-          choices=("simple", "extended", "prepared")),
-    Param("rate", "float", "target transactions per second (throttling)", option="-R",
-          min=0.001, max=1e9),
-    Param("latency_limit", "float", "count transactions slower than this (ms)", option="-L",
-          min=0.001, max=1e9),
-    Param("connect", "bool", "a new connection for each transaction", option="-C"),
-    Param("no_vacuum", "bool", "skip the vacuum before the run", option="-n"),
-    Param("max_tries", "int", "retries of serialization/deadlock failures (PostgreSQL 15+)",
-          option="--max-tries", min=1, max=1000),
-)}
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(
+            "scale",
+            "int",
+            "scale factor: 100,000 pgbench_accounts rows each",
+            option="-s",
+            min=1,
+            max=1_000_000,
+            default=1,
+        ),
+        Param(
+            "foreign_keys",
+            "bool",
+            "create foreign keys between the tables",
+            option="--foreign-keys",
+        ),
+        Param("unlogged_tables", "bool", "create unlogged tables", option="--unlogged-tables"),
+        Param("fillfactor", "int", "table fill factor", option="-F", min=10, max=100),
+        Param("quiet", "bool", "log init progress every 5 s only", option="-q"),
+        Param("client", "int", "concurrent clients (sessions)", option="-c", min=1, max=100_000),
+        Param("jobs", "int", "pgbench threads", option="-j", min=1, max=10_000),
+        Param("time", "int", "run for this many seconds", option="-T", min=1, max=7 * 86400),
+        Param(
+            "transactions",
+            "int",
+            "transactions per client (instead of time)",
+            option="-t",
+            min=1,
+            max=1 << 31,
+        ),
+        Param("builtin", "choice", "built-in script", option="-b", choices=BUILTINS),
+        Param("select_only", "bool", "built-in select-only script", option="-S"),
+        Param("skip_some_updates", "bool", "built-in simple-update script", option="-N"),
+        Param("script", "sql", "custom SQL script (sent as a file, run with -f)"),
+        Param(
+            "progress",
+            "int",
+            "progress line every N seconds (per-second series)",
+            option="-P",
+            min=1,
+            max=3600,
+        ),
+        Param("report_per_command", "bool", "per-statement latencies", option="-r"),
+        Param(
+            "protocol",
+            "choice",
+            "query protocol",
+            option="-M",
+            choices=("simple", "extended", "prepared"),
+        ),
+        Param(
+            "rate",
+            "float",
+            "target transactions per second (throttling)",
+            option="-R",
+            min=0.001,
+            max=1e9,
+        ),
+        Param(
+            "latency_limit",
+            "float",
+            "count transactions slower than this (ms)",
+            option="-L",
+            min=0.001,
+            max=1e9,
+        ),
+        Param("connect", "bool", "a new connection for each transaction", option="-C"),
+        Param("no_vacuum", "bool", "skip the vacuum before the run", option="-n"),
+        Param(
+            "max_tries",
+            "int",
+            "retries of serialization/deadlock failures (PostgreSQL 15+)",
+            option="--max-tries",
+            min=1,
+            max=1000,
+        ),
+    )
+}
 INIT_PARAMS = ("scale", "foreign_keys", "unlogged_tables", "fillfactor", "quiet")
 SCRIPT_CHOICE = ("builtin", "select_only", "skip_some_updates", "script")
-ALIASES = {"clients": "client", "threads": "jobs", "scale_factor": "scale",
-           "report_latencies": "report_per_command"}
-ENDPOINT_FIELDS = (("host", "-h"), ("port", "-p"), ("user", "-U"))
+ALIASES = {
+    "clients": "client",
+    "threads": "jobs",
+    "scale_factor": "scale",
+    "report_latencies": "report_per_command",
+}
 
 
 def validate(params: dict) -> dict:
@@ -159,8 +211,12 @@ PORT = Param("port", "int", min=1, max=65535)
 
 def _checked(field: str, value: str) -> str:
     """value if it is plain text (no spaces, shell characters, leading '-'), else ValidationError."""
-    if not isinstance(value, str) or not SAFE_TEXT.match(value) or value.startswith("-") \
-            or WORKDIR in value:
+    if (
+        not isinstance(value, str)
+        or not SAFE_TEXT.match(value)
+        or value.startswith("-")
+        or WORKDIR in value
+    ):
         raise ValidationError(field, "plain text without spaces or shell characters")
     return value
 
@@ -172,8 +228,13 @@ def _pgpass(endpoint: Endpoint) -> str:
     '*' too (libpq compares it as "localhost").
     """
     host = "*" if endpoint.socket or not endpoint.host else endpoint.host
-    fields = [host, str(endpoint.port or "*"), endpoint.database or "*",
-              endpoint.user or "*", endpoint.password or ""]
+    fields = [
+        host,
+        str(endpoint.port or "*"),
+        endpoint.database or "*",
+        endpoint.user or "*",
+        endpoint.password or "",
+    ]
     return ":".join(_escape(f) if f != "*" else f for f in fields) + "\n"
 
 
@@ -196,8 +257,7 @@ def parse_version(text: str) -> str:
 # ---------------------------------------------------------------- parsing
 
 SUMMARY = (  # (metric, pattern on a summary line); first match wins
-    ("tps", r"^tps = ([0-9.]+) \((?:without initial connection time|excluding connections"
-            r" establishing)\)"),
+    ("tps", r"^tps = ([0-9.]+) \((?:without initial connection time|excluding conn)"),
     ("tps_including_connections", r"^tps = ([0-9.]+) \(including connections establishing\)"),
     ("transactions", r"^number of transactions actually processed: (\d+)"),
     ("failed", r"^number of failed transactions: (\d+)"),
@@ -211,9 +271,13 @@ SUMMARY = (  # (metric, pattern on a summary line); first match wins
 SUMMARY_RE = [(name, re.compile(pattern, re.MULTILINE)) for name, pattern in SUMMARY]
 PROGRESS = re.compile(
     r"^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)"
-    r"(?:, lag ([0-9.]+) ms)?(?:, (\d+) skipped)?(?:, (\d+) failed)?", re.MULTILINE)
-ERROR = re.compile(r"error:|fatal:|FATAL:|ERROR:|aborted|could not|failed:|"
-                   r"need to do initialization|[Cc]onnection to database .* failed")
+    r"(?:, lag ([0-9.]+) ms)?(?:, (\d+) skipped)?(?:, (\d+) failed)?",
+    re.MULTILINE,
+)
+ERROR = re.compile(
+    r"error:|fatal:|FATAL:|ERROR:|aborted|could not|failed:|"
+    r"need to do initialization|[Cc]onnection to database .* failed"
+)
 FACTS = (
     ("version", r"^pgbench \((\d+(?:\.\d+)*)"),
     ("transaction_type", r"^transaction type: (.+)$"),
@@ -253,8 +317,7 @@ def parse(text: str) -> Result:
             raise ParseError("pgbench output has no summary (truncated or interrupted run)")
         raise ParseError("not pgbench output")
     groups = [{"labels": {}, "metrics": dict(metrics)}] if metrics else []
-    return Result(metrics=metrics, groups=groups, series=series, errors=errors,
-                  facts=_facts(text))
+    return Result(metrics=metrics, groups=groups, series=series, errors=errors, facts=_facts(text))
 
 
 def _summary(text: str) -> dict[str, float]:
@@ -282,8 +345,7 @@ def _errors(text: str) -> list[str]:
     errors: list[str] = []
     for line in text.splitlines():
         line = line.strip()
-        if line and ERROR.search(line) and not line.startswith("progress:") \
-                and line not in errors:
+        if line and ERROR.search(line) and not line.startswith("progress:") and line not in errors:
             errors.append(line)
     return errors
 

@@ -27,35 +27,79 @@ BINARY = "stress-ng"
 PACKAGE = "stress-ng"
 PHASES = ("run",)
 
-CPU_METHODS = ("all", "ackermann", "bitops", "callfunc", "cfloat", "crc16", "double",
-               "euler", "fft", "fibonacci", "float", "int64", "int32", "loop", "matrixprod",
-               "nsqrt", "prime", "queens", "rand", "sieve", "sqrt", "trig")
+CPU_METHODS = (
+    "all",
+    "ackermann",
+    "bitops",
+    "callfunc",
+    "cfloat",
+    "crc16",
+    "double",
+    "euler",
+    "fft",
+    "fibonacci",
+    "float",
+    "int64",
+    "int32",
+    "loop",
+    "matrixprod",
+    "nsqrt",
+    "prime",
+    "queens",
+    "rand",
+    "sieve",
+    "sqrt",
+    "trig",
+)
 STRESSORS = ("cpu", "vm", "io", "hdd")
 
-PARAMS: dict[str, Param] = {p.name: p for p in (
-    Param("cpu", "int", "CPU workers (cores to load); to stress nothing, do not start "
-          "stress-ng: it reads 0 as 'all CPUs'", option="--cpu", min=1, max=4096),
-    Param("cpu_load", "int", "load per CPU worker in percent", option="--cpu-load",
-          min=0, max=100),
-    Param("cpu_method", "choice", "CPU stress method", option="--cpu-method",
-          choices=CPU_METHODS),
-    Param("vm", "int", "memory workers (mmap/munmap)", option="--vm", min=1, max=4096),
-    Param("vm_bytes", "size", "memory per vm worker, e.g. 256m", option="--vm-bytes"),
-    Param("io", "int", "workers calling sync()", option="--io", min=1, max=4096),
-    Param("hdd", "int", "workers writing and unlinking files", option="--hdd",
-          min=1, max=4096),
-    Param("hdd_bytes", "size", "bytes written per hdd worker, e.g. 1g", option="--hdd-bytes"),
-    Param("temp_path", "text", "directory for hdd files (absolute path)", option="--temp-path"),
-    Param("taskset", "text", "CPUs to run on, e.g. 0-3 or 0,2", option="--taskset"),
-    Param("timeout", "int", "stop after this many seconds (safety net: Benchboard stops "
-          "stress-ng itself after the measured tool)", option="--timeout",
-          min=1, max=7 * 86400, default=86400),
-)}
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(
+            "cpu",
+            "int",
+            "CPU workers (cores to load); to stress nothing, do not start "
+            "stress-ng: it reads 0 as 'all CPUs'",
+            option="--cpu",
+            min=1,
+            max=4096,
+        ),
+        Param(
+            "cpu_load", "int", "load per CPU worker in percent", option="--cpu-load", min=0, max=100
+        ),
+        Param(
+            "cpu_method", "choice", "CPU stress method", option="--cpu-method", choices=CPU_METHODS
+        ),
+        Param("vm", "int", "memory workers (mmap/munmap)", option="--vm", min=1, max=4096),
+        Param("vm_bytes", "size", "memory per vm worker, e.g. 256m", option="--vm-bytes"),
+        Param("io", "int", "workers calling sync()", option="--io", min=1, max=4096),
+        Param("hdd", "int", "workers writing and unlinking files", option="--hdd", min=1, max=4096),
+        Param("hdd_bytes", "size", "bytes written per hdd worker, e.g. 1g", option="--hdd-bytes"),
+        Param("temp_path", "text", "directory for hdd files (absolute path)", option="--temp-path"),
+        Param("taskset", "text", "CPUs to run on, e.g. 0-3 or 0,2", option="--taskset"),
+        Param(
+            "timeout",
+            "int",
+            "stop after this many seconds (safety net: Benchboard stops "
+            "stress-ng itself after the measured tool)",
+            option="--timeout",
+            min=1,
+            max=7 * 86400,
+            default=86400,
+        ),
+    )
+}
 # The plan's `stress.load` axis names the CPU load.
 ALIASES = {"load": "cpu_load"}
 CPU_LIST = re.compile(r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$")
-NEEDS = {"cpu_load": "cpu", "cpu_method": "cpu", "vm_bytes": "vm", "hdd_bytes": "hdd",
-         "temp_path": "hdd"}
+NEEDS = {
+    "cpu_load": "cpu",
+    "cpu_method": "cpu",
+    "vm_bytes": "vm",
+    "hdd_bytes": "hdd",
+    "temp_path": "hdd",
+}
 
 
 def validate(params: dict) -> dict:
@@ -109,10 +153,20 @@ def parse_version(text: str) -> str:
 PREFIX = re.compile(r"^stress-ng: (?:(?P<level>[a-z]+):\s+)?(?:\[\d+\]\s?)?(?P<rest>.*)$")
 HEADER = re.compile(r"^\s*stressor\s+bogo ops")
 NUM = r"([0-9]+(?:\.[0-9]+)?)"
-ROW = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+([0-9]+)\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"
-                 rf"(?:\s+{NUM})?(?:\s+{NUM})?\s*$")
-COLUMNS = ("bogo_ops", "real_time_s", "usr_time_s", "sys_time_s", "bogo_ops_per_s",
-           "bogo_ops_per_s_usr_sys", "cpu_used_per_instance_pct", "rss_max_kb")
+ROW = re.compile(
+    rf"^\s*([a-z][a-z0-9_-]*)\s+([0-9]+)\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"
+    rf"(?:\s+{NUM})?(?:\s+{NUM})?\s*$"
+)
+COLUMNS = (
+    "bogo_ops",
+    "real_time_s",
+    "usr_time_s",
+    "sys_time_s",
+    "bogo_ops_per_s",
+    "bogo_ops_per_s_usr_sys",
+    "cpu_used_per_instance_pct",
+    "rss_max_kb",
+)
 ERROR_LEVELS = ("fail", "error", None)  # None: a bare "stress-ng: unrecognized option ..."
 
 
@@ -140,8 +194,9 @@ def parse(text: str) -> Result:
         if errors:
             return Result(errors=errors, facts=facts)
         if seen:
-            raise ParseError("stress-ng printed no metrics (killed with SIGKILL, or stopped "
-                             "before its summary?)")
+            raise ParseError(
+                "stress-ng printed no metrics (killed with SIGKILL, or stopped before its summary?)"
+            )
         raise ParseError("not stress-ng output (no 'stress-ng:' lines)")
     return Result(metrics=_combine(groups), groups=groups, errors=errors, facts=facts)
 
