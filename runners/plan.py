@@ -146,8 +146,22 @@ def _parse_text(text: str | bytes) -> Any:
 
 
 def _plain(data: Any) -> Any:
-    """A deep copy with tuples as lists, so that a YAML round trip is equal."""
-    return json.loads(json.dumps(data, default=str)) if data is not None else None
+    """A deep copy with tuples as lists and text keys, so a YAML round trip is equal.
+
+    YAML 1.1 reads the key `on` (as in `client: {on: target}`) as the boolean
+    true: such keys are turned back into "on"/"off".
+    """
+    if isinstance(data, dict):
+        return {_key(k): _plain(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain(v) for v in data]
+    return json.loads(json.dumps(data, default=str))
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, bool):
+        return "on" if key else "off"
+    return str(key)
 
 
 def _read_params(doc: Doc, tool, version: str | None) -> dict[str, Any]:

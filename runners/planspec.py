@@ -300,9 +300,16 @@ def read_targets(doc: Doc, tool: str) -> tuple[TargetSpec, ...]:
 # ---------------------------------------------------------------- client
 
 
+# `client: {on: target}` means the host of each cell's own target.
+CELL_TARGET = "target"
+
+
 @dataclass(frozen=True)
 class ClientSpec:
-    """Where the tool runs: kind local | on (a target's host) | ssh | provision."""
+    """Where the tool runs: kind local | on (a target's host) | ssh | provision.
+
+    target: a target name, or "target" for the target of each cell.
+    """
 
     kind: str = "local"
     target: str | None = None
@@ -319,8 +326,9 @@ def read_client(doc: Doc, target_names: list[str]) -> ClientSpec:
     if client is None or len(raw) != 1:
         raise ValidationError("client", "expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}")
     on = client.text("on")
-    if on is not None and on not in target_names:
-        raise ValidationError("client.on", f"{on!r} is not a target; targets: {', '.join(target_names)}")
+    if on is not None and on != CELL_TARGET and on not in target_names:
+        raise ValidationError("client.on", f"{on!r} is not a target; expected `target` "
+                              f"(each cell's own) or one of: {', '.join(target_names)}")
     spec = ClientSpec(kind=next(iter(raw)), target=on, ssh=read_ssh(client),
                       provision=client.mapping("provision"))
     client.done()

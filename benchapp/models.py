@@ -1,0 +1,343 @@
+"""Benchboard's data model (DESIGN.md, "Data model").
+
+Every object belongs to one team; access helpers in benchapp.access return
+objects of the current user's teams or 404. Models hold fields, small
+properties and QuerySet methods; domain operations live in
+benchapp.orchestration and friends.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from benchapp import crypto
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
+    )
+    # Guard rails for cloud spend (issue 6): a run is refused before any create call.
+    max_cloud_resources = models.PositiveIntegerField(default=20)
+    max_run_cost = models.DecimalField(max_digits=10, decimal_places=2, default=100)
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    OWNER, MEMBER = "owner", "member"
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=10, choices=[(OWNER, "Owner"), (MEMBER, "Member")],
+                            default=MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
+
+
+class Credential(models.Model):
+    """A secret: SSH private key, DB password, AWS keys. Write-only outside this class."""
+
+    SSH_KEY, PASSWORD, AWS = "ssh_key", "password", "aws"
+    KINDS = [(SSH_KEY, "SSH private key"), (PASSWORD, "Password"), (AWS, "AWS access key")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="credentials")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=KINDS)
+    # For AWS: the access key id (not secret) lives here, the secret key encrypted.
+    username = models.CharField(max_length=200, blank=True)
+    encrypted = models.TextField(editable=False)
+    fingerprint = models.CharField(max_length=40, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="credential_name")]
+
+    def __str__(self):
+        return f"{self.name} ({self.get_kind_display()}, {self.fingerprint})"
+
+    def __repr__(self):
+        return f"<Credential {self.pk} {self.name!r}>"
+
+    def set_secret(self, plain: str) -> None:
+        self.encrypted = crypto.encrypt(plain)
+        self.fingerprint = crypto.fingerprint(plain)
+
+    def secret(self) -> str:
+        return crypto.decrypt(self.encrypted)
+
+
+class Target(models.Model):
+    """A named system under test: static endpoint/host or a provisioning spec."""
+
+    KINDS = [("mysql", "MySQL / MariaDB"), ("postgres", "PostgreSQL"), ("host", "Host / filesystem")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="targets")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=KINDS, default="mysql")
+    host = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True)
+    user = models.CharField(max_length=100, blank=True)
+    database = models.CharField(max_length=100, blank=True)
+    credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+")
+    ssh_host = models.CharField(max_length=255, blank=True)
+    ssh_port = models.PositiveIntegerField(default=22)
+    ssh_user = models.CharField(max_length=100, blank=True)
+    ssh_credential = models.ForeignKey(Credential, null=True, blank=True,
+                                       on_delete=models.PROTECT, related_name="+")
+    known_host_key = models.TextField(blank=True)
+    nodes = models.JSONField(default=list, blank=True)
+    via = models.CharField(max_length=100, blank=True)
+    provision = models.JSONField(default=dict, blank=True)
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="target_name")]
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Plan(models.Model):
+    """A plan document (DESIGN.md "Plan files"); runs freeze a copy of it."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="plans")
+    name = models.CharField(max_length=200)
+    tool = models.CharField(max_length=20)
+    document = models.JSONField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class RunQuerySet(models.QuerySet):
+    def for_team(self, team):
+        return self.filter(team=team)
+
+    def active(self):
+        return self.filter(status__in=Run.ACTIVE)
+
+
+class Run(models.Model):
+    """One execution of a plan. `document` is frozen at start."""
+
+    QUEUED, PROVISIONING, RUNNING = "queued", "provisioning", "running"
+    SUCCEEDED, PARTIAL, FAILED, CANCELLED = (
+        "succeeded", "completed_with_failures", "failed", "cancelled")
+    STATUSES = [(s, s.replace("_", " ")) for s in
+                (QUEUED, PROVISIONING, RUNNING, SUCCEEDED, PARTIAL, FAILED, CANCELLED)]
+    ACTIVE = (QUEUED, PROVISIONING, RUNNING)
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="runs")
+    name = models.CharField(max_length=200)
+    tool = models.CharField(max_length=20)
+    document = models.JSONField()
+    status = models.CharField(max_length=25, choices=STATUSES, default=QUEUED)
+    origin = models.CharField(max_length=20, default="manual")  # manual|schedule|api|cli|import
+    concurrency = models.PositiveIntegerField(default=0)  # 0: no per-run limit
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self):
+        return f"#{self.pk} {self.name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class Cell(models.Model):
+    """One combination of axis values and one repetition."""
+
+    QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
+        "queued", "running", "succeeded", "failed", "cancelled")
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)]
+    TERMINAL = (SUCCEEDED, FAILED, CANCELLED)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cells")
+    index = models.PositiveIntegerField()  # execution order
+    key = models.CharField(max_length=500)  # stable combination key "rw=read,volumes=2"
+    repeat = models.PositiveIntegerField(default=1)
+    axes = models.JSONField(default=dict)
+    target_name = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    phase = models.CharField(max_length=20, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    phase_started_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    command = models.TextField(blank=True)  # masked
+    tool_version = models.CharField(max_length=100, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    client_bound = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    output_tail = models.TextField(blank=True)  # live tail of the current phase, masked
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key", "repeat"], name="one_cell_per_combination"),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+
+    def __str__(self):
+        return f"{self.key} #{self.repeat}"
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Measurement(models.Model):
+    """(cell, attempt, iteration, group, metric) -> value. `run` is denormalised
+    so that results pages read a run's figures with one indexed query."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="measurements")
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="measurements")
+    attempt = models.PositiveIntegerField(default=1)
+    iteration = models.PositiveIntegerField(default=0)
+    group = models.CharField(max_length=200, blank=True)  # "engine=innodb,concurrency=4" or ""
+    metric = models.CharField(max_length=60)
+    value = models.FloatField()
+    unit = models.CharField(max_length=20, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cell", "attempt", "iteration", "group", "metric"],
+                                    name="one_measurement"),
+        ]
+        indexes = [
+            models.Index(fields=["run", "metric"]),
+            models.Index(fields=["cell", "metric"]),
+        ]
+
+
+class SeriesPoint(models.Model):
+    """Per-interval values (sysbench --report-interval, pgbench -P)."""
+
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="series")
+    attempt = models.PositiveIntegerField(default=1)
+    t = models.FloatField()
+    metric = models.CharField(max_length=60)
+    value = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["cell", "metric", "t"])]
+
+
+class Artifact(models.Model):
+    """Raw output of one phase of one attempt, masked, kept whole."""
+
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="artifacts")
+    attempt = models.PositiveIntegerField(default=1)
+    phase = models.CharField(max_length=20)
+    command = models.TextField(blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    stdout = models.TextField(blank=True)
+    stderr = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cell", "attempt", "id"]
+
+
+def new_share_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+class Comparison(models.Model):
+    """A saved selection of runs/cells with chart settings, optionally shared."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="comparisons")
+    name = models.CharField(max_length=200)
+    runs = models.ManyToManyField(Run, related_name="comparisons", blank=True)
+    cells = models.JSONField(default=list, blank=True)  # optional cell ids narrowing the runs
+    chart_settings = models.JSONField(default=dict, blank=True)  # pivot/chart settings, baseline
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # sha256 of the token; the token itself is shown once, when shared.
+    share_token_hash = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    shared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+    def share(self) -> str:
+        """Create a new share token (revoking any earlier one); return it."""
+        token = new_share_token()
+        self.share_token_hash = crypto.hash_token(token)
+        self.shared_at = timezone.now()
+        self.save(update_fields=["share_token_hash", "shared_at"])
+        return token
+
+    def revoke(self) -> None:
+        self.share_token_hash = None
+        self.shared_at = None
+        self.save(update_fields=["share_token_hash", "shared_at"])
+
+
+class CloudResource(models.Model):
+    """A cloud resource Benchboard created. Written BEFORE the create call so a
+    crash between the call and its response still leaves a row to reap."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="cloud_resources")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="cloud_resources")
+    target_name = models.CharField(max_length=100, blank=True)
+    provider = models.CharField(max_length=20)
+    kind = models.CharField(max_length=40)  # db_instance, instance, volume, key_pair, ...
+    token = models.CharField(max_length=200)  # client token / deterministic identifier
+    cloud_id = models.CharField(max_length=200, blank=True)
+    region = models.CharField(max_length=40, blank=True)
+    handle = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=20, default="creating")  # creating|live|deleted|error
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "kind", "token"],
+                                               name="one_resource_per_token")]

@@ -1,0 +1,209 @@
+"""Benchboard settings: the one place that reads the environment.
+
+With no environment at all, a fresh clone runs on the embedded default:
+SQLite and a filesystem Celery broker under var/, with SECRET_KEY and the
+Fernet key generated into var/ on first run. DATABASE_URL and
+CELERY_BROKER_URL (or REDIS_URL) switch to PostgreSQL and Redis. With
+DJANGO_DEBUG=False the required secrets must come from the environment.
+Every variable read here is listed in .env.example (a test checks it).
+"""
+
+from pathlib import Path
+
+import environ
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _generated_secret(name: str, make) -> str:
+    """Read var/<name>, creating it (mode 0600) on first run. Debug only."""
+    path = VAR_DIR / name
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(make())
+    return path.read_text().strip()
+
+
+def _required(name: str, make) -> str:
+    """In production the variable must be set; in debug it is generated."""
+    value = env.str(name, default="")
+    if value:
+        return value
+    if not DEBUG:
+        raise ImproperlyConfigured(f"{name} must be set when DJANGO_DEBUG=False")
+    return _generated_secret(name.lower(), make)
+
+
+SECRET_KEY = _required("DJANGO_SECRET_KEY", get_random_secret_key)
+# Comma-separated; the first key encrypts, all decrypt (MultiFernet rotation).
+FERNET_KEYS = [
+    k.strip()
+    for k in _required("BENCHBOARD_FERNET_KEYS", lambda: Fernet.generate_key().decode()).split(",")
+    if k.strip()
+]
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=False")
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_celery_beat",
+    "benchapp",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "benchapp.urls"
+WSGI_APPLICATION = "benchapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "benchapp.context_processors.teams",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url(
+        "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'benchboard.sqlite3'}"
+    )
+}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The embedded default has a web server and a worker writing at once:
+    # wait for the lock instead of failing, and take it up front.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("BENCHBOARD_TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# --- Celery -----------------------------------------------------------------
+_redis_url = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=_redis_url or "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A cell may run for hours (S2 measures 600 s per cell, S3 up to 128 s x 20);
+    # Redis re-delivers unacked messages after this, so it must exceed the
+    # longest cell or a running cell would be delivered twice.
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=4 * 3600),
+}
+if CELERY_BROKER_URL == "filesystem://":
+    _queue_dir = VAR_DIR / "celery" / "queue"
+    _queue_dir.mkdir(parents=True, exist_ok=True)
+    (VAR_DIR / "celery" / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        {
+            "data_folder_in": str(_queue_dir),
+            "data_folder_out": str(_queue_dir),
+            "processed_folder": str(VAR_DIR / "celery" / "processed"),
+            "store_processed": False,
+        }
+    )
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3 * 3600)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3 * 3600 + 300)
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+
+# --- Benchboard -------------------------------------------------------------
+BENCHBOARD_CELL_LIMIT = env.int("BENCHBOARD_CELL_LIMIT", default=2000)
+# A running cell renews its lease every HEARTBEAT seconds; the reaper treats a
+# lease older than LEASE as a dead worker.
+BENCHBOARD_HEARTBEAT_SECONDS = env.int("BENCHBOARD_HEARTBEAT_SECONDS", default=10)
+BENCHBOARD_LEASE_SECONDS = env.int("BENCHBOARD_LEASE_SECONDS", default=60)
+BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
+BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
+AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Benchboard API", "VERSION": "1"}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("BENCHBOARD_LOG_LEVEL", default="INFO")},
+}
+
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,0 +1,275 @@
+"""What the AWS providers and the reaper share: sessions, tags, errors, waiting.
+
+boto3 is imported inside functions (it is slow to import and Django's
+start-up must not pay for it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from typing import Any, Callable
+
+from runners.errors import RunnerError
+from runners.providers.base import ProvisionContext
+
+# Error codes that will fail the same way on retry.
+PERMANENT_CODES = {
+    "AuthFailure",
+    "UnauthorizedOperation",
+    "AccessDenied",
+    "AccessDeniedException",
+    "InvalidClientTokenId",
+    "SignatureDoesNotMatch",
+    "UnrecognizedClientException",
+    "OptInRequired",
+    "InvalidParameterValue",
+    "InvalidParameterCombination",
+    "InvalidParameter",
+    "MissingParameter",
+    "ValidationError",
+    "Unsupported",
+    "StorageQuotaExceeded",
+    "InstanceQuotaExceeded",
+    "DBParameterGroupNotFound",
+}
+# Capacity and rate limits pass: retry later.
+TRANSIENT_CODES = {
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "InsufficientInstanceCapacity",
+    "InsufficientDBInstanceCapacity",
+    "InsufficientVolumeCapacity",
+    "ServiceUnavailable",
+    "InternalError",
+    "InternalFailure",
+}
+GONE_CODES = {
+    "DBInstanceNotFound",
+    "DBInstanceNotFoundFault",
+    "DBParameterGroupNotFound",
+    "InvalidInstanceID.NotFound",
+    "InvalidVolume.NotFound",
+    "InvalidKeyPair.NotFound",
+    "InvalidGroup.NotFound",
+}
+
+
+def session(ctx: ProvisionContext, region: str | None = None):
+    """A boto3 Session from the context's keys, or the worker's IAM role when None."""
+    import boto3
+
+    return boto3.Session(
+        aws_access_key_id=ctx.aws_access_key_id,
+        aws_secret_access_key=ctx.aws_secret_access_key,
+        aws_session_token=ctx.aws_session_token,
+        region_name=region or ctx.region,
+    )
+
+
+def client(sess, service: str, endpoint_url: str | None = None):
+    """A boto3 client; endpoint_url None lets boto3 read AWS_ENDPOINT_URL itself."""
+    from botocore.config import Config
+
+    # Retries are ours (the orchestration's policy): one quick retry for blips only.
+    config = Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=10)
+    kwargs = {"config": config}
+    if endpoint_url:
+        kwargs["endpoint_url"] = endpoint_url
+    return sess.client(service, **kwargs)
+
+
+def clients(ctx: ProvisionContext, region: str | None, *services: str) -> list:
+    """Clients for services in region (default ctx.region)."""
+    sess = session(ctx, region)
+    return [client(sess, name, ctx.endpoint_url) for name in services]
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ClientError, else ''."""
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def is_gone(exc: BaseException) -> bool:
+    """Whether exc says the resource does not exist (fine for teardown)."""
+    code = error_code(exc)
+    return code in GONE_CODES or code.endswith(".NotFound") or code.endswith("NotFoundFault")
+
+
+def to_runner_error(exc: BaseException, doing: str) -> RunnerError:
+    """A RunnerError for a boto3/botocore failure, with the permanent flag set.
+
+    The AWS message is kept (it names the parameter); no request data is,
+    so no secret can leak into it.
+    """
+    code = error_code(exc)
+    if code:
+        message = str(getattr(exc, "response", {}).get("Error", {}).get("Message", ""))
+        permanent = code in PERMANENT_CODES or (
+            code.startswith("Invalid") and code not in TRANSIENT_CODES
+        )
+        return RunnerError(f"{doing}: {code}: {message}", permanent=permanent)
+    name = type(exc).__name__
+    if name in ("NoCredentialsError", "PartialCredentialsError", "NoRegionError"):
+        return RunnerError(f"{doing}: {exc}", permanent=True)
+    # Connection errors, read timeouts, and anything unknown: try again later.
+    return RunnerError(f"{doing}: {name}: {exc}", permanent=False)
+
+
+def call(doing: str, fn: Callable, **kwargs) -> Any:
+    """fn(**kwargs), with AWS errors turned into RunnerError."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return fn(**kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise to_runner_error(exc, doing) from None
+
+
+def ignore_gone(doing: str, fn: Callable, **kwargs) -> Any:
+    """Like call, but a 'not found' answer returns None (teardown is idempotent)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return fn(**kwargs)
+    except ClientError as exc:
+        if is_gone(exc):
+            return None
+        raise to_runner_error(exc, doing) from None
+
+
+def wait_until(check: Callable[[], bool], ctx: ProvisionContext, what: str) -> None:
+    """Poll check() every ctx.poll_interval until it is true.
+
+    Raises a transient RunnerError on ctx.wait_timeout or when ctx.cancel is
+    set. Polling (not boto3 waiters) so that cancel is seen between polls.
+    """
+    deadline = time.monotonic() + ctx.wait_timeout
+    while True:
+        ctx.check_cancel(what)
+        if check():
+            return
+        if time.monotonic() >= deadline:
+            raise RunnerError(f"timed out after {ctx.wait_timeout:g} s {what}", permanent=False)
+        ctx.cancel.wait(ctx.poll_interval)
+
+
+def tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
+    """AWS's [{"Key", "Value"}] form of a dict."""
+    return [{"Key": k, "Value": str(v)} for k, v in tags.items()]
+
+
+def tag_dict(tags: list[dict] | None) -> dict[str, str]:
+    """The dict form of an AWS tag list (None -> {})."""
+    return {t["Key"]: t["Value"] for t in tags or []}
+
+
+def tag_specs(resource_types: tuple[str, ...], tags: dict[str, str]) -> list[dict]:
+    """TagSpecifications for EC2 create calls."""
+    return [{"ResourceType": rt, "Tags": tag_list(tags)} for rt in resource_types]
+
+
+def resource_name(*parts: Any, limit: int = 63) -> str:
+    """A deterministic AWS-safe name from parts: 'bb-<parts>', letters/digits/hyphens.
+
+    Starts with a letter, no double or trailing hyphen (RDS rules, the
+    strictest); if too long, the tail is replaced by a hash so it stays unique.
+    """
+    raw = "-".join(str(p) for p in parts if p not in (None, ""))
+    text = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")
+    name = re.sub(r"-+", "-", f"bb-{text}")
+    if len(name) > limit:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+        name = name[: limit - 11].rstrip("-") + "-" + digest
+    return name
+
+
+def notify_create(ctx: ProvisionContext, kind: str, token: str) -> dict[str, str]:
+    """Call ctx.on_create and return the tags to put in the create call."""
+    tags = ctx.resource_tags(token)
+    ctx.on_create(kind, token, tags)
+    return tags
+
+
+def ensure_run_security_group(ec2, ctx: ProvisionContext, db_ports: tuple[int, ...]) -> str:
+    """The run's security group id, created if missing.
+
+    Opens SSH (22) to the worker's address and the DB ports to members of the
+    same group: clients and targets of one run share it, so "DB port from the
+    client's group" holds without ordering between providers.
+    """
+    name = resource_name(ctx.run_id, "sg")
+    tags = notify_create(ctx, "security_group", name)
+    found = call(
+        "describe security group",
+        ec2.describe_security_groups,
+        Filters=[{"Name": "group-name", "Values": [name]}, {"Name": "tag:app", "Values": ["benchboard"]}],
+    )["SecurityGroups"]
+    if found:
+        group_id = found[0]["GroupId"]
+    else:
+        group_id = call(
+            "create security group",
+            ec2.create_security_group,
+            GroupName=name,
+            Description=f"benchboard run {ctx.run_id}",
+            TagSpecifications=tag_specs(("security-group",), tags),
+        )["GroupId"]
+        _open_ports(ec2, group_id, ctx.worker_cidr, db_ports)
+    ctx.on_created("security_group", name, group_id)
+    return group_id
+
+
+def _open_ports(ec2, group_id: str, worker_cidr: str, db_ports: tuple[int, ...]) -> None:
+    """SSH from the worker, DB ports from the group itself."""
+    rules = [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": worker_cidr}]}]
+    for port in db_ports:
+        rules.append(
+            {"IpProtocol": "tcp", "FromPort": port, "ToPort": port, "UserIdGroupPairs": [{"GroupId": group_id}]}
+        )
+    call("open security group ports", ec2.authorize_security_group_ingress, GroupId=group_id, IpPermissions=rules)
+
+
+def delete_security_group_if_unused(ec2, rds, group_id: str | None) -> bool:
+    """Delete the run's group unless a live instance or DB still uses it.
+
+    Returns True when it is gone. The last teardown of a run deletes it; the
+    reaper catches the rest.
+    """
+    if not group_id:
+        return True
+    live = call(
+        "describe instances of group",
+        ec2.describe_instances,
+        Filters=[
+            {"Name": "instance.group-id", "Values": [group_id]},
+            {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped", "shutting-down"]},
+        ],
+    )["Reservations"]
+    if live or group_id in _rds_group_ids(rds):
+        return False
+    from botocore.exceptions import ClientError
+
+    try:
+        ec2.delete_security_group(GroupId=group_id)
+    except ClientError as exc:
+        if is_gone(exc):
+            return True
+        if error_code(exc) == "DependencyViolation":
+            return False
+        raise to_runner_error(exc, "delete security group") from None
+    return True
+
+
+def _rds_group_ids(rds) -> set[str]:
+    """Security group ids used by any DB instance of the region."""
+    if rds is None:
+        return set()
+    groups = set()
+    for page in rds.get_paginator("describe_db_instances").paginate():
+        for db in page["DBInstances"]:
+            groups.update(g["VpcSecurityGroupId"] for g in db.get("VpcSecurityGroups", []))
+    return groups

@@ -1,0 +1,341 @@
+"""aws_ec2: EC2 instances for client hosts and storage targets (S1 client, S3).
+
+Spec (the `provision:` mapping):
+  instance_type: c1.medium             ami: ami-... (else the SSM parameter below)
+  ami_parameter: /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64
+  region, availability_zone             ssh_user: ec2-user
+  volumes: {count, size_gb, type, iops, raid: 0, filesystem: xfs, mount: /data}
+  dead_man_minutes: N (default: minutes left until the run's expiry)
+  db_ports: [3306, 5432] (opened from the run's group)
+  name, connect_via (see base.apply_connect_via)
+
+The RAID0 assembly runs later on the instance over SSH: raid0_script() in
+runners.providers.storage gives its lines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timezone
+
+from runners.command import Endpoint
+from runners.errors import RunnerError, ValidationError
+from runners.providers import aws_common as aws
+from runners.providers.base import Handle, Provider, ProvisionContext, apply_connect_via
+
+DEFAULT_AMI_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+PACKAGES = ("sysbench", "fio", "stress-ng", "mdadm", "xfsprogs", "mariadb", "postgresql")
+VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2", "st1", "sc1")
+INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
+LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+MAX_VOLUMES = 16  # /dev/sdf .. /dev/sdu
+
+
+def device_names(count: int) -> list[str]:
+    """The attachment device names of count volumes: /dev/sdf, /dev/sdg, ..."""
+    return [f"/dev/sd{chr(ord('f') + i)}" for i in range(count)]
+
+
+def volume_spec(spec: dict) -> dict:
+    """The validated volumes mapping (count 0 when absent)."""
+    volumes = spec.get("volumes") or {}
+    if not isinstance(volumes, dict):
+        raise ValidationError("volumes", "must be a mapping with count, size_gb, type")
+    count = volumes.get("count", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_VOLUMES:
+        raise ValidationError("volumes.count", f"must be an integer 0-{MAX_VOLUMES} (axes expand ${{volumes}} first)")
+    size = volumes.get("size_gb", 20)
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 16384:
+        raise ValidationError("volumes.size_gb", "must be an integer 1-16384")
+    kind = volumes.get("type", "gp2")
+    if kind not in VOLUME_TYPES:
+        raise ValidationError("volumes.type", f"must be one of {', '.join(VOLUME_TYPES)}")
+    iops = volumes.get("iops")
+    if iops is not None and (isinstance(iops, bool) or not isinstance(iops, int) or iops < 100):
+        raise ValidationError("volumes.iops", "must be an integer >= 100")
+    return {**volumes, "count": count, "size_gb": size, "type": kind, "iops": iops}
+
+
+def dead_man_minutes(spec: dict, expires_at: datetime, now: datetime | None = None) -> int:
+    """Minutes after boot when the instance powers itself off (and so terminates)."""
+    if spec.get("dead_man_minutes") is not None:
+        minutes = spec["dead_man_minutes"]
+        if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 5:
+            raise ValidationError("dead_man_minutes", "must be an integer >= 5")
+        return minutes
+    now = now or datetime.now(timezone.utc)
+    if expires_at.tzinfo is None:
+        expires_at = expires_at.replace(tzinfo=timezone.utc)
+    return max(10, math.ceil((expires_at - now).total_seconds() / 60))
+
+
+def user_data(packages: tuple[str, ...], shutdown_minutes: int) -> str:
+    """cloud-config user data: dead-man timer first (bootcmd), then the tools.
+
+    The timer is armed before any package install so that a broken mirror
+    cannot keep an instance alive; with InstanceInitiatedShutdownBehavior=
+    terminate the power-off terminates it. JSON is valid YAML.
+    """
+    doc = {
+        "bootcmd": [["shutdown", "-h", f"+{int(shutdown_minutes)}"]],
+        "package_update": True,
+        "packages": list(packages),
+    }
+    return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"
+
+
+def run_kwargs(spec: dict, token: str, ami: str, key_name: str, group_id: str, data: str) -> dict:
+    """The run_instances arguments of a spec, minus tags. Pure."""
+    kind = spec.get("instance_type")
+    if not isinstance(kind, str) or not INSTANCE_TYPE.match(kind):
+        raise ValidationError("instance_type", "must be an EC2 type such as c1.medium")
+    kwargs = {
+        "ImageId": ami,
+        "InstanceType": kind,
+        "MinCount": 1,
+        "MaxCount": 1,
+        "KeyName": key_name,
+        "SecurityGroupIds": [group_id],
+        "UserData": data,
+        "InstanceInitiatedShutdownBehavior": "terminate",
+        "ClientToken": token[:64],
+    }
+    if spec.get("availability_zone"):
+        kwargs["Placement"] = {"AvailabilityZone": str(spec["availability_zone"])}
+    return kwargs
+
+
+class AwsEc2Provider(Provider):
+    """An instance, its key pair and group (per run), and N EBS volumes."""
+
+    name = "aws_ec2"
+
+    def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
+        """Create (or reuse) the instance and its volumes; return its Handle.
+
+        On failure, what was created is torn down before the error is raised.
+        """
+        volumes = volume_spec(spec)
+        minutes = dead_man_minutes(spec, ctx.expires_at)
+        region = spec.get("region") or ctx.region
+        handle = Handle(provider=self.name, ids={"volumes": []}, extra={"region": region})
+        ec2, ssm, rds = aws.clients(ctx, region, "ec2", "ssm", "rds")
+        try:
+            return self._provision(spec, ctx, handle, ec2, ssm, volumes, minutes)
+        except BaseException:
+            _quietly(self.teardown, handle, ctx)
+            raise
+
+    def _provision(self, spec, ctx, handle, ec2, ssm, volumes, minutes) -> Handle:
+        token = aws.resource_name(ctx.run_id, ctx.cell_id, spec.get("name", "host"))
+        group = aws.ensure_run_security_group(ec2, ctx, tuple(spec.get("db_ports", (3306, 5432))))
+        handle.ids["security_group"] = group
+        handle.ids["key_pair"] = key_name = self._ensure_key_pair(ec2, ctx)
+        ami = spec.get("ami") or _ssm_ami(ssm, spec.get("ami_parameter", DEFAULT_AMI_PARAMETER))
+        kwargs = run_kwargs(spec, token, ami, key_name, group, user_data(PACKAGES, minutes))
+        instance = self._ensure_instance(ec2, ctx, token, kwargs)
+        handle.ids["instance"] = instance["InstanceId"]
+        instance = self._wait_running(ec2, ctx, instance["InstanceId"])
+        zone = instance["Placement"]["AvailabilityZone"]
+        for index, device in enumerate(device_names(volumes["count"])):
+            volume_id = self._ensure_volume(ec2, ctx, f"{token}-v{index}", zone, volumes)
+            handle.ids["volumes"].append(volume_id)
+            self._attach(ec2, ctx, volume_id, instance["InstanceId"], device)
+        handle.extra["devices"] = device_names(volumes["count"])
+        handle.extra["volumes"] = {k: volumes.get(k) for k in ("raid", "filesystem", "mount") if volumes.get(k) is not None}
+        address = instance.get("PublicIpAddress") or instance.get("PrivateIpAddress")
+        handle.endpoint = Endpoint(kind="host", host=address)
+        handle.ssh = {
+            "host": address,
+            "port": 22,
+            "user": spec.get("ssh_user", "ec2-user"),
+            "credential": f"{key_name}-private-key",
+            "known_host_key": None,
+        }
+        return apply_connect_via(handle, spec)
+
+    def _ensure_key_pair(self, ec2, ctx) -> str:
+        """The run's key pair; the private key is made here and stored BEFORE import.
+
+        Generating locally (instead of create_key_pair) means a crash after the
+        cloud call can never leave a key pair whose private half was lost.
+        """
+        name = aws.resource_name(ctx.run_id, "key")
+        tags = aws.notify_create(ctx, "key_pair", name)
+        found = aws.ignore_gone("describe key pair", ec2.describe_key_pairs, KeyNames=[name])
+        if found and found["KeyPairs"]:
+            key_id = found["KeyPairs"][0].get("KeyPairId", name)
+        else:
+            private, public = _new_key()
+            ctx.secret_sink(f"{name}-private-key", private)
+            key_id = aws.call(
+                "import key pair",
+                ec2.import_key_pair,
+                KeyName=name,
+                PublicKeyMaterial=public,
+                TagSpecifications=aws.tag_specs(("key-pair",), tags),
+            ).get("KeyPairId", name)
+        ctx.on_created("key_pair", name, key_id)
+        return name
+
+    def _ensure_instance(self, ec2, ctx, token, kwargs) -> dict:
+        """Our live instance with that token, or a new one (tagged in the call)."""
+        tags = aws.notify_create(ctx, "ec2_instance", token)
+        live = _live_instances(ec2, [{"Name": "tag:token", "Values": [token]}])
+        if live:
+            instance = live[0]
+        else:
+            specs = aws.tag_specs(("instance", "volume"), tags)
+            instance = aws.call("run instance", ec2.run_instances, TagSpecifications=specs, **kwargs)["Instances"][0]
+        ctx.on_created("ec2_instance", token, instance["InstanceId"])
+        return instance
+
+    def _wait_running(self, ec2, ctx, instance_id) -> dict:
+        """The instance description once it is running."""
+        seen = {}
+
+        def running() -> bool:
+            instance = _describe_instance(ec2, instance_id)
+            state = instance["State"]["Name"] if instance else "gone"
+            if state in ("shutting-down", "terminated", "gone"):
+                raise RunnerError(f"instance {instance_id} is {state} while starting", permanent=False)
+            seen.update(instance)
+            return state == "running"
+
+        aws.wait_until(running, ctx, f"waiting for instance {instance_id}")
+        return seen
+
+    def _ensure_volume(self, ec2, ctx, token, zone, volumes) -> str:
+        """Our volume with that token, or a new one in the instance's zone."""
+        tags = aws.notify_create(ctx, "volume", token)
+        found = aws.call(
+            "describe volume", ec2.describe_volumes, Filters=[{"Name": "tag:token", "Values": [token]}]
+        )["Volumes"]
+        if found:
+            volume_id = found[0]["VolumeId"]
+        else:
+            kwargs = {"AvailabilityZone": zone, "Size": volumes["size_gb"], "VolumeType": volumes["type"]}
+            if volumes.get("iops"):
+                kwargs["Iops"] = volumes["iops"]
+            volume_id = aws.call(
+                "create volume",
+                ec2.create_volume,
+                TagSpecifications=aws.tag_specs(("volume",), tags),
+                ClientToken=token[:64],
+                **kwargs,
+            )["VolumeId"]
+        ctx.on_created("volume", token, volume_id)
+        return volume_id
+
+    def _attach(self, ec2, ctx, volume_id, instance_id, device) -> None:
+        """Attach (unless already attached here) and mark DeleteOnTermination.
+
+        DeleteOnTermination makes the dead-man shutdown take the volumes too.
+        """
+        aws.wait_until(lambda: _volume_state(ec2, volume_id) in ("available", "in-use"), ctx, f"creating {volume_id}")
+        attachments = _describe_volume(ec2, volume_id).get("Attachments", [])
+        if not any(a["InstanceId"] == instance_id for a in attachments):
+            aws.call("attach volume", ec2.attach_volume, VolumeId=volume_id, InstanceId=instance_id, Device=device)
+        aws.wait_until(lambda: _attached(ec2, volume_id, instance_id), ctx, f"attaching {volume_id}")
+        aws.call(
+            "set DeleteOnTermination",
+            ec2.modify_instance_attribute,
+            InstanceId=instance_id,
+            BlockDeviceMappings=[{"DeviceName": device, "Ebs": {"DeleteOnTermination": True}}],
+        )
+
+    def teardown(self, handle: Handle, ctx: ProvisionContext) -> None:
+        """Terminate and wait; delete leftover volumes, then key pair and group if unused."""
+        ec2, rds = aws.clients(ctx, handle.extra.get("region"), "ec2", "rds")
+        instance_id = handle.ids.get("instance")
+        if instance_id:
+            aws.ignore_gone("terminate instance", ec2.terminate_instances, InstanceIds=[instance_id])
+            aws.wait_until(lambda: _terminated(ec2, instance_id), ctx, f"terminating {instance_id}")
+        for volume_id in handle.ids.get("volumes", []):
+            delete_volume(ec2, ctx, volume_id)
+        delete_key_pair_if_unused(ec2, handle.ids.get("key_pair"))
+        aws.delete_security_group_if_unused(ec2, rds, handle.ids.get("security_group"))
+
+    def exists(self, handle: Handle, ctx: ProvisionContext) -> bool:
+        """Whether the instance is alive or one of its volumes remains."""
+        (ec2,) = aws.clients(ctx, handle.extra.get("region"), "ec2")
+        instance_id = handle.ids.get("instance")
+        if instance_id and not _terminated(ec2, instance_id):
+            return True
+        return any(_describe_volume(ec2, v) for v in handle.ids.get("volumes", []))
+
+
+def _quietly(fn, *args) -> None:
+    """Best-effort cleanup after a failed provision; the reaper covers what fails here."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - the provision error is the one to report
+        pass
+
+
+def _new_key() -> tuple[str, str]:
+    """A fresh ed25519 key: (OpenSSH private key text, OpenSSH public key line)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return private, public
+
+
+def _ssm_ami(ssm, parameter: str) -> str:
+    """The AMI id published under an SSM public parameter."""
+    return aws.call("look up AMI", ssm.get_parameter, Name=parameter)["Parameter"]["Value"]
+
+
+def _live_instances(ec2, filters: list[dict]) -> list[dict]:
+    """Instances matching filters that are not terminated or shutting down."""
+    filters = filters + [{"Name": "instance-state-name", "Values": LIVE_STATES}]
+    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)["Reservations"]
+    return [i for r in reservations for i in r["Instances"]]
+
+
+def _describe_instance(ec2, instance_id: str) -> dict | None:
+    found = aws.ignore_gone("describe instance", ec2.describe_instances, InstanceIds=[instance_id])
+    reservations = found["Reservations"] if found else []
+    return reservations[0]["Instances"][0] if reservations else None
+
+
+def _terminated(ec2, instance_id: str) -> bool:
+    instance = _describe_instance(ec2, instance_id)
+    return instance is None or instance["State"]["Name"] == "terminated"
+
+
+def _describe_volume(ec2, volume_id: str) -> dict:
+    found = aws.ignore_gone("describe volume", ec2.describe_volumes, VolumeIds=[volume_id])
+    return found["Volumes"][0] if found and found["Volumes"] else {}
+
+
+def _volume_state(ec2, volume_id: str) -> str:
+    return _describe_volume(ec2, volume_id).get("State", "gone")
+
+
+def _attached(ec2, volume_id: str, instance_id: str) -> bool:
+    attachments = _describe_volume(ec2, volume_id).get("Attachments", [])
+    return any(a["InstanceId"] == instance_id and a["State"] == "attached" for a in attachments)
+
+
+def delete_volume(ec2, ctx: ProvisionContext, volume_id: str) -> None:
+    """Delete a volume once detached; gone (DeleteOnTermination) is fine."""
+    aws.wait_until(lambda: _volume_state(ec2, volume_id) in ("available", "gone"), ctx, f"detaching {volume_id}")
+    aws.ignore_gone("delete volume", ec2.delete_volume, VolumeId=volume_id)
+
+
+def delete_key_pair_if_unused(ec2, key_name: str | None) -> bool:
+    """Delete the run's key pair unless a live instance still uses it."""
+    if not key_name:
+        return True
+    if _live_instances(ec2, [{"Name": "key-name", "Values": [key_name]}]):
+        return False
+    aws.ignore_gone("delete key pair", ec2.delete_key_pair, KeyName=key_name)
+    return True

@@ -1,0 +1,242 @@
+"""The provider interface: Handle, ProvisionContext, Provider.
+
+A provider turns a target's `provision:` spec into a Handle (cloud ids, the
+endpoint a tool talks to, the SSH host a tool runs on) and tears it down
+again. benchapp stores Handle.to_dict() in the database so that another
+process (the teardown task, the reaper) can tear it down later.
+
+Every cloud create call is bracketed by two callbacks of the context:
+  on_create(kind, token, tags)      BEFORE the call; the caller writes its
+                                    CloudResource row (if it raises, nothing
+                                    is created);
+  on_created(kind, token, cloud_id) AFTER the call, with the cloud id.
+`token` is deterministic (run, cell, target), so a retried provision calls
+on_create again with the same token and the caller can get_or_create.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from runners.command import Endpoint
+from runners.errors import RunnerError, ValidationError
+
+KINDS = ("mysql", "postgres", "host")
+DEFAULT_PORTS = {"mysql": 3306, "postgres": 5432}
+APP_TAG = "benchboard"
+
+
+def _noop(*args: Any) -> None:
+    return None
+
+
+@dataclass
+class ProvisionContext:
+    """Everything a provider needs besides the spec.
+
+    aws_access_key_id None means: use the worker's own IAM role (boto3's
+    default credential chain). endpoint_url None means: AWS itself, or the
+    AWS_ENDPOINT_URL environment variable (moto in tests).
+    secret_sink(name, value) stores a generated secret (master password,
+    private key) as a Credential; the value never appears in a Handle.
+    """
+
+    run_id: str
+    team: str
+    owner: str
+    expires_at: datetime
+    cell_id: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = field(default=None, repr=False)
+    aws_session_token: str | None = field(default=None, repr=False)
+    region: str | None = None
+    endpoint_url: str | None = None
+    worker_cidr: str = "127.0.0.1/32"
+    on_create: Callable[[str, str, dict[str, str]], None] = _noop
+    on_created: Callable[[str, str, str], None] = _noop
+    secret_sink: Callable[[str, str], None] = _noop
+    cancel: threading.Event = field(default_factory=threading.Event)
+    wait_timeout: float = 1800.0
+    poll_interval: float = 15.0
+
+    def check_cancel(self, what: str) -> None:
+        """Raise a transient RunnerError if the run was cancelled."""
+        if self.cancel.is_set():
+            raise RunnerError(f"cancelled while {what}", permanent=False)
+
+    def resource_tags(self, token: str) -> dict[str, str]:
+        """The tags every cloud resource gets in its create call."""
+        tags = dict(self.tags)
+        tags.update(
+            {
+                "app": APP_TAG,
+                "run": str(self.run_id),
+                "cell": str(self.cell_id or ""),
+                "team": str(self.team),
+                "owner": str(self.owner),
+                "expires-at": format_expiry(self.expires_at),
+                "token": token,
+            }
+        )
+        return tags
+
+
+def format_expiry(moment: datetime) -> str:
+    """ISO 8601 UTC with a Z, as stored in the expires-at tag."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_expiry(text: str) -> datetime | None:
+    """The datetime of an expires-at tag, or None if it cannot be read."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def endpoint_to_dict(endpoint: Endpoint | None) -> dict | None:
+    """A JSON-safe Endpoint without its password."""
+    if endpoint is None:
+        return None
+    data = asdict(endpoint)
+    data.pop("password", None)
+    return data
+
+
+@dataclass
+class Handle:
+    """What provision returns and teardown takes.
+
+    ids: cloud ids by role ({"db_instance": ..., "instance": ..., "volumes": [...]}).
+    ssh: {"host", "port", "user", "credential", "known_host_key"}; credential
+    names the stored secret (never the key itself).
+    extra: region, the cloud's own address (for the record, never connected
+    to when connect_via is set), nodes, names of generated secrets.
+    """
+
+    provider: str
+    ids: dict[str, Any] = field(default_factory=dict)
+    endpoint: Endpoint | None = None
+    ssh: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-safe form, for the database."""
+        return {
+            "provider": self.provider,
+            "ids": self.ids,
+            "endpoint": endpoint_to_dict(self.endpoint),
+            "ssh": self.ssh,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Handle:
+        """The inverse of to_dict."""
+        endpoint = data.get("endpoint")
+        return cls(
+            provider=data["provider"],
+            ids=dict(data.get("ids") or {}),
+            endpoint=Endpoint(**endpoint) if endpoint else None,
+            ssh=data.get("ssh"),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+class Provider:
+    """One way of obtaining targets and hosts. Subclasses override all three."""
+
+    name = ""
+
+    def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
+        """Create (or find) what spec describes and return its Handle."""
+        raise NotImplementedError
+
+    def teardown(self, handle: Handle, ctx: ProvisionContext) -> None:
+        """Delete what handle names; already gone is fine."""
+        raise NotImplementedError
+
+    def exists(self, handle: Handle, ctx: ProvisionContext) -> bool:
+        """Whether anything handle names still exists."""
+        raise NotImplementedError
+
+
+def spec_kind(spec: dict, default: str = "host") -> str:
+    """The endpoint kind of a spec (mysql, postgres, host), validated."""
+    kind = spec.get("kind", default)
+    if kind not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, not {kind!r}")
+    return kind
+
+
+def check_port(value: Any, param: str = "port") -> int:
+    """A TCP port as int, or ValidationError."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValidationError(param, "must be an integer 1-65535")
+    try:
+        port = int(value)
+    except ValueError:
+        raise ValidationError(param, "must be an integer 1-65535") from None
+    if not 1 <= port <= 65535:
+        raise ValidationError(param, "must be an integer 1-65535")
+    return port
+
+
+HOST = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+def check_host(value: Any, param: str = "host") -> str:
+    """A host name or address (no spaces or shell characters), or ValidationError."""
+    if not isinstance(value, str) or not HOST.match(value):
+        raise ValidationError(param, "must be a host name or IP address")
+    return value
+
+
+def check_ssh(ssh: Any, param: str = "ssh") -> dict:
+    """A validated ssh dict: host, port (22), user, credential, known_host_key."""
+    if not isinstance(ssh, dict):
+        raise ValidationError(param, "must be a mapping with host, port, user, credential")
+    return {
+        "host": check_host(ssh.get("host"), f"{param}.host"),
+        "port": check_port(ssh.get("port", 22), f"{param}.port"),
+        "user": ssh.get("user"),
+        "credential": ssh.get("credential"),
+        "known_host_key": ssh.get("known_host_key"),
+    }
+
+
+def apply_connect_via(handle: Handle, spec: dict) -> Handle:
+    """Point handle at spec["connect_via"] instead of the cloud's own address.
+
+    connect_via is {"host", "port"} (a tunnel, a private address, local
+    MariaDB in tests) and/or {"ssh": {...}} (a bastion). The cloud address is
+    kept in extra["cloud_endpoint"] for the record only; nothing should ever
+    connect to it once connect_via is set (moto invents addresses).
+    """
+    via = spec.get("connect_via")
+    if not via:
+        return handle
+    if not isinstance(via, dict):
+        raise ValidationError("connect_via", "must be a mapping with host/port or ssh")
+    if "host" in via:
+        cloud = handle.endpoint or Endpoint()
+        handle.extra["cloud_endpoint"] = endpoint_to_dict(cloud)
+        handle.endpoint = Endpoint(
+            kind=cloud.kind,
+            host=check_host(via["host"], "connect_via.host"),
+            port=check_port(via.get("port", cloud.port or 22), "connect_via.port"),
+            user=via.get("user", cloud.user),
+            database=via.get("database", cloud.database),
+        )
+    if "ssh" in via:
+        handle.extra["cloud_ssh"] = handle.ssh
+        handle.ssh = check_ssh(via["ssh"], "connect_via.ssh")
+    handle.extra["connect_via"] = True
+    return handle

@@ -1,0 +1,328 @@
+"""Parser for sysbench output: 0.4.12, 0.5, 1.0 and 1.1 (`sysbench.parse`).
+
+Reads the summary, the --report-interval lines (into series), the
+--histogram block (into facts["histogram"] as [[ms, count], ...]), FATAL and
+ALERT lines (into errors) and the prepare/cleanup progress lines (into facts).
+
+1.x summary and interval lines (sysbench 1.0.20)::
+
+    [ 1s ] thds: 2 tps: 638.58 qps: 12800.61 (r/w/o: 8965.11/2556.33/1279.16) lat (ms,95%): 4.57 err/s: 0.00 reconn/s: 0.00
+    SQL statistics:
+        transactions:                        2782   (555.23 per sec.)
+        queries:                             55640  (11104.57 per sec.)
+        ignored errors:                      0      (0.00 per sec.)
+    Latency (ms):
+             95th percentile:                        5.09
+
+0.4 / 0.5 summary and interval lines::
+
+    [  10s] threads: 4, tps: 1810.86, reads/s: 25355.94, writes/s: 7244.24 response time: 2.40ms (99%)
+    OLTP test statistics:
+        transactions:                        1033129 (17218.55 per sec.)
+        deadlocks:                           0      (0.00 per sec.)
+        read/write requests:                 1033129 (17218.55 per sec.)
+        other operations:                    1033129 (17218.55 per sec.)
+        per-request statistics:
+             approx.  95 percentile:               1.10ms
+
+Column spacing collapses when numbers grow, so every gap matches any run of
+spaces/tabs. The summary is only searched after the last interval line, and
+error lines are found with str.find, so 50 MB of interval output parses in
+well under a second (scripts/bench_parsers.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from runners.errors import ParseError
+from runners.results import Result
+
+_NUM = r"([0-9]+(?:\.[0-9]+)?)"
+_GAP = r"[ \t]+"
+_OPT_GAP = r"[ \t]*"
+# The one hot loop: sysbench 1.x OLTP interval lines.
+_OLTP_1X = re.compile(
+    rf"^\[{_OPT_GAP}{_NUM}s{_OPT_GAP}\]{_GAP}thds:{_OPT_GAP}([0-9]+){_GAP}tps:{_OPT_GAP}{_NUM}"
+    rf"{_GAP}qps:{_OPT_GAP}{_NUM}{_GAP}\(r/w/o:{_OPT_GAP}{_NUM}/{_NUM}/{_NUM}\){_GAP}"
+    rf"lat{_GAP}\(ms,{_NUM}%\):{_OPT_GAP}{_NUM}{_GAP}err/s:{_OPT_GAP}{_NUM}{_GAP}"
+    rf"reconn/s:{_OPT_GAP}{_NUM}[ \t]*$",
+    re.MULTILINE,
+)
+_ANY_INTERVAL = re.compile(rf"^\[{_OPT_GAP}{_NUM}s{_OPT_GAP}\]([^\n]*)$", re.MULTILINE)
+_LATENCY_1X = re.compile(rf"lat(?:ency)?{_OPT_GAP}\(ms,{_NUM}%\):{_OPT_GAP}{_NUM}")
+_LATENCY_OLD = re.compile(rf"response time:{_OPT_GAP}{_NUM}ms{_OPT_GAP}\({_NUM}%\)")
+_THREADS = re.compile(rf"(?:thds|threads):{_OPT_GAP}([0-9]+)|([0-9]+) threads")
+_RWO = re.compile(rf"r/w/o:{_OPT_GAP}{_NUM}/{_NUM}/{_NUM}")
+_PAIR = re.compile(rf"([A-Za-z][A-Za-z/]*):{_OPT_GAP}{_NUM}({_OPT_GAP}MiB/s)?")
+_SERIES_KEYS = {
+    "tps": "tps", "qps": "qps", "eps": "eps", "reads": "reads", "reads/s": "reads",
+    "writes": "writes", "writes/s": "writes", "err/s": "err_s", "errors": "err_s",
+    "reconn/s": "reconn_s", "reconnects": "reconn_s", "fsyncs": "fsyncs",
+}
+
+
+def parse(text: str) -> Result:
+    """Read sysbench output (any of 0.4, 0.5, 1.x) into a Result.
+
+    Raises ParseError (one line) when the text is empty or holds nothing
+    sysbench-shaped at all: no summary, no interval line, no error, no
+    prepare/cleanup progress. Help text also gives ParseError.
+    """
+    if not text or not text.strip():
+        raise ParseError("empty output")
+    series, tail_start = _series(text)
+    result = Result(series=series)
+    _read_summary(text[tail_start:], result)
+    _read_header(text[: _header_end(text)], result.facts)
+    result.errors = _error_lines(text)
+    if result.metrics.get("deadlocks"):
+        result.errors.append(f"deadlocks: {result.metrics['deadlocks']:g}")
+    _percentile_fact(result)
+    if not (result.metrics or result.series or result.errors or _has_progress(result.facts)):
+        raise ParseError("no sysbench results, intervals or errors found (truncated, help or foreign text)")
+    if result.metrics:
+        result.groups = [{"labels": {}, "metrics": dict(result.metrics)}]
+    return result
+
+
+# ---------------------------------------------------------------- series
+
+def _series(text: str) -> tuple[list[dict], int]:
+    """Return (series rows, offset just after the last interval line)."""
+    rows: list[dict] = []
+    end = 0
+    for match in _OLTP_1X.finditer(text):
+        g = match.groups()
+        rows.append({
+            "t": float(g[0]), "threads": int(g[1]), "tps": float(g[2]), "qps": float(g[3]),
+            "reads": float(g[4]), "writes": float(g[5]), "other": float(g[6]),
+            _latency_name(g[7]): float(g[8]), "err_s": float(g[9]), "reconn_s": float(g[10]),
+        })
+        end = match.end()
+    brackets = text.count("\n[") + text.startswith("[")
+    if len(rows) == brackets:
+        return rows, end
+    # Other formats (0.4/0.5/early 1.0, cpu, fileio) or mixed text: the slow path.
+    rows, end = [], 0
+    for match in _ANY_INTERVAL.finditer(text):
+        row = _interval_row(float(match.group(1)), match.group(2))
+        if row:
+            rows.append(row)
+            end = match.end()
+    return rows, end
+
+
+def _interval_row(t: float, rest: str) -> dict | None:
+    """One interval line of any known format -> {"t": ..., metrics...} or None."""
+    row: dict = {"t": t}
+    threads = _THREADS.search(rest)
+    if threads:
+        row["threads"] = int(threads.group(1) or threads.group(2))
+    latency = _LATENCY_1X.search(rest)
+    if latency:
+        row[_latency_name(latency.group(1))] = float(latency.group(2))
+    else:
+        old = _LATENCY_OLD.search(rest)
+        if old:
+            row[_latency_name(old.group(2))] = float(old.group(1))
+    rwo = _RWO.search(rest)
+    if rwo:
+        row.update(reads=float(rwo.group(1)), writes=float(rwo.group(2)), other=float(rwo.group(3)))
+    for key, value, mib in _PAIR.findall(rest):
+        name = _SERIES_KEYS.get(key)
+        if name:
+            row.setdefault(f"{name}_mib_s" if mib else name, float(value))
+    return row if len(row) > 2 or (len(row) == 2 and "threads" not in row) else None
+
+
+def _latency_name(percent: str) -> str:
+    """'95' -> 'latency_p95_ms'; '99.9' -> 'latency_p99_9_ms'."""
+    value = float(percent)
+    shown = f"{value:g}".replace(".", "_")
+    return f"latency_p{shown}_ms"
+
+
+# ---------------------------------------------------------------- summary
+
+_SUMMARY_LINES = [
+    (re.compile(rf"^\s*transactions:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+     ("transactions", "tps")),
+    (re.compile(rf"^\s*queries:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"), ("queries", "qps")),
+    (re.compile(rf"^\s*ignored errors:{_OPT_GAP}([0-9]+)"), ("errors",)),
+    (re.compile(rf"^\s*reconnects:{_OPT_GAP}([0-9]+)"), ("reconnects",)),
+    (re.compile(rf"^\s*deadlocks:{_OPT_GAP}([0-9]+)"), ("deadlocks",)),
+    (re.compile(rf"^\s*read/write requests:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+     ("_rw", "_rw_ps")),
+    (re.compile(rf"^\s*other operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+     ("_other_ops", "_other_ps")),
+    (re.compile(rf"^\s*total time:{_OPT_GAP}{_NUM}s"), ("total_time_s",)),
+    (re.compile(rf"^\s*total number of events:{_OPT_GAP}([0-9]+)"), ("events",)),
+    (re.compile(rf"^\s*events per second:{_OPT_GAP}{_NUM}"), ("events_per_s",)),
+    (re.compile(rf"^\s*Total operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per second"),
+     ("memory_ops", "memory_ops_per_s")),
+    (re.compile(rf"^\s*{_NUM} MiB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MiB/sec"),
+     ("memory_mib", "memory_mib_per_s")),
+    (re.compile(rf"^\s*reads/s:{_OPT_GAP}{_NUM}"), ("fileio_reads_per_s",)),
+    (re.compile(rf"^\s*writes/s:{_OPT_GAP}{_NUM}"), ("fileio_writes_per_s",)),
+    (re.compile(rf"^\s*fsyncs/s:{_OPT_GAP}{_NUM}"), ("fileio_fsyncs_per_s",)),
+    (re.compile(rf"^\s*read, MiB/s:{_OPT_GAP}{_NUM}"), ("fileio_read_mib_per_s",)),
+    (re.compile(rf"^\s*written, MiB/s:{_OPT_GAP}{_NUM}"), ("fileio_written_mib_per_s",)),
+]
+_QUERY_KIND = re.compile(rf"^\s*(read|write|other|total):{_OPT_GAP}([0-9]+)\s*$")
+_LATENCY_STAT = re.compile(rf"^\s*(min|avg|max|sum):{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$")
+_PERCENTILE = re.compile(
+    rf"^\s*(?:approx\.{_OPT_GAP})?{_NUM}(?:th)?{_OPT_GAP}percentile:{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$")
+_HISTOGRAM_ROW = re.compile(rf"^\s*{_NUM}{_OPT_GAP}\|\**{_OPT_GAP}([0-9]+)\s*$")
+_FAIRNESS = re.compile(rf"^\s*(events|execution time) \(avg/stddev\):{_OPT_GAP}{_NUM}/{_NUM}")
+_TO_MS = {None: 1.0, "ms": 1.0, "s": 1000.0, "us": 0.001, "ns": 0.000001}
+_QUERY_METRIC = {"read": "reads", "write": "writes", "other": "other", "total": "_queries_total"}
+_LATENCY_METRIC = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms",
+                   "sum": "_latency_sum_ms"}
+
+
+def _read_summary(tail: str, result: Result) -> None:
+    """Fill result.metrics/facts from the text after the last interval line."""
+    found: dict = {}
+    histogram: list[list[float]] = []
+    for line in tail.splitlines():
+        _summary_line(line, found, histogram, result.facts)
+    if histogram:
+        result.facts["histogram"] = histogram
+    _finish_metrics(found, result)
+
+
+def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> None:
+    if "|" in line:
+        row = _HISTOGRAM_ROW.match(line)
+        if row:
+            histogram.append([float(row.group(1)), int(row.group(2))])
+        return
+    for pattern, names in _SUMMARY_LINES:
+        match = pattern.match(line)
+        if match:
+            for name, value in zip(names, match.groups()):
+                found[name] = _number(value)
+            return
+    for pattern, reader in ((_QUERY_KIND, _query_kind), (_LATENCY_STAT, _latency_stat),
+                            (_PERCENTILE, _percentile), (_FAIRNESS, _fairness)):
+        match = pattern.match(line)
+        if match:
+            reader(match, found, facts)
+            return
+
+
+def _query_kind(match: re.Match, found: dict, facts: dict) -> None:
+    found[_QUERY_METRIC[match.group(1)]] = int(match.group(2))
+
+
+def _latency_stat(match: re.Match, found: dict, facts: dict) -> None:
+    found[_LATENCY_METRIC[match.group(1)]] = _ms(match.group(2), match.group(3))
+
+
+def _percentile(match: re.Match, found: dict, facts: dict) -> None:
+    found[_latency_name(match.group(1))] = _ms(match.group(2), match.group(3))
+
+
+def _fairness(match: re.Match, found: dict, facts: dict) -> None:
+    key = "thread_events" if match.group(1) == "events" else "thread_time_s"
+    facts[f"{key}_avg"] = float(match.group(2))
+    facts[f"{key}_stddev"] = float(match.group(3))
+
+
+def _ms(value: str, unit: str | None) -> float:
+    return round(float(value) * _TO_MS[unit], 6)
+
+
+def _number(value: str) -> float | int:
+    return float(value) if "." in value else int(value)
+
+
+def _finish_metrics(found: dict, result: Result) -> None:
+    """Derive contract metrics from what the summary held (never invent one)."""
+    if "queries" not in found and "_queries_total" in found:
+        found["queries"] = found["_queries_total"]
+    if "qps" not in found and "_rw_ps" in found and "_other_ps" in found:
+        # 0.4/0.5 print requests and other operations apart; 1.x's qps is their sum.
+        found["qps"] = round(found["_rw_ps"] + found["_other_ps"], 2)
+    if "_latency_sum_ms" in found:
+        result.facts["latency_sum_ms"] = found["_latency_sum_ms"]
+    result.metrics = {k: v for k, v in found.items() if not k.startswith("_")}
+
+
+# ---------------------------------------------------------------- header, errors
+
+_VERSION = re.compile(r"^sysbench\s+([0-9][0-9A-Za-z.\-]*?)(?::|\s|$)", re.MULTILINE)
+_HEADER_FACTS = [
+    (re.compile(r"^Number of threads:\s*([0-9]+)", re.MULTILINE), "threads", int),
+    (re.compile(r"^Report intermediate results every\s*([0-9]+)", re.MULTILINE), "report_interval_s", int),
+    (re.compile(r"^Running (simple|mixed) OLTP test", re.MULTILINE), "oltp_test_mode", str),
+]
+_PROGRESS = [
+    (re.compile(r"^Creating table '", re.MULTILINE), "tables_created"),
+    (re.compile(r"^Dropping table '", re.MULTILINE), "tables_dropped"),
+    (re.compile(r"^Creating file ", re.MULTILINE), "files_created"),
+    (re.compile(r"^Removing test files", re.MULTILINE), "files_removed"),
+]
+_ROWS = re.compile(r"^(?:Inserting ([0-9]+) records into|Creating ([0-9]+) records in table) '", re.MULTILINE)
+
+
+def _header_end(text: str) -> int:
+    """The header is everything before the first interval line or 'Threads started!'."""
+    for marker in ("\n[", "Threads started!"):
+        pos = text.find(marker)
+        if pos != -1:
+            return pos
+    return min(len(text), 200_000)
+
+
+def _read_header(head: str, facts: dict) -> None:
+    version = _VERSION.search(head)
+    if version:
+        facts["version"] = version.group(1)
+    for pattern, name, kind in _HEADER_FACTS:
+        match = pattern.search(head)
+        if match:
+            facts[name] = kind(match.group(1))
+    for pattern, name in _PROGRESS:
+        count = len(pattern.findall(head))
+        if count:
+            facts[name] = count
+    rows = [int(a or b) for a, b in _ROWS.findall(head)]
+    if rows:
+        facts["rows_inserted"] = sum(rows)
+
+
+def _has_progress(facts: dict) -> bool:
+    return any(name in facts for _, name in _PROGRESS) or "rows_inserted" in facts
+
+
+_MAX_ERRORS = 50
+
+
+def _error_lines(text: str) -> list[str]:
+    """Distinct FATAL:/ALERT: lines in order of first appearance (at most 50).
+
+    Each worker thread repeats the same error, so duplicates are dropped.
+    """
+    found: list[tuple[int, str]] = []
+    for marker in ("FATAL:", "ALERT:"):
+        pos = 0 if text.startswith(marker) else text.find("\n" + marker)
+        while pos != -1:
+            start = pos if pos == 0 and text.startswith(marker) else pos + 1
+            end = text.find("\n", start)
+            found.append((start, text[start:end if end != -1 else len(text)].rstrip()))
+            pos = text.find("\n" + marker, start)
+    seen: dict[str, None] = {}
+    for _, line in sorted(found):
+        seen.setdefault(line, None)
+    errors = list(seen)
+    if len(errors) > _MAX_ERRORS:
+        errors = errors[:_MAX_ERRORS] + [f"... and {len(errors) - _MAX_ERRORS} more distinct errors"]
+    return errors
+
+
+def _percentile_fact(result: Result) -> None:
+    for name in result.metrics:
+        if name.startswith("latency_p"):
+            result.facts["percentile"] = name[len("latency_p"):-len("_ms")].replace("_", ".")

@@ -1,0 +1,64 @@
+"""Shared fixtures: test personas (owner, member, outsider) and their team.
+
+Fixtures for real processes live in tests/support/ and are registered here.
+"""
+
+import pytest
+
+pytest_plugins = ["tests.support.worker"]
+
+
+@pytest.fixture
+def team(db):
+    from benchapp.models import Team
+
+    return Team.objects.create(name="alpha")
+
+
+def _user(django_user_model, name):
+    return django_user_model.objects.create_user(name, f"{name}@example.test", "pw-" + name)
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    from benchapp.models import Membership
+
+    user = _user(django_user_model, "olivia")
+    Membership.objects.create(team=team, user=user, role=Membership.OWNER)
+    return user
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    from benchapp.models import Membership
+
+    user = _user(django_user_model, "max")
+    Membership.objects.create(team=team, user=user)
+    return user
+
+
+@pytest.fixture
+def outsider(db, django_user_model):
+    from benchapp.models import Membership, Team
+
+    user = _user(django_user_model, "otto")
+    Membership.objects.create(team=Team.objects.create(name="other"), user=user)
+    return user
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def member_client(client, member):
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def outsider_client(client, outsider):
+    client.force_login(outsider)
+    return client

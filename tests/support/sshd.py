@@ -1,0 +1,175 @@
+"""A real sshd on a loopback port, for executor tests.
+
+The fixture generates an ed25519 host key and an ed25519 client key in a tmp
+dir, writes its own sshd_config (no PAM, no strict modes, root by key; the
+password method is enabled but root has no usable password here, so only
+*failed* password logins can be tested) and runs `/usr/sbin/sshd -D -e -f`.
+Teardown kills the listener and every per-connection child it forked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+
+CONFIG = """\
+Port {port}
+ListenAddress 127.0.0.1
+HostKey {dir}/host_ed25519
+PidFile {dir}/sshd.pid
+AuthorizedKeysFile {dir}/authorized_keys
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+PubkeyAuthentication yes
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+Subsystem sftp internal-sftp
+LogLevel ERROR
+MaxStartups 50
+MaxSessions 50
+"""
+
+
+@dataclass
+class SSHServer:
+    """What a test needs to reach the fixture's sshd."""
+
+    host: str
+    port: int
+    user: str
+    client_key: str  # private key, OpenSSH PEM text
+    host_key: str  # "ssh-ed25519 AAAA..." (the known_host_key line)
+    process: subprocess.Popen
+    directory: Path
+
+    def kill_all(self) -> None:
+        """SIGKILL the listener and every per-connection sshd below it.
+
+        Simulates the SSH server (or the machine's network) vanishing
+        mid-run: sessions' shells and their tools are left orphaned.
+        """
+        for pid in [self.process.pid, *_sshd_descendants(self.process.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait(timeout=5)
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of pid, read from /proc/<pid>/task/*/children."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _sshd_descendants(pid: int) -> list[int]:
+    """Every sshd process descending from pid (not the sessions' shells)."""
+    result, todo = [], [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if _comm(child).startswith("sshd"):
+                result.append(child)
+                todo.append(child)
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _wait_listening(port: int, process: subprocess.Popen, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"sshd exited: {process.stderr.read().decode()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                if sock.recv(7).startswith(b"SSH-"):
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("sshd did not start listening")
+
+
+def start_sshd(directory: Path) -> SSHServer:
+    """Generate keys and config under directory, start sshd, return its handle."""
+    _keygen(directory / "host_ed25519")
+    _keygen(directory / "client_ed25519")
+    (directory / "authorized_keys").write_text((directory / "client_ed25519.pub").read_text())
+    port = _free_port()
+    config = directory / "sshd_config"
+    config.write_text(CONFIG.format(port=port, dir=directory))
+    # sshd refuses to start without its privilege separation directory, which
+    # Debian's service unit normally creates at boot.
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    process = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _wait_listening(port, process)
+    host_pub = (directory / "host_ed25519.pub").read_text().split()
+    return SSHServer(
+        host="127.0.0.1",
+        port=port,
+        user="root",
+        client_key=(directory / "client_ed25519").read_text(),
+        host_key=f"{host_pub[0]} {host_pub[1]}",
+        process=process,
+        directory=directory,
+    )
+
+
+def stop_sshd(server: SSHServer) -> None:
+    """Kill the listener and its per-connection children; reap the listener."""
+    if server.process.poll() is None:
+        server.kill_all()
+    server.process.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A running sshd shared by a test module; yields an SSHServer."""
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    stop_sshd(server)
+
+
+@pytest.fixture
+def sshd_disposable(tmp_path):
+    """A private sshd that a test may kill; yields an SSHServer."""
+    server = start_sshd(tmp_path)
+    yield server
+    stop_sshd(server)
