@@ -154,6 +154,8 @@ if CELERY_BROKER_URL == "filesystem://":
             "data_folder_in": str(_queue_dir),
             "data_folder_out": str(_queue_dir),
             "processed_folder": str(VAR_DIR / "celery" / "processed"),
+            # kombu otherwise writes its control exchange into the current directory.
+            "control_folder": str(VAR_DIR / "celery" / "control"),
             "store_processed": False,
         }
     )
