@@ -9,8 +9,8 @@ Spec (the `provision:` mapping):
   db_ports: [3306, 5432] (opened from the run's group)
   name, connect_via (see base.apply_connect_via)
 
-The RAID0 assembly runs later on the instance over SSH: raid0_script() in
-runners.providers.storage gives its lines.
+The RAID0 assembly runs later on the instance over SSH: raid0_script() gives
+its lines (pure, every element shlex-quoted).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from datetime import datetime, timezone
 
 from runners.command import Endpoint
@@ -36,6 +37,44 @@ MAX_VOLUMES = 16  # /dev/sdf .. /dev/sdu
 def device_names(count: int) -> list[str]:
     """The attachment device names of count volumes: /dev/sdf, /dev/sdg, ..."""
     return [f"/dev/sd{chr(ord('f') + i)}" for i in range(count)]
+
+
+FILESYSTEMS = {
+    # S3's settings: 4 KiB blocks, 512-byte inodes; logbufs=8 is XFS-only.
+    "xfs": (["mkfs.xfs", "-f", "-b", "size=4096", "-i", "size=512"], "noatime,logbufs=8"),
+    "ext4": (["mkfs.ext4", "-F"], "noatime"),
+}
+
+
+def raid0_script(devices: list[str], mount: str, filesystem: str = "xfs") -> list[str]:
+    """Shell lines that stripe devices as RAID0, make the filesystem and mount it.
+
+    One device is formatted directly (mdadm refuses a 1-device array without
+    --force, and there is nothing to stripe). Run as root over SSH; every element is shlex-quoted.
+    """
+    if filesystem not in FILESYSTEMS:
+        raise ValidationError("volumes.filesystem", f"must be one of {', '.join(FILESYSTEMS)}")
+    if not devices or not all(re.match(r"^/dev/[a-z0-9]+$", d) for d in devices):
+        raise ValidationError("volumes", "devices must be names like /dev/sdf")
+    if not isinstance(mount, str) or not re.match(r"^/[A-Za-z0-9_./-]*$", mount) or ".." in mount:
+        raise ValidationError("volumes.mount", "must be an absolute path")
+    mkfs, options = FILESYSTEMS[filesystem]
+    target = devices[0] if len(devices) == 1 else "/dev/md0"
+    lines = []
+    if len(devices) > 1:
+        create = ["mdadm", "--create", target, "--run", "--level=0", f"--raid-devices={len(devices)}"]
+        lines.append(shlex.join(create + list(devices)))
+    lines += [
+        shlex.join(mkfs + [target]),
+        shlex.join(["mkdir", "-p", mount]),
+        shlex.join(["mount", "-o", options, target, mount]),
+    ]
+    return lines
+
+
+def scheduler_command(device: str) -> list[str]:
+    """argv that prints a device's I/O scheduler (S3 notes it beside the results)."""
+    return ["cat", f"/sys/block/{device.rsplit('/', 1)[-1]}/queue/scheduler"]
 
 
 def volume_spec(spec: dict) -> dict:
