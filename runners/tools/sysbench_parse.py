@@ -95,7 +95,7 @@ def _series(text: str) -> tuple[list[dict], int]:
     for match in _OLTP_1X.finditer(text):
         g = match.groups()
         rows.append({
-            "t": float(g[0]), "threads": int(g[1]), "tps": float(g[2]), "qps": float(g[3]),
+            "t": _number(g[0]), "threads": int(g[1]), "tps": float(g[2]), "qps": float(g[3]),
             "reads": float(g[4]), "writes": float(g[5]), "other": float(g[6]),
             _latency_name(g[7]): float(g[8]), "err_s": float(g[9]), "reconn_s": float(g[10]),
         })
@@ -106,7 +106,7 @@ def _series(text: str) -> tuple[list[dict], int]:
     # Other formats (0.4/0.5/early 1.0, cpu, fileio) or mixed text: the slow path.
     rows, end = [], 0
     for match in _ANY_INTERVAL.finditer(text):
-        row = _interval_row(float(match.group(1)), match.group(2))
+        row = _interval_row(_number(match.group(1)), match.group(2))
         if row:
             rows.append(row)
             end = match.end()
