@@ -364,7 +364,7 @@ def _combine(jobs: list[dict]) -> dict[str, float]:
                     weighted.setdefault(f"{direction}_{key}", []).append(
                         (stats[key], stats["samples"])
                     )
-    metrics = dict(sums)
+    metrics = {name: round(value, 9) for name, value in sums.items()}
     for name, pairs in weighted.items():
         total = sum(weight for _, weight in pairs)
         if len(pairs) == 1:
