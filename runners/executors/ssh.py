@@ -1,0 +1,378 @@
+"""SSHExecutor: Commands on a remote host over paramiko, with pinned host keys.
+
+Host keys are pinned: the client's policy is RejectPolicy and only the key
+the caller knows ("ssh-ed25519 AAAA...") is trusted; trust_on_first_use()
+fetches a server's key and fingerprint for a person to accept explicitly.
+How tools are detached remotely is described in runners/executors/remote.py.
+
+Dead connections: the transport sends keepalives every `keepalive` seconds;
+a run whose channel has been silent for two keepalive periods sends a
+global request and waits `keepalive` seconds for any answer, and declares
+the connection lost without one. A connection that drops with a reset is
+seen at once (the transport stops).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import itertools
+import socket
+import threading
+import time
+
+import paramiko
+
+from runners.errors import RunnerError
+from runners.executors import remote
+from runners.executors.base import Background, Executor, check_upload_name, not_installed
+
+READ_SIZE = 65536
+# When no timeout is given, the remote `timeout` backstop still bounds a run.
+MAX_RUNTIME = 6 * 3600.0
+# Extra seconds the remote backstop waits beyond the client's own timeout.
+BACKSTOP_MARGIN = 5.0
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's SHA256 fingerprint of a key ("SHA256:...")."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def key_line(key: paramiko.PKey) -> str:
+    """A key as the known_host_key line ("ssh-ed25519 AAAA...")."""
+    return f"{key.get_name()} {key.get_base64()}"
+
+
+def parse_key_line(line: str) -> paramiko.PKey:
+    """Read "TYPE BASE64 [comment]" into a public key, or raise a permanent RunnerError."""
+    try:
+        key_type, data = line.split()[:2]
+        return paramiko.PKey.from_type_string(key_type, base64.b64decode(data))
+    except (ValueError, TypeError, paramiko.SSHException) as exc:
+        raise RunnerError(f"the known host key is not a valid key line: {exc}", permanent=True) from exc
+
+
+def load_private_key(text: str) -> paramiko.PKey:
+    """Read an OpenSSH/PEM private key of any supported type."""
+    for cls in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        try:
+            return cls.from_private_key(io.StringIO(text))
+        except (paramiko.SSHException, ValueError):
+            continue
+    raise RunnerError("the SSH private key could not be read (unsupported or encrypted)", permanent=True)
+
+
+def trust_on_first_use(host: str, port: int = 22, timeout: float = 10.0) -> tuple[str, str]:
+    """Fetch the server's host key without authenticating.
+
+    Returns (known_host_key line "ssh-ed25519 AAAA...", "SHA256:..."
+    fingerprint), for a person to compare and accept explicitly.
+    """
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        raise RunnerError(f"cannot reach {host}:{port}: {exc}") from exc
+    transport = paramiko.Transport(sock)
+    transport.banner_timeout = timeout
+    try:
+        transport.start_client(timeout=timeout)
+        key = transport.get_remote_server_key()
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise RunnerError(f"cannot read the host key of {host}:{port}: {exc}") from exc
+    finally:
+        transport.close()
+    return key_line(key), fingerprint(key)
+
+
+class _RecordingReject(paramiko.RejectPolicy):
+    """RejectPolicy that remembers the key the server offered, for the message."""
+
+    offered: paramiko.PKey | None = None
+
+    def missing_host_key(self, client, hostname, key):
+        self.offered = key
+        super().missing_host_key(client, hostname, key)
+
+
+class SSHExecutor(Executor):
+    """Runs Commands on host over SSH (key or password authentication)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int = 22,
+        user: str = "root",
+        *,
+        private_key: str | None = None,
+        password: str | None = None,
+        known_host_key: str | None = None,
+        connect_timeout: float = 10.0,
+        keepalive: int = 15,
+    ):
+        super().__init__()
+        self.host = host
+        self.port = port
+        self.user = user
+        self._private_key = private_key
+        self._password = password
+        self.known_host_key = known_host_key
+        self.connect_timeout = connect_timeout
+        self.keepalive = keepalive
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._conn_lock = threading.RLock()
+        self._probe_lock = threading.Lock()
+        self._last_seen = time.monotonic()
+        self._last_probe = 0.0
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"SSHExecutor({self.user}@{self.host}:{self.port})"
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # -- connection ------------------------------------------------------------
+
+    def _transport(self) -> paramiko.Transport:
+        """The live transport, connecting (again) when needed."""
+        with self._conn_lock:
+            transport = self._client.get_transport() if self._client else None
+            if transport is None or not transport.is_active():
+                self._drop_connection()
+                self._client = self._connect()
+                transport = self._client.get_transport()
+                transport.set_keepalive(self.keepalive)
+                self._last_seen = time.monotonic()
+            return transport
+
+    def _connect(self) -> paramiko.SSHClient:
+        """Open and authenticate a connection; map every failure to a clear RunnerError."""
+        client = paramiko.SSHClient()
+        policy = _RecordingReject()
+        client.set_missing_host_key_policy(policy)
+        if self.known_host_key:
+            key = parse_key_line(self.known_host_key)
+            name = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+            client.get_host_keys().add(name, key.get_name(), key)
+        pkey = load_private_key(self._private_key) if self._private_key else None
+        try:
+            client.connect(
+                self.host,
+                self.port,
+                self.user,
+                pkey=pkey,
+                password=self._password,
+                timeout=self.connect_timeout,
+                banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout,
+                channel_timeout=self.connect_timeout,
+                look_for_keys=False,
+                allow_agent=False,
+            )
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise RunnerError(
+                f"the host key of {self.where} has changed: it offered {exc.key.get_name()} "
+                f"{fingerprint(exc.key)}, expected {fingerprint(exc.expected_key)}; "
+                "refusing to connect",
+                permanent=True,
+            ) from None
+        except paramiko.AuthenticationException:
+            client.close()
+            raise RunnerError(f"authentication failed for {self.user}@{self.where}", permanent=True) from None
+        except paramiko.SSHException as exc:
+            client.close()
+            if policy.offered is not None:
+                raise RunnerError(
+                    f"unknown host key for {self.where}: it offered {policy.offered.get_name()} "
+                    f"{fingerprint(policy.offered)}; accept it explicitly (trust on first use) first",
+                    permanent=True,
+                ) from None
+            raise RunnerError(f"SSH to {self.where} failed: {exc}") from None
+        except (OSError, EOFError) as exc:
+            client.close()
+            raise RunnerError(f"cannot reach {self.where}: {exc}") from None
+        return client
+
+    def _drop_connection(self) -> None:
+        with self._conn_lock:
+            if self._sftp is not None:
+                self._sftp.close()
+            if self._client is not None:
+                self._client.close()
+            self._sftp, self._client = None, None
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        with self._conn_lock:
+            transport = self._transport()
+            if self._sftp is None or self._sftp.get_channel().get_transport() is not transport:
+                self._sftp = paramiko.SFTPClient.from_transport(transport)
+            return self._sftp
+
+    def _exec(self, line: str, timeout: float = 60.0) -> tuple[int, str, str]:
+        """Run a short helper line; return (exit code, stdout, stderr)."""
+        try:
+            chan = self._transport().open_session(timeout=self.connect_timeout)
+            chan.settimeout(timeout)
+            chan.exec_command(line)
+            out = chan.makefile("rb").read()
+            err = chan.makefile_stderr("rb").read()
+            return chan.recv_exit_status(), out.decode(errors="replace"), err.decode(errors="replace")
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise RunnerError(f"SSH command on {self.where} failed: {exc}") from None
+
+    def check(self) -> None:
+        """Connect and run `true`; raise RunnerError with the reason otherwise."""
+        code, _, err = self._exec("true", timeout=self.connect_timeout)
+        if code != 0:
+            raise RunnerError(f"{self.where} cannot run commands: {err.strip()}")
+
+    # -- runs ------------------------------------------------------------------
+
+    def _make_workdir(self) -> str:
+        code, out, err = self._exec(remote.MKWORKDIR)
+        if code != 0 or not out.strip():
+            raise RunnerError(f"cannot create a work dir on {self.where}: {err.strip()}")
+        return out.strip()
+
+    def _launch(self, bg: Background, timeout: float | None) -> None:
+        command = bg.command
+        limit = MAX_RUNTIME if timeout is None else timeout + self.grace + BACKSTOP_MARGIN
+        bg.prefix = f"{self.workdir}/.run-{next(self._ids)}"
+        line = remote.run_line(self.workdir, bg.prefix, limit, self.grace, command.argv, command.env)
+        transport = self._transport()
+        try:
+            chan = transport.open_session(timeout=self.connect_timeout)
+            chan.exec_command(line)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise RunnerError(f"cannot start {command.argv[0]} on {self.where}: {exc}") from None
+        bg.handle = chan
+        threading.Thread(target=self._pump, args=(bg, chan, transport), daemon=True).start()
+
+    def _pump(self, bg: Background, chan: paramiko.Channel, transport: paramiko.Transport) -> None:
+        """Stream a run's channel into bg until the run ends or the connection dies."""
+        while True:
+            got = False
+            while chan.recv_ready():
+                bg.stdout.feed(chan.recv(READ_SIZE))
+                got = True
+            while chan.recv_stderr_ready():
+                bg.stderr.feed(chan.recv_stderr(READ_SIZE))
+                got = True
+            if got:
+                self._last_seen = time.monotonic()
+            elif chan.exit_status_ready() and (chan.eof_received or chan.closed):
+                break
+            elif chan.closed or not transport.is_active():
+                bg.finish(None, self._lost(bg))
+                return
+            else:
+                time.sleep(0.05)
+        # Data and EOF may have landed between the last drain and the checks.
+        while chan.recv_ready():
+            bg.stdout.feed(chan.recv(READ_SIZE))
+        while chan.recv_stderr_ready():
+            bg.stderr.feed(chan.recv_stderr(READ_SIZE))
+        code = chan.recv_exit_status()
+        chan.close()
+        missing = code == 127 and remote.MISSING_MARKER in bg.stderr.text()
+        bg.finish(code, not_installed(bg.command, self.host) if missing else None)
+
+    def _lost(self, bg: Background) -> RunnerError:
+        return RunnerError(
+            f"the connection to {self.where} was lost while {bg.command.argv[0]} was running",
+            permanent=False,
+            output=bg.output(),
+        )
+
+    def _check_alive(self, bg: Background) -> None:
+        """Probe a connection that has been silent for two keepalive periods."""
+        now = time.monotonic()
+        silent = now - self._last_seen > 2 * self.keepalive
+        if not silent or now - self._last_probe < self.keepalive or bg.done.is_set():
+            return
+        self._last_probe = now
+        if self._probe():
+            self._last_seen = time.monotonic()
+        else:
+            # Closing the transport makes _pump report the run as lost.
+            self._drop_connection()
+
+    def _probe(self) -> bool:
+        """Send a global request and wait `keepalive` s for any answer."""
+        with self._probe_lock:
+            client = self._client
+            transport = client.get_transport() if client else None
+            if transport is None or not transport.is_active():
+                return False
+            answered = threading.Event()
+
+            def ask():
+                try:
+                    transport.global_request("keepalive@openssh.com", wait=True)
+                    answered.set()
+                except Exception:  # noqa: BLE001 - any failure means no answer
+                    pass
+
+            threading.Thread(target=ask, daemon=True).start()
+            return answered.wait(self.keepalive) and transport.is_active()
+
+    def _kill(self, bg: Background, grace: float) -> None:
+        prefix = getattr(bg, "prefix", None)
+        if prefix is None or bg.done.is_set():
+            return
+        try:
+            self._exec(remote.cancel_line(prefix, grace), timeout=grace + 15)
+        except RunnerError:
+            # No connection: the remote watchdog and timeout backstop act alone.
+            pass
+
+    # -- files -----------------------------------------------------------------
+
+    def upload(self, name: str, content: bytes, mode: int = 0o600) -> str:
+        check_upload_name(name)
+        path = f"{self.workdir}/{name}"
+        try:
+            with self._conn_lock:
+                sftp = self._sftp_client()
+                with sftp.open(path, "wb") as handle:
+                    # The mode is set on the still-empty file, before any data.
+                    handle.chmod(mode)
+                    handle.write(content)
+        except (OSError, paramiko.SSHException) as exc:
+            raise RunnerError(f"cannot upload {name} to {self.where}: {exc}") from None
+        return path
+
+    def read_file(self, path: str) -> bytes:
+        try:
+            with self._conn_lock:
+                with self._sftp_client().open(path, "rb") as handle:
+                    return handle.read()
+        except (OSError, paramiko.SSHException) as exc:
+            raise RunnerError(f"cannot read {path} on {self.where}: {exc}") from None
+
+    def remove(self, path: str) -> None:
+        try:
+            with self._conn_lock:
+                self._sftp_client().remove(path)
+        except FileNotFoundError:
+            pass
+        except (OSError, paramiko.SSHException) as exc:
+            raise RunnerError(f"cannot remove {path} on {self.where}: {exc}") from None
+
+    def _close(self) -> None:
+        with self._lock:
+            workdir, self._workdir = self._workdir, None
+        client = self._client
+        alive = client is not None and client.get_transport() is not None and client.get_transport().is_active()
+        if workdir and alive:
+            try:
+                self._exec(remote.remove_line(workdir), timeout=30)
+            except RunnerError:
+                pass
+        self._drop_connection()
