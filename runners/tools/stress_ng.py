@@ -110,11 +110,11 @@ def validate(params: dict) -> dict:
     """
     clean = validate_params(NAME, PARAMS, params, ALIASES)
     clean.setdefault("timeout", PARAMS["timeout"].default)
-    if not any(name in clean for name in STRESSORS):
-        raise ValidationError("cpu", "give at least one stressor: " + ", ".join(STRESSORS))
     for name, needed in NEEDS.items():
         if name in clean and needed not in clean:
             raise ValidationError(name, f"needs {needed}")
+    if not any(name in clean for name in STRESSORS):
+        raise ValidationError("cpu", "give at least one stressor: " + ", ".join(STRESSORS))
     if "taskset" in clean and not CPU_LIST.match(clean["taskset"]):
         raise ValidationError("taskset", "a CPU list such as 0-3 or 0,2,4")
     if "temp_path" in clean and not clean["temp_path"].startswith("/"):
