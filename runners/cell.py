@@ -1,0 +1,358 @@
+"""run_cell: the phases of one cell, from prepare to cleanup.
+
+    prepare   sysbench prepare / pgbench -i (or, with prepare.once, only before
+              a target's first cell; with snapshot_datadir, the data directory
+              is copied aside after it and restored before every later cell)
+    warmup    the tool with the plan's warmup params (S4: 16 threads read-only)
+    stress    stress-ng started in the background on the target's machine
+    measure   the tool, with the client's CPU sampled around it
+    stress    stopped (always, in a finally)
+    collect   parse, host facts, db facts, tool version
+    cleanup   sysbench cleanup when prepare was per cell (always, in a finally)
+
+Every phase's raw (masked) output is kept in CellOutcome.phases, failed or not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from runners.context import CellContext
+from runners.errors import ParseError, RunnerError, ValidationError
+from runners.phases import (
+    CellOutcome,
+    PhaseRecord,
+    has_metrics,
+    one_line,
+    phase_failure,
+    snapshot_steps,
+    stress_params,
+    wants_stress,
+)
+from runners.plan import CellSpec, Plan
+from runners.planspec import TargetSpec
+from runners.tools import get_tool
+
+OnPhase = Callable[[str], None]
+OnOutput = Callable[[str, str, str], None]
+# stress-ng's own --timeout when the plan has none: the safety net if stop() never comes.
+STRESS_SAFETY_S = 6 * 3600
+# Seconds the stress workers get to reach their load before the measure starts.
+STRESS_SETTLE_S = 0.5
+# Cleanup after a failure or a cancel must not hang the run either.
+CLEANUP_TIMEOUT_S = 600
+
+
+class CellFailed(Exception):
+    """A phase failed; message is the cell's one-line error."""
+
+    def __init__(self, message: str, *, permanent: bool = False, cancelled: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
+        self.cancelled = cancelled
+
+
+def prepare_phase(tool) -> str | None:
+    """The tool's phase that creates the test data, if it has one."""
+    return next((p for p in ("prepare", "init") if p in tool.PHASES), None)
+
+
+def run_cell(plan: Plan, cell: CellSpec, ctx: CellContext, *,
+             on_phase: OnPhase | None = None, on_output: OnOutput | None = None) -> CellOutcome:
+    """Run every phase of cell and return its CellOutcome (never raises RunnerError).
+
+    on_phase(name) is called as each phase starts (prepare, restore, snapshot,
+    warmup, stress_start, measure, stress_stop, collect, cleanup);
+    on_output(phase, stream, chunk) receives masked output as it arrives.
+    """
+    return _CellRun(plan, cell, ctx, on_phase, on_output).execute()
+
+
+def cleanup_target(plan: Plan, target_name: str, ctx: CellContext) -> PhaseRecord | None:
+    """With prepare.once and `cleanup: true`, drop a target's data after its last cell."""
+    tool = get_tool(plan.tool)
+    if not (plan.cleanup and _prepared_once(plan) and "cleanup" in tool.PHASES):
+        return None
+    if target_name not in ctx.prepared:
+        return None
+    target = ctx.target(target_name)
+    executor = ctx.executor(ctx.client_ssh_for(target))
+    command = tool.build(_phase_params(plan, tool, {}), ctx.endpoint(target), "cleanup")
+    execution = executor.run(command, timeout=CLEANUP_TIMEOUT_S)
+    ctx.prepared.discard(target_name)
+    return _record("cleanup", command, execution)
+
+
+def _prepared_once(plan: Plan) -> bool:
+    # Restoring a snapshot replaces preparing again, so it implies once.
+    return plan.prepare.once or plan.prepare.snapshot_datadir
+
+
+def _phase_params(plan: Plan, tool, overrides: dict, base: dict | None = None) -> dict:
+    """Validated params for a phase: the cell's (or plan's) with overrides on top."""
+    merged = {**(base if base is not None else plan.params), **overrides}
+    try:
+        return tool.validate(merged)
+    except ValidationError as exc:
+        raise CellFailed(str(exc), permanent=True) from None
+
+
+def _record(phase: str, command, execution) -> PhaseRecord:
+    return PhaseRecord(
+        phase=phase, command=command.masked(), exit_code=execution.exit_code,
+        stdout=execution.stdout, stderr=execution.stderr, started=execution.started,
+        finished=execution.finished, timed_out=execution.timed_out,
+        cancelled=execution.cancelled)
+
+
+class _CellRun:
+    """The state of one run_cell call (kept out of the public function)."""
+
+    def __init__(self, plan, cell, ctx, on_phase, on_output):
+        self.plan, self.cell, self.ctx = plan, cell, ctx
+        self.tool = get_tool(plan.tool)
+        self.on_phase = on_phase or (lambda phase: None)
+        self.on_output = on_output
+        self.outcome = CellOutcome(status="failed", started=time.time())
+        self.deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
+        self.stress = None  # (executor, Background) while stress-ng runs
+        self.needs_cleanup = False
+
+    # -- the sequence ------------------------------------------------------
+
+    def execute(self) -> CellOutcome:
+        try:
+            self._phases()
+        except CellFailed as exc:
+            self._fail(str(exc), exc.permanent, exc.cancelled)
+        except RunnerError as exc:
+            self._fail(exc.message, exc.permanent)
+            if exc.output:
+                self.outcome.warnings.append("partial output: " + one_line(exc.output[-500:]))
+        finally:
+            self._stop_stress()
+            self._cleanup()
+            self.outcome.finished = time.time()
+        if self.ctx.cancelled and self.outcome.status != "succeeded":
+            self.outcome.status, self.outcome.error = "cancelled", "cancelled"
+        return self.outcome
+
+    def _phases(self) -> None:
+        target = self.ctx.target(self.cell.target)
+        self.endpoint = self.ctx.endpoint(target)
+        self.client_ssh = self.ctx.client_ssh_for(target)
+        self.client = self.ctx.executor(self.client_ssh)
+        self._prepare(target)
+        self._warmup()
+        self._start_stress(target)
+        execution, command = self._measure()
+        self._stop_stress()
+        self._collect(target, execution, command)
+
+    def _fail(self, message: str, permanent: bool = False, cancelled: bool = False) -> None:
+        outcome = self.outcome
+        if outcome.status == "failed" and outcome.error:
+            return  # the first failure is the cause; later ones are consequences
+        outcome.status = "cancelled" if cancelled else "failed"
+        outcome.error, outcome.permanent = one_line(message), permanent
+
+    # -- running one command -----------------------------------------------
+
+    def _timeout(self, phase: str) -> float | None:
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise CellFailed(f"cell timeout of {self.plan.timeout} s reached before {phase}")
+        return left
+
+    def _run(self, phase: str, executor, command, *, check=True, timeout=None, force=False):
+        """Run command as phase; keep its record; CellFailed if check and it failed.
+
+        force: run even after a cancel (cleanup must still drop the tables).
+        """
+        if self.ctx.cancelled and not force:
+            raise CellFailed(f"{phase} cancelled", cancelled=True)
+        callback = None
+        if self.on_output is not None:
+            callback = lambda stream, chunk: self.on_output(phase, stream, chunk)  # noqa: E731
+        execution = executor.run(command, timeout=timeout or self._timeout(phase),
+                                 on_output=callback)
+        record = _record(phase, command, execution)
+        self.outcome.phases.append(record)
+        if check and (execution.exit_code != 0 or execution.timed_out or execution.cancelled):
+            raise CellFailed(phase_failure(phase, record), cancelled=execution.cancelled)
+        return execution
+
+    # -- prepare -----------------------------------------------------------
+
+    def _prepare(self, target: TargetSpec) -> None:
+        prep, name = self.plan.prepare, target.name
+        phase = prepare_phase(self.tool) if prep.enabled else None
+        if _prepared_once(self.plan) and name in self.ctx.prepared:
+            if prep.snapshot_datadir:
+                self._snapshot(target, "restore")
+            return
+        if phase is not None:
+            self.on_phase("prepare")
+            command = self.tool.build(_phase_params(self.plan, self.tool, prep.params,
+                                                    self.cell.params), self.endpoint, phase)
+            self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
+            self._run("prepare", self.client, command)
+        if prep.snapshot_datadir:
+            self._snapshot(target, "snapshot")
+        if _prepared_once(self.plan):
+            self.ctx.prepared.add(name)
+
+    def _snapshot(self, target: TargetSpec, phase: str) -> None:
+        """Save ("snapshot") or restore the datadir on the target's machine."""
+        self.on_phase(phase)
+        executor = self.ctx.executor(self.ctx.host_ssh(target))
+        steps = snapshot_steps(self.plan.prepare, "save" if phase == "snapshot" else "restore")
+        stopped = False
+        try:
+            for step, command in steps:
+                if step == "start":
+                    continue
+                self._run(f"{phase}:{step}", executor, command)
+                stopped = stopped or step == "stop"
+        finally:
+            # The server is started again even when the copy failed.
+            for step, command in steps:
+                if step == "start" and stopped:
+                    self._run(f"{phase}:start", executor, command, force=True)
+        if phase == "snapshot":
+            self.ctx.snapshots.add(target.name)
+
+    # -- warmup, stress, measure -------------------------------------------
+
+    def _warmup(self) -> None:
+        if not self.plan.warmup:
+            return
+        self.on_phase("warmup")
+        params = _phase_params(self.plan, self.tool, self.plan.warmup, self.cell.params)
+        self._run("warmup", self.client, self.tool.build(params, self.endpoint, "run"))
+
+    def _start_stress(self, target: TargetSpec) -> None:
+        if not wants_stress(self.cell.stress):
+            return
+        self.on_phase("stress_start")
+        stress_ng = get_tool("stress_ng")
+        executor = self.ctx.executor(self.ctx.host_ssh(target))
+        safety = self.plan.timeout or STRESS_SAFETY_S
+        command = stress_ng.build(stress_params(self.cell.stress, safety), None)
+        self.stress = (executor, executor.start(command), command)
+        time.sleep(STRESS_SETTLE_S)
+        if self.stress[1].done.is_set():
+            self._stop_stress()
+            record = self.outcome.phases[-1] if self.outcome.phases else None
+            ended = phase_failure("stress", record) if record else "stress-ng did not start"
+            raise CellFailed(f"stress-ng ended before the measure: {ended}")
+
+    def _stop_stress(self) -> None:
+        if self.stress is None:
+            return
+        executor, background, command = self.stress
+        self.stress = None
+        self.on_phase("stress_stop")
+        try:
+            execution = executor.stop(background)
+        except RunnerError as exc:
+            self.outcome.warnings.append(f"stress stop: {exc.message}")
+            return
+        self.outcome.phases.append(_record("stress", command, execution))
+        try:
+            self.outcome.stress_result = get_tool("stress_ng").parse(execution.output)
+        except ParseError as exc:
+            self.outcome.warnings.append(f"stress-ng output: {exc}")
+
+    def _measure(self):
+        from runners.facts import CpuSampler
+
+        self.on_phase("measure")
+        command = self.tool.build(self.cell.params, self.endpoint, "run")
+        self.outcome.command = command.masked()
+        sampler = CpuSampler()
+        sampler.start(self.client)
+        try:
+            execution = self._run("measure", self.client, command, check=False)
+        finally:
+            cpu = sampler.stop()
+        self.outcome.facts.update(cpu)
+        return execution, command
+
+    # -- collect and cleanup -----------------------------------------------
+
+    def _collect(self, target: TargetSpec, execution, command) -> None:
+        self.on_phase("collect")
+        record = self.outcome.phases[-1]
+        self._gather_facts(target)
+        try:
+            result = self.tool.parse(execution.output)
+        except ParseError as exc:
+            result = None
+            parse_error = f"could not read {self.plan.tool} output: {exc}"
+        else:
+            parse_error = ""
+        self.outcome.result = result
+        if execution.cancelled or execution.timed_out or execution.exit_code != 0:
+            raise CellFailed(phase_failure("measure", record), cancelled=execution.cancelled)
+        if result is None:
+            raise CellFailed(parse_error)
+        if result.errors and not has_metrics(result):
+            raise CellFailed(f"{self.plan.tool} reported: {one_line(result.errors[0])}")
+        self.outcome.status = "succeeded"
+
+    def _gather_facts(self, target: TargetSpec) -> None:
+        """Client host facts, db facts and tool version, each once per run."""
+        from runners.facts import CLIENT_BOUND_PCT, db_facts, host_facts
+
+        ctx, facts = self.ctx, self.outcome.facts
+        key = ctx.executor_key(self.client_ssh)
+        if key not in ctx.host_facts:
+            ctx.host_facts[key] = _safely(lambda: host_facts(self.client, tools=(self.tool.BINARY,)))
+        if target.kind != "host" and target.name not in ctx.db_facts:
+            ctx.db_facts[target.name] = _safely(lambda: db_facts(self.client, self.endpoint))
+        if key not in ctx.versions:
+            ctx.versions[key] = self._tool_version()
+        facts["client"] = ctx.host_facts[key]
+        if target.kind != "host":
+            facts["db"] = ctx.db_facts[target.name]
+        busy = facts.get("client_cpu_busy_pct")
+        facts["client_bound"] = busy is not None and busy >= CLIENT_BOUND_PCT
+        self.outcome.tool_version = ctx.versions[key]
+
+    def _tool_version(self) -> str | None:
+        from runners.command import Command
+
+        command = Command(argv=self.tool.version_command(), tool=self.tool.NAME,
+                          package=self.tool.PACKAGE)
+        try:
+            execution = self.client.run(command, timeout=30)
+            return self.tool.parse_version(execution.output) or None
+        except (RunnerError, ParseError, ValueError):
+            return None
+
+    def _cleanup(self) -> None:
+        if not self.needs_cleanup or self.plan.cleanup is False:
+            return
+        self.needs_cleanup = False
+        self.on_phase("cleanup")
+        try:
+            command = self.tool.build(self.cell.params, self.endpoint, "cleanup")
+            execution = self._run("cleanup", self.client, command, check=False,
+                                  timeout=CLEANUP_TIMEOUT_S, force=True)
+        except (RunnerError, ValidationError, CellFailed) as exc:
+            self.outcome.warnings.append(f"cleanup: {exc}")
+            return
+        if execution.exit_code != 0:
+            self.outcome.warnings.append(phase_failure("cleanup", self.outcome.phases[-1]))
+
+
+def _safely(read: Callable[[], dict]) -> dict:
+    """Facts are context: a host that will not tell must not fail the cell."""
+    try:
+        return read()
+    except RunnerError as exc:
+        return {"error": exc.message}

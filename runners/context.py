@@ -1,0 +1,190 @@
+"""CellContext: what the cells of one run share (executors, secrets, caches, cancel).
+
+One CellContext lives as long as a run (inline) or a worker's share of it
+(benchapp). It opens executors lazily and keeps them, so the SSH connection
+to a host is made once; it takes host facts once per host; it remembers
+which targets are prepared (prepare.once) and snapshotted.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from runners.command import Endpoint
+from runners.errors import RunnerError
+from runners.plan import Plan
+from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
+
+SecretResolver = Callable[[str], str]
+
+
+def _no_secrets(name: str) -> str:
+    raise RunnerError(f"credential {name!r} cannot be resolved here", permanent=True)
+
+
+def _make_executor(ssh: SSHSpec | None, secret: str | None):
+    """LocalExecutor for None, else an SSHExecutor for ssh with its secret.
+
+    A secret that looks like a PEM/OpenSSH private key is used as the key,
+    anything else as the login password.
+    """
+    from runners.executors import LocalExecutor, SSHExecutor
+
+    if ssh is None:
+        return LocalExecutor()
+    auth = {}
+    if secret and secret.lstrip().startswith("-----BEGIN"):
+        auth["private_key"] = secret
+    elif secret:
+        auth["password"] = secret
+    return SSHExecutor(ssh.host, ssh.port, ssh.user, known_host_key=ssh.known_host_key, **auth)
+
+
+class CellContext:
+    """Shared state of the cells of one run.
+
+    resolve_secret(name) -> str resolves a `credential` name (benchapp:
+    decrypts the stored Credential); password_env is read from os.environ.
+    targets: name -> TargetSpec overrides, e.g. what provisioning produced
+    (host and port of a fresh RDS instance) replacing the plan's spec.
+    client_ssh: where a provisioned client lives, once it is up.
+    executor_factory(ssh | None, secret | None) -> Executor (tests may wrap it).
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        resolve_secret: SecretResolver | None = None,
+        targets: dict[str, TargetSpec] | None = None,
+        client_ssh: SSHSpec | None = None,
+        executor_factory=_make_executor,
+        cancel_event: threading.Event | None = None,
+    ):
+        self.plan = plan
+        self.resolve_secret = resolve_secret or _no_secrets
+        self.targets = dict(targets or {})
+        self.client_ssh = client_ssh
+        self.executor_factory = executor_factory
+        self.cancel_event = cancel_event or threading.Event()
+        self.prepared: set[str] = set()  # targets whose data is prepared (prepare.once)
+        self.snapshots: set[str] = set()  # targets whose datadir was copied aside
+        self.host_facts: dict[str, dict] = {}  # executor key -> host facts
+        self.db_facts: dict[str, dict] = {}  # target name -> db facts
+        self.versions: dict[str, str | None] = {}  # executor key -> tool version
+        self._executors: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    # -- targets and secrets ----------------------------------------------
+
+    def target(self, name: str) -> TargetSpec:
+        """The target to use for name; RunnerError if it still needs provisioning."""
+        target = self.targets.get(name) or self.plan.target(name)
+        if target.provision is not None:
+            provider = target.provision.get("provider")
+            raise RunnerError(
+                f"target {name} needs provisioning (provider {provider}); this runner has "
+                "no provisioned address for it", permanent=True)
+        return target
+
+    def secret(self, credential: str | None, password_env: str | None) -> str | None:
+        """The clear secret named by credential or password_env, or None."""
+        if credential:
+            return self.resolve_secret(credential)
+        if password_env:
+            if password_env not in os.environ:
+                raise RunnerError(f"environment variable {password_env} (password_env) is not set",
+                                  permanent=True)
+            return os.environ[password_env]
+        return None
+
+    def endpoint(self, target: TargetSpec) -> Endpoint:
+        """The Endpoint the tool connects to (connect_via replaces host)."""
+        return Endpoint(
+            kind=target.kind,
+            host=target.connect_via or target.host,
+            port=target.port if target.kind != "host" else None,
+            user=target.user,
+            database=target.database,
+            password=self.secret(target.credential, target.password_env),
+            socket=target.socket,
+        )
+
+    # -- executors ---------------------------------------------------------
+
+    def executor(self, ssh: SSHSpec | None):
+        """The (cached) executor for a machine: local for None, else over SSH."""
+        key = self.executor_key(ssh)
+        with self._lock:
+            if key in self._executors:
+                return self._executors[key]
+        secret = self.secret(ssh.credential, ssh.password_env) if ssh else None
+        made = self.executor_factory(ssh, secret)
+        with self._lock:
+            existing = self._executors.setdefault(key, made)
+        if existing is not made:
+            made.close()
+        if self.cancel_event.is_set():
+            existing.cancel()
+        return existing
+
+    @staticmethod
+    def executor_key(ssh: SSHSpec | None) -> str:
+        return "local" if ssh is None else f"{ssh.user}@{ssh.host}:{ssh.port}"
+
+    def host_ssh(self, target: TargetSpec) -> SSHSpec | None:
+        """The SSH spec of the target's machine (None: this machine); RunnerError if unreachable."""
+        if target.ssh is not None:
+            return target.ssh
+        if target.is_local or (target.kind == "host" and target.host is None):
+            return None
+        raise RunnerError(f"target {target.name}: its host {target.host} is not reachable "
+                          "(add ssh: {host, user, credential} to the target)", permanent=True)
+
+    def client_ssh_for(self, target: TargetSpec) -> SSHSpec | None:
+        """Where the tool runs for a cell on target (None: this machine)."""
+        client = self.plan.client
+        if client.kind == "local":
+            return None
+        if client.kind == "ssh":
+            return client.ssh
+        if client.kind == "on":
+            host = target if client.target == CELL_TARGET else self.target(client.target)
+            return self.host_ssh(host)
+        if self.client_ssh is None:
+            provider = (client.provision or {}).get("provider")
+            raise RunnerError(f"the client needs provisioning (provider {provider}); this "
+                              "runner has no provisioned client host", permanent=True)
+        return self.client_ssh
+
+    # -- cancel and close --------------------------------------------------
+
+    def cancel(self) -> None:
+        """Cancel the run: stop what runs on every executor (thread-safe)."""
+        self.cancel_event.set()
+        with self._lock:
+            executors = list(self._executors.values())
+        for executor in executors:
+            executor.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def close(self) -> None:
+        """Close every executor (their work dirs and connections)."""
+        with self._lock:
+            executors, self._executors = list(self._executors.values()), {}
+        for executor in executors:
+            try:
+                executor.close()
+            except RunnerError:
+                pass  # a host that vanished has nothing left to close
+
+    def __enter__(self) -> CellContext:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
