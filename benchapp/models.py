@@ -163,6 +163,9 @@ class Run(models.Model):
     notes = models.TextField(blank=True)
     error = models.TextField(blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # Targets whose data is prepared (plan `prepare: {once: true}`): shared by
+    # every worker that runs a cell of this run.
+    prepared_targets = models.JSONField(default=list, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -341,3 +344,22 @@ class CloudResource(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["provider", "kind", "token"],
                                                name="one_resource_per_token")]
+
+
+class TargetLock(models.Model):
+    """At most one running cell per (team, target), across runs and workers.
+
+    Taken with a compare-and-set UPDATE (free, or lease expired) so it works
+    on PostgreSQL and SQLite alike; the holder renews the lease with its
+    heartbeat, so a worker that dies releases the lock when the lease runs out.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    target_name = models.CharField(max_length=100)
+    holder = models.ForeignKey(Cell, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "target_name"],
+                                               name="one_lock_per_target")]

@@ -169,6 +169,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=3 *
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=3 * 3600 + 300)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    # Recovers cells whose worker died and re-dispatches active runs.
+    "reap": {"task": "benchapp.reap", "schedule": env.int("BENCHBOARD_REAP_SECONDS", default=15)},
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # --- Benchboard -------------------------------------------------------------

@@ -1,0 +1,398 @@
+"""The run lifecycle: plans become runs and cells, cells are dispatched,
+claimed, executed and recorded.
+
+Views, the API, Celery tasks and management commands all call these
+functions. State lives on the rows (status, attempt, lease, error) so any
+worker can pick up where another died:
+
+- `start_run` freezes a plan document into a Run and its Cells, then asks
+  for a dispatch after commit.
+- `dispatch` starts every cell that may start now: the next queued cell of
+  each target whose TargetLock it can take (one running cell per target,
+  across runs), within the run's concurrency.
+- `execute_cell` claims the cell atomically, runs it through
+  runners.cell with a heartbeat thread that renews the lease and watches for
+  cancel, records the outcome exactly once per attempt, releases the lock and
+  dispatches again.
+- `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
+  BENCHBOARD_MAX_ATTEMPTS, then fails them "worker lost".
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from benchapp import recording
+from benchapp.models import Cell, Plan, Run, TargetLock, Team
+from runners.errors import ValidationError
+from runners.plan import Plan as PlanSpec
+from runners.plan import count_cells, expand, load_plan
+
+log = logging.getLogger(__name__)
+
+
+class PlanRefused(ValidationError):
+    """A plan that is valid but may not run (cell limit, quota, budget)."""
+
+
+# ------------------------------------------------------------------ plans
+
+
+def validate_document(document: dict | str, team: Team | None = None) -> PlanSpec:
+    """Parse and check a plan document; refuse plans over the cell limit.
+
+    Targets written as a bare name ({name: X} or "X") are filled in from the
+    team's stored Target of that name, so the web form and API can refer to
+    stored targets. Raises ValidationError with a message naming the key.
+    """
+    spec = load_plan(document)
+    if team is not None:
+        spec = load_plan(resolve_stored_targets(spec.document, team))
+    cells = count_cells(spec)
+    limit = settings.BENCHBOARD_CELL_LIMIT
+    if cells > limit:
+        raise PlanRefused("axes", f"this plan has {cells} cells; the limit is {limit} "
+                                  "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.")
+    return spec
+
+
+def resolve_stored_targets(document: dict, team: Team) -> dict:
+    """Replace target entries that name a stored Target by its plan form."""
+    stored = {t.name: t for t in team.targets.select_related("credential", "ssh_credential")}
+    targets = []
+    for entry in document.get("targets") or []:
+        name = entry if isinstance(entry, str) else entry.get("name")
+        bare = isinstance(entry, str) or set(entry) == {"name"}
+        if bare and name in stored:
+            targets.append(target_document(stored[name]))
+        else:
+            targets.append(entry)
+    return {**document, "targets": targets}
+
+
+def target_document(target) -> dict:
+    """A stored Target as a plan `targets` entry (secrets by credential name only)."""
+    doc = {"name": target.name, "kind": target.kind}
+    for field in ("host", "port", "user", "database", "via"):
+        value = getattr(target, field)
+        if value:
+            doc[field] = value
+    if target.credential:
+        doc["credential"] = target.credential.name
+    if target.nodes:
+        doc["nodes"] = target.nodes
+    if target.ssh_host:
+        ssh = {"host": target.ssh_host, "port": target.ssh_port, "user": target.ssh_user or "root"}
+        if target.ssh_credential:
+            ssh["credential"] = target.ssh_credential.name
+        if target.known_host_key:
+            ssh["known_host_key"] = target.known_host_key
+        doc["ssh"] = ssh
+    if target.provision:
+        doc["provision"] = target.provision
+    if target.price_per_hour is not None:
+        doc["price_per_hour"] = float(target.price_per_hour)
+    return doc
+
+
+def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
+    """Validate and store a plan document (new, or replacing `plan`'s)."""
+    spec = validate_document(document, team)
+    plan = plan or Plan(team=team, created_by=user)
+    plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
+    plan.save()
+    return plan
+
+
+# ------------------------------------------------------------------- runs
+
+
+def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None = None,
+              origin: str = "manual", concurrency: int = 0, tags=()) -> Run:
+    """Freeze a plan document into a Run with its Cells; dispatch after commit."""
+    spec = validate_document(document, team)
+    with transaction.atomic():
+        run = Run.objects.create(
+            team=team, plan=plan, name=spec.name, tool=spec.tool, document=spec.document,
+            origin=origin, concurrency=concurrency, created_by=user, tags=list(tags))
+        Cell.objects.bulk_create(
+            Cell(run=run, index=c.index, key=c.key, repeat=c.repeat, axes=c.axes,
+                 target_name=c.target)
+            for c in expand(spec)
+        )
+        transaction.on_commit(lambda: _enqueue_dispatch(run.pk))
+    return run
+
+
+def _enqueue_dispatch(run_id: int) -> None:
+    from benchapp import tasks
+
+    tasks.dispatch_run.delay(run_id)
+
+
+def dispatch(run_id: int) -> list[int]:
+    """Send every cell of the run that may start now; return their ids.
+
+    Cells are taken in index order per target. A cell is "sent" once it holds
+    its target's lock; the lock's lease covers the time until a worker claims
+    it, so a lost message is recovered by `reap` like a dead worker.
+    """
+    run = Run.objects.get(pk=run_id)
+    if run.status not in Run.ACTIVE or run.cancel_requested:
+        return []
+    if run.status == Run.QUEUED:
+        Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
+            status=Run.RUNNING, started_at=timezone.now())
+    queued = list(run.cells.filter(status=Cell.QUEUED).order_by("index"))
+    busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
+    held = set(TargetLock.objects.filter(holder__run=run).values_list("target_name", flat=True))
+    slots = (run.concurrency - len(busy | held)) if run.concurrency else len(queued)
+    sent = []
+    for cell in queued:
+        if len(sent) >= slots:
+            break
+        if cell.target_name in busy or cell.target_name in held:
+            continue
+        held.add(cell.target_name)  # later cells of this target wait either way
+        if _take_lock(run.team_id, cell):
+            sent.append(cell.pk)
+    from benchapp import tasks
+
+    for cell_id in sent:
+        tasks.execute_cell.delay(cell_id)
+    if not queued and not busy:
+        finish_run(run_id)
+    return sent
+
+
+def _lease() -> timezone.datetime:
+    return timezone.now() + timedelta(seconds=settings.BENCHBOARD_LEASE_SECONDS)
+
+
+def _take_lock(team_id: int, cell: Cell) -> bool:
+    """Compare-and-set the target's lock to `cell`; True when taken."""
+    TargetLock.objects.get_or_create(team_id=team_id, target_name=cell.target_name)
+    now = timezone.now()
+    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now) | Q(holder=cell)
+    return bool(TargetLock.objects.filter(free, team_id=team_id, target_name=cell.target_name)
+                .update(holder=cell, lease_expires_at=_lease()))
+
+
+def _release_lock(cell: Cell) -> None:
+    TargetLock.objects.filter(holder=cell).update(holder=None, lease_expires_at=None)
+
+
+# ------------------------------------------------------------------ cells
+
+
+def claim(cell_id: int) -> Cell | None:
+    """Atomically move a queued cell to running; None if someone else has it.
+
+    The conditional UPDATE is the claim: a redelivered or duplicated message
+    finds the cell no longer queued and does nothing.
+    """
+    now = timezone.now()
+    claimed = Cell.objects.filter(pk=cell_id, status=Cell.QUEUED).update(
+        status=Cell.RUNNING, attempt=F("attempt") + 1, started_at=now, finished_at=None,
+        phase="starting", phase_started_at=now, lease_expires_at=_lease(),
+        worker=socket.gethostname(), error="", output_tail="")
+    if not claimed:
+        return None
+    cell = Cell.objects.select_related("run", "run__team").get(pk=cell_id)
+    TargetLock.objects.filter(holder=cell).update(lease_expires_at=cell.lease_expires_at)
+    return cell
+
+
+def execute_cell(cell_id: int) -> str | None:
+    """Claim, run, record and release one cell; return its final status.
+
+    Returns None when the cell was not ours to run (already claimed, done,
+    or cancelled before start).
+    """
+    cell = claim(cell_id)
+    if cell is None:
+        return None
+    if cell.run.cancel_requested:
+        _finish_cell(cell, Cell.CANCELLED, "cancelled before start")
+        return Cell.CANCELLED
+    watcher = Heartbeat(cell)
+    watcher.start()
+    try:
+        outcome = recording.run_cell_for(cell, cancel_event=watcher.cancel_event,
+                                         on_phase=watcher.set_phase,
+                                         on_output=watcher.add_output)
+    except Exception as exc:  # a bug or a lost database: record it, never lose the cell
+        log.exception("cell %s crashed", cell_id)
+        watcher.stop()
+        _finish_cell(cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        return Cell.FAILED
+    watcher.stop()
+    if not recording.record_outcome(cell, outcome):
+        return None  # our lease was lost: another attempt owns the cell now
+    _finish_cell(cell, outcome.status, outcome.error, record=False)
+    return outcome.status
+
+
+def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True) -> None:
+    if record:
+        Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
+            status=status, error=error, finished_at=timezone.now(), phase="",
+            lease_expires_at=None)
+    _release_lock(cell)
+    _enqueue_dispatch(cell.run_id)
+
+
+class Heartbeat(threading.Thread):
+    """Renews a running cell's lease, forwards phase/output, watches for cancel.
+
+    Writes happen here, not in the callbacks, so a tool that prints a lot
+    costs one UPDATE per beat, not one per line.
+    """
+
+    TAIL = 4000
+
+    def __init__(self, cell: Cell):
+        super().__init__(daemon=True, name=f"heartbeat-{cell.pk}")
+        self.cell = cell
+        self.cancel_event = threading.Event()
+        self._stop_event = threading.Event()
+        self._lock = threading.Lock()
+        self._phase = None
+        self._tail = ""
+        self._dirty = False
+
+    def set_phase(self, phase: str) -> None:
+        with self._lock:
+            self._phase, self._tail, self._dirty = phase, "", True
+        self._beat()
+
+    def add_output(self, phase: str, stream: str, chunk: str) -> None:
+        with self._lock:
+            self._tail = (self._tail + chunk)[-self.TAIL:]
+            self._dirty = True
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self._stop_event.wait(settings.BENCHBOARD_HEARTBEAT_SECONDS):
+                self._beat()
+        finally:
+            connection.close()
+
+    def _beat(self) -> None:
+        with self._lock:
+            fields = {"lease_expires_at": _lease()}
+            if self._dirty:
+                fields["output_tail"] = self._tail
+                if self._phase:
+                    fields["phase"] = self._phase
+                    fields["phase_started_at"] = timezone.now()
+                    self._phase = None
+                self._dirty = False
+        alive = Cell.objects.filter(pk=self.cell.pk, attempt=self.cell.attempt,
+                                    status=Cell.RUNNING)
+        if not alive.update(**fields):
+            self.cancel_event.set()  # cancelled, or the reaper gave our cell away
+            return
+        TargetLock.objects.filter(holder=self.cell).update(
+            lease_expires_at=fields["lease_expires_at"])
+        if Run.objects.filter(pk=self.cell.run_id, cancel_requested=True).exists():
+            self.cancel_event.set()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=30)
+
+
+# ------------------------------------------------------------ completion
+
+
+def finish_run(run_id: int) -> Run:
+    """Give a run whose cells are all terminal its final status (idempotent)."""
+    run = Run.objects.get(pk=run_id)
+    if run.status not in Run.ACTIVE or run.cells.exclude(status__in=Cell.TERMINAL).exists():
+        return run
+    statuses = set(run.cells.values_list("status", flat=True))
+    if run.cancel_requested:
+        status = Run.CANCELLED
+    elif statuses <= {Cell.SUCCEEDED}:
+        status = Run.SUCCEEDED
+    elif Cell.SUCCEEDED in statuses:
+        status = Run.PARTIAL
+    else:
+        status = Run.FAILED
+    Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+        status=status, finished_at=timezone.now())
+    run.refresh_from_db()
+    from benchapp import tasks
+
+    transaction.on_commit(lambda: tasks.teardown_run.delay(run_id))
+    return run
+
+
+def cancel_run(run: Run) -> Run:
+    """Cancel a run: queued cells now, running cells at their next heartbeat
+    (their executors kill the tool's process group, remote too)."""
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    now = timezone.now()
+    run.cells.filter(status=Cell.QUEUED).update(
+        status=Cell.CANCELLED, finished_at=now, error="cancelled")
+    TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
+        holder=None, lease_expires_at=None)
+    if not run.cells.filter(status=Cell.RUNNING).exists():
+        Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+            status=Run.CANCELLED, finished_at=now)
+    run.refresh_from_db()
+    return run
+
+
+def cancel_cell(cell: Cell) -> None:
+    """Cancel one cell: at once if queued, at its next heartbeat if running."""
+    now = timezone.now()
+    if Cell.objects.filter(pk=cell.pk, status=Cell.QUEUED).update(
+            status=Cell.CANCELLED, finished_at=now, error="cancelled"):
+        _release_lock(cell)
+        _enqueue_dispatch(cell.run_id)
+        return
+    # A running cell: ending its lease row makes its heartbeat cancel it.
+    Cell.objects.filter(pk=cell.pk, status=Cell.RUNNING).update(
+        status=Cell.CANCELLED, finished_at=now, error="cancelled")
+
+
+# ------------------------------------------------------------------ reaper
+
+
+def reap() -> dict:
+    """Recover cells whose worker died (lease expired): re-queue them, up to
+    BENCHBOARD_MAX_ATTEMPTS attempts, then fail them "worker lost". Also
+    re-dispatch active runs, so a lost dispatch message heals itself.
+    Returns counts for logs and tests.
+    """
+    now = timezone.now()
+    expired = Cell.objects.filter(status=Cell.RUNNING, lease_expires_at__lt=now)
+    requeued = failed = 0
+    for cell in expired:
+        if cell.attempt >= settings.BENCHBOARD_MAX_ATTEMPTS:
+            failed += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
+                                          status=Cell.RUNNING).update(
+                status=Cell.FAILED, finished_at=now, phase="", lease_expires_at=None,
+                error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})")
+        else:
+            requeued += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
+                                            status=Cell.RUNNING).update(
+                status=Cell.QUEUED, phase="", lease_expires_at=None,
+                error=f"worker lost on attempt {cell.attempt}; retrying")
+        _release_lock(cell)
+    TargetLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)
+    for run_id in Run.objects.active().values_list("pk", flat=True):
+        dispatch(run_id)
+    return {"requeued": requeued, "failed": failed}

@@ -1,0 +1,180 @@
+"""Between the database and runners: build a cell's context from its run's
+frozen plan, run it, and record the outcome exactly once per attempt.
+
+Recording replaces the attempt's own rows inside one transaction, so a
+redelivered or retried cell never duplicates a measurement, and a crash
+halfway leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone as dt_timezone
+
+from django.db import transaction
+
+from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
+from runners.cell import run_cell
+from runners.context import CellContext
+from runners.errors import RunnerError
+from runners.plan import CellSpec, load_plan
+from runners.results import Result
+
+MASK = "****"
+
+
+class SecretBook:
+    """Resolves a team's credentials by name and remembers every secret it
+    handed out, so anything written to the database can be masked again
+    (defence in depth: runners already masks what it knows)."""
+
+    def __init__(self, team_id: int):
+        self.team_id = team_id
+        self.seen: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        cred = Credential.objects.filter(team_id=self.team_id, name=name).first()
+        if cred is None:
+            raise RunnerError(f"credential {name!r} does not exist in this team", permanent=True)
+        secret = cred.secret()
+        self.seen.add(secret)
+        return secret
+
+    def mask(self, text: str) -> str:
+        for secret in self.seen:
+            if secret:
+                text = text.replace(secret, MASK)
+        return text
+
+
+def cell_spec(cell: Cell, plan) -> CellSpec:
+    """The runners CellSpec of a stored cell (re-expanded from the frozen plan)."""
+    from runners.plan import expand
+
+    for spec in expand(plan):
+        if spec.key == cell.key and spec.repeat == cell.repeat:
+            return spec
+    raise RunnerError(f"cell {cell.key} #{cell.repeat} is not in the run's plan", permanent=True)
+
+
+def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
+    """Run one stored cell through runners; return (CellOutcome, SecretBook)."""
+    run = cell.run
+    plan = load_plan(run.document)
+    book = SecretBook(run.team_id)
+    ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event)
+    ctx.prepared = set(run.prepared_targets)
+    done = threading.Event()
+    watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),
+                               daemon=True)
+    watcher.start()
+    try:
+        outcome = run_cell(plan, cell_spec(cell, plan), ctx, on_phase=on_phase,
+                           on_output=lambda phase, stream, chunk: on_output(
+                               phase, stream, book.mask(chunk)))
+        if ctx.prepared != set(run.prepared_targets):
+            _add_prepared(run.pk, ctx.prepared)
+    finally:
+        done.set()
+        cancel_event.set()  # wakes the watcher, which sees `done` and leaves
+        ctx.close()
+    outcome.secret_book = book
+    return outcome
+
+
+def _forward_cancel(ctx: CellContext, event: threading.Event, done: threading.Event) -> None:
+    """Turn the heartbeat's cancel flag into a kill of the cell's processes."""
+    event.wait()
+    if not done.is_set():
+        ctx.cancel()
+
+
+def _add_prepared(run_id: int, targets: set[str]) -> None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.prepared_targets = sorted(set(run.prepared_targets) | targets)
+        run.save(update_fields=["prepared_targets"])
+
+
+def _when(epoch: float | None):
+    return datetime.fromtimestamp(epoch, tz=dt_timezone.utc) if epoch else None
+
+
+def group_label(labels: dict) -> str:
+    """"engine=innodb,concurrency=4" — the stored form of a group's labels."""
+    return ",".join(f"{k}={labels[k]}" for k in labels)
+
+
+def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: str = ""):
+    """Measurements of one Result: whole-output metrics in group "", each
+    block of a multi-block output in its own group."""
+    if result is None:
+        return []
+    rows = {}
+    blocks = [("", result.metrics)]
+    if len(result.groups) > 1:
+        blocks += [(group_label(g.get("labels") or {}), g.get("metrics") or {})
+                   for g in result.groups]
+    for group, metrics in blocks:
+        for metric, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                name = prefix + metric
+                rows[(group, name)] = Measurement(
+                    run_id=cell.run_id, cell=cell, attempt=attempt, iteration=0,
+                    group=(prefix.rstrip("_") + ":" + group) if prefix and group else group,
+                    metric=name, value=float(value))
+    return list(rows.values())
+
+
+def series_rows(cell: Cell, attempt: int, result: Result | None):
+    if result is None:
+        return []
+    rows = []
+    for point in result.series:
+        t = point.get("t")
+        for metric, value in point.items():
+            if metric != "t" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                rows.append(SeriesPoint(cell=cell, attempt=attempt, t=float(t), metric=metric,
+                                        value=float(value)))
+    return rows
+
+
+def record_outcome(cell: Cell, outcome) -> bool:
+    """Store an attempt's measurements, series, artifacts and final state.
+
+    Returns False (and writes nothing) when the cell is no longer this
+    attempt's: the reaper re-queued it after our lease ran out.
+    """
+    book = getattr(outcome, "secret_book", None)
+    mask = book.mask if book else (lambda text: text)
+    attempt = cell.attempt
+    with transaction.atomic():
+        current = Cell.objects.select_for_update().filter(pk=cell.pk).first()
+        if current is None or current.attempt != attempt or current.status not in (
+                Cell.RUNNING, Cell.CANCELLED):
+            return False
+        for model in (Measurement, SeriesPoint, Artifact):
+            model.objects.filter(cell=cell, attempt=attempt).delete()
+        Measurement.objects.bulk_create(
+            measurement_rows(cell, attempt, outcome.result)
+            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_"))
+        SeriesPoint.objects.bulk_create(series_rows(cell, attempt, outcome.result),
+                                        batch_size=2000)
+        Artifact.objects.bulk_create(
+            Artifact(cell=cell, attempt=attempt, phase=p.phase, command=mask(p.command),
+                     exit_code=p.exit_code, stdout=mask(p.stdout), stderr=mask(p.stderr),
+                     started_at=_when(p.started), finished_at=_when(p.finished))
+            for p in outcome.phases)
+        status = Cell.CANCELLED if current.status == Cell.CANCELLED else outcome.status
+        facts = dict(outcome.facts)
+        if outcome.result is not None and outcome.result.errors:
+            facts["tool_errors"] = [mask(e) for e in outcome.result.errors[:50]]
+        if outcome.warnings:
+            facts["warnings"] = [mask(w) for w in outcome.warnings]
+        Cell.objects.filter(pk=cell.pk).update(
+            status=status, error=mask(outcome.error or ("cancelled" if status == "cancelled"
+                                                        else "")),
+            command=mask(outcome.command), tool_version=outcome.tool_version or "",
+            facts=facts, client_bound=bool(facts.get("client_bound")),
+            finished_at=_when(outcome.finished), phase="", lease_expires_at=None)
+    return True
