@@ -1,6 +1,8 @@
+"""URL map. Pages are split by area, each module owning its own patterns."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from benchapp.views import core
 
@@ -11,4 +13,7 @@ urlpatterns = [
     path("team/switch/", core.switch_team, name="switch_team"),
     path("healthz", core.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("", include("benchapp.urls_pages")),
+    path("", include("benchapp.urls_results")),
+    path("api/", include("benchapp.urls_api")),
 ]

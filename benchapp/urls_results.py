@@ -1,0 +1,3 @@
+"""URL patterns of one area (see benchapp/urls.py)."""
+
+urlpatterns = []
