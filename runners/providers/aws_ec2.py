@@ -287,6 +287,7 @@ class AwsEc2Provider(Provider):
 
     def teardown(self, handle: Handle, ctx: ProvisionContext) -> None:
         """Terminate and wait; delete leftover volumes, then key pair and group if unused."""
+        ctx = ctx.for_teardown()
         ec2, rds = aws.clients(ctx, handle.extra.get("region"), "ec2", "rds")
         instance_id = handle.ids.get("instance")
         if instance_id:

@@ -160,7 +160,7 @@ class AwsRdsProvider(Provider):
         name = f"{identifier}-params"
         tags = aws.notify_create(ctx, "db_parameter_group", name)
         found = aws.ignore_gone("describe parameter group", rds.describe_db_parameter_groups, DBParameterGroupName=name)
-        if not found:
+        if not (found and found["DBParameterGroups"]):
             aws.call(
                 "create parameter group",
                 rds.create_db_parameter_group,
@@ -215,6 +215,7 @@ class AwsRdsProvider(Provider):
 
     def teardown(self, handle: Handle, ctx: ProvisionContext) -> None:
         """Delete the instance (no final snapshot), wait until gone, then its groups."""
+        ctx = ctx.for_teardown()
         rds, ec2 = aws.clients(ctx, handle.extra.get("region"), "rds", "ec2")
         identifier = handle.ids.get("db_instance")
         if identifier:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -68,6 +68,10 @@ class ProvisionContext:
         """Raise a transient RunnerError if the run was cancelled."""
         if self.cancel.is_set():
             raise RunnerError(f"cancelled while {what}", permanent=False)
+
+    def for_teardown(self) -> ProvisionContext:
+        """A copy whose waits ignore cancel: a cancelled run must still be torn down."""
+        return replace(self, cancel=threading.Event())
 
     def resource_tags(self, token: str) -> dict[str, str]:
         """The tags every cloud resource gets in its create call."""

@@ -51,7 +51,7 @@ class StaticProvider(Provider):
 
     def provision(self, spec: dict, ctx: ProvisionContext | None = None) -> Handle:
         """A Handle for the described endpoint; ValidationError for a bad spec."""
-        kind = spec_kind(spec, "mysql" if spec.get("port") == 3306 else "host")
+        kind = spec_kind(spec)
         default_port = DEFAULT_PORTS.get(kind)
         nodes = check_nodes(spec.get("nodes"), default_port)
         via = spec.get("via")
