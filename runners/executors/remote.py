@@ -65,7 +65,8 @@ tail -c +1 -s 0.2 --pid="$tool" -f "$R.out" 3<&- &
 t1=$!
 tail -c +1 -s 0.2 --pid="$tool" -f "$R.err" >&2 3<&- &
 t2=$!
-wait "$tool"; rc=$?
+# dash reports a signalled background job on stderr ("Terminated"): not tool output.
+{ wait "$tool"; } 2>/dev/null; rc=$?
 wait "$t1" "$t2"
 echo "$rc" > "$R.rc"
 rm -f "$R.out" "$R.err"

@@ -280,6 +280,10 @@ class SSHExecutor(Executor):
             bg.stderr.feed(chan.recv_stderr(READ_SIZE))
         code = chan.recv_exit_status()
         chan.close()
+        if code == -1:
+            # paramiko's "closed without an exit status": the session died.
+            bg.finish(None, self._lost(bg))
+            return
         missing = code == 127 and remote.MISSING_MARKER in bg.stderr.text()
         bg.finish(code, not_installed(bg.command, self.host) if missing else None)
 

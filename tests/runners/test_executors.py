@@ -1,0 +1,287 @@
+"""LocalExecutor and SSHExecutor against real processes and a real sshd.
+
+Leftover processes are looked for with ps on the host that ran them (over the
+same executor while it is reachable). Each tool run is tagged with an
+unusual duration (e.g. `sleep 29.4173`) or found by its session id.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import threading
+import time
+
+import pytest
+
+from runners.command import Command, Upload
+from runners.errors import RunnerError
+from runners.executors import LocalExecutor, SSHExecutor, trust_on_first_use
+from tests.support.sshd import sshd, sshd_disposable  # noqa: F401
+
+GRACE = 1.0
+
+
+def make_ssh(server, **kwargs) -> SSHExecutor:
+    options = {"private_key": server.client_key, "known_host_key": server.host_key, "connect_timeout": 5}
+    options.update(kwargs)
+    return SSHExecutor(server.host, server.port, server.user, **options)
+
+
+@pytest.fixture(params=["local", "ssh"])
+def executor(request):
+    """Each test runs twice: on a LocalExecutor and on an SSHExecutor."""
+    if request.param == "local":
+        ex = LocalExecutor()
+    else:
+        ex = make_ssh(request.getfixturevalue("sshd"))
+    ex.grace = GRACE
+    yield ex
+    ex.close()
+
+
+def marker() -> str:
+    """A sleep duration no other process on this machine is likely to use."""
+    return f"{random.randint(20, 40)}.{random.randint(1000, 9999)}"
+
+
+def processes(ex) -> list[tuple[int, str]]:
+    """(session id, args) of every process on the executor's host, via ps on it."""
+    listing = ex.run(Command(argv=["ps", "-eo", "sid=,args="])).stdout
+    rows = [line.strip().split(None, 1) for line in listing.splitlines() if line.strip()]
+    return [(int(row[0]), row[1] if len(row) > 1 else "") for row in rows]
+
+
+def tool_processes(rows, mark: str) -> list[str]:
+    """Processes running the tagged tool (not our ps or the run script's sh)."""
+    return [args for _, args in rows if mark in args and not args.startswith(("sh -c", "ps "))]
+
+
+def local_tool_processes(mark: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if mark in line and not line.startswith(("sh -c", "ps "))]
+
+
+def wait_until(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+# -- runs ---------------------------------------------------------------------------
+
+
+def test_executor_run_returns_output_and_exit_code(executor):
+    result = executor.run(Command(argv=["sh", "-c", "echo out; echo err >&2; exit 3"]))
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert result.output == "out\nerr\n"
+    assert (result.timed_out, result.cancelled) == (False, False)
+    assert 0 < result.duration < 5
+
+
+def test_executor_run_streams_chunks_as_they_arrive(executor):
+    seen = []
+    command = Command(argv=["sh", "-c", "echo first; sleep 1; echo second; echo oops >&2"])
+    result = executor.run(command, on_output=lambda stream, text: seen.append((time.time(), stream, text)))
+    first_at = next(t for t, stream, text in seen if "first" in text)
+    assert first_at < result.finished - 0.7
+    assert "".join(text for _, stream, text in seen if stream == "stdout") == "first\nsecond\n"
+    assert "".join(text for _, stream, text in seen if stream == "stderr") == "oops\n"
+    assert result.stdout == "first\nsecond\n"
+
+
+def test_executor_run_keeps_whole_large_output(executor):
+    result = executor.run(Command(argv=["seq", "1", "200000"]))
+    assert result.stdout == "".join(f"{i}\n" for i in range(1, 200001))
+
+
+def test_executor_run_passes_env_and_resolves_workdir(executor):
+    command = Command(argv=["sh", "-c", 'echo "$GREETING $WHERE"'], env={"GREETING": "hi", "WHERE": "@WORKDIR@/x"})
+    assert executor.run(command).stdout == f"hi {executor.workdir}/x\n"
+
+
+def test_executor_run_masks_secrets_in_output(executor):
+    result = executor.run(Command(argv=["echo", "pw=hunter2"], secrets=["hunter2"]))
+    assert result.stdout == "pw=****\n"
+
+
+def test_executor_upload_sets_mode_before_use(executor):
+    path = executor.upload("secret.cnf", b"[client]\npassword=x\n")
+    script = executor.upload("run.sh", b"#!/bin/sh\necho ran\n", mode=0o700)
+    stat = executor.run(Command(argv=["stat", "-c", "%a %s", path, script, executor.workdir])).stdout
+    assert [line.split()[0] for line in stat.splitlines()] == ["600", "700", "700"]
+    assert executor.read_file(path) == b"[client]\npassword=x\n"
+    assert executor.run(Command(argv=[script])).stdout == "ran\n"
+
+
+def test_executor_command_uploads_are_written_first(executor):
+    command = Command(argv=["cat", "@WORKDIR@/query.sql"], uploads=[Upload("query.sql", b"SELECT 1;\n")])
+    assert executor.run(command).stdout == "SELECT 1;\n"
+
+
+def test_executor_missing_binary_names_its_package(executor):
+    with pytest.raises(RunnerError) as caught:
+        executor.run(Command(argv=["sysbench-nope", "--version"], package="sysbench"))
+    where = "localhost" if isinstance(executor, LocalExecutor) else "127.0.0.1"
+    assert caught.value.message == (
+        f"sysbench-nope is not installed on {where} (install the Debian package 'sysbench')"
+    )
+    assert caught.value.permanent is True
+
+
+# -- timeout, cancel, background ---------------------------------------------------------
+
+
+def test_executor_timeout_kills_the_tool(executor):
+    mark = marker()
+    started = time.monotonic()
+    result = executor.run(Command(argv=["sleep", mark]), timeout=1)
+    assert (result.exit_code, result.timed_out, result.cancelled) == (None, True, False)
+    assert time.monotonic() - started < 1 + GRACE + 2
+    assert tool_processes(processes(executor), mark) == []
+
+
+def test_executor_timeout_kills_a_tool_that_ignores_term(executor):
+    mark = marker()
+    command = Command(argv=["sh", "-c", f"trap '' TERM; sleep {mark}; echo survived"])
+    result = executor.run(command, timeout=0.5)
+    assert (result.exit_code, result.timed_out, "survived" in result.stdout) == (None, True, False)
+    assert result.duration < 0.5 + GRACE + 2
+    assert tool_processes(processes(executor), mark) == []
+
+
+def test_executor_cancel_from_another_thread_kills_the_group(executor):
+    # stress-ng forks a worker: the whole session must go, not only the leader.
+    mark = str(random.randint(300, 900))
+    command = Command(argv=["stress-ng", "--cpu", "1", "--timeout", mark, "--quiet"])
+    sessions = []
+
+    def find_and_cancel():
+        def tool_sessions():
+            rows = processes(executor)
+            sessions[:] = {sid for sid, args in rows if f"--timeout {mark}" in args and args.startswith("stress-ng")}
+            return len(sessions) > 0
+
+        wait_until(tool_sessions, 10)
+        executor.cancel()
+
+    canceller = threading.Thread(target=find_and_cancel)
+    canceller.start()
+    result = executor.run(command, timeout=30)
+    canceller.join()
+    assert (result.exit_code, result.cancelled, result.timed_out) == (None, True, False)
+    assert result.duration < 10
+    assert sessions
+    assert [args for sid, args in processes(executor) if sid in sessions] == []
+
+
+def test_executor_background_start_and_stop(executor):
+    bg = executor.start(Command(argv=["stress-ng", "--cpu", "1", "--timeout", "29", "--metrics-brief"]))
+    time.sleep(1.5)
+    result = executor.stop(bg, grace=2)
+    assert "stress-ng" in result.output
+    assert result.duration < 6
+    assert [a for a in tool_processes(processes(executor), "--timeout 29") if "--metrics-brief" in a] == []
+
+
+# -- SSH connection errors -----------------------------------------------------------------
+
+
+def test_ssh_trust_on_first_use_returns_the_servers_key(sshd):
+    line, fingerprint = trust_on_first_use(sshd.host, sshd.port)
+    assert line == sshd.host_key
+    expected = subprocess.run(
+        ["ssh-keygen", "-lf", str(sshd.directory / "host_ed25519.pub")], capture_output=True, text=True
+    ).stdout.split()[1]
+    assert fingerprint == expected
+
+
+def test_ssh_unknown_host_key_is_refused(sshd):
+    _, fingerprint = trust_on_first_use(sshd.host, sshd.port)
+    with pytest.raises(RunnerError) as caught:
+        make_ssh(sshd, known_host_key=None).check()
+    assert caught.value.permanent is True
+    assert caught.value.message == (
+        f"unknown host key for 127.0.0.1:{sshd.port}: it offered ssh-ed25519 {fingerprint}; "
+        "accept it explicitly (trust on first use) first"
+    )
+
+
+def test_ssh_changed_host_key_is_refused(sshd):
+    other_key = (sshd.directory / "client_ed25519.pub").read_text()
+    with pytest.raises(RunnerError) as caught:
+        make_ssh(sshd, known_host_key=other_key).check()
+    _, offered = trust_on_first_use(sshd.host, sshd.port)
+    assert caught.value.permanent is True
+    assert caught.value.message.startswith(
+        f"the host key of 127.0.0.1:{sshd.port} has changed: it offered ssh-ed25519 {offered}, expected SHA256:"
+    )
+
+
+def test_ssh_wrong_private_key_is_an_authentication_failure(sshd, tmp_path):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")], check=True)
+    with pytest.raises(RunnerError) as caught:
+        make_ssh(sshd, private_key=(tmp_path / "k").read_text()).check()
+    assert caught.value.permanent is True
+    assert caught.value.message == f"authentication failed for root@127.0.0.1:{sshd.port}"
+
+
+def test_ssh_wrong_password_is_an_authentication_failure(sshd):
+    # root has no usable password here, so only a refused password is testable.
+    with pytest.raises(RunnerError) as caught:
+        make_ssh(sshd, private_key=None, password="not-the-password").check()
+    assert (caught.value.permanent, caught.value.message) == (
+        True,
+        f"authentication failed for root@127.0.0.1:{sshd.port}",
+    )
+    assert "not-the-password" not in str(caught.value)
+
+
+def test_ssh_connection_refused_is_transient(sshd):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
+    with pytest.raises(RunnerError) as caught:
+        SSHExecutor("127.0.0.1", closed_port, known_host_key=sshd.host_key, connect_timeout=2).check()
+    assert caught.value.permanent is False
+    assert caught.value.message.startswith(f"cannot reach 127.0.0.1:{closed_port}:")
+
+
+def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(sshd_disposable):
+    server = sshd_disposable
+    ex = make_ssh(server)
+    ex.grace = GRACE
+    mark = marker()
+    started = threading.Event()
+
+    def on_output(stream, text):
+        if "partial" in text:
+            started.set()
+
+    running_before = []
+
+    def kill_sshd():
+        if started.wait(10):
+            running_before.extend(local_tool_processes(mark))
+            server.kill_all()
+
+    killer = threading.Thread(target=kill_sshd)
+    killer.start()
+    try:
+        with pytest.raises(RunnerError) as caught:
+            ex.run(Command(argv=["sh", "-c", f"echo partial; exec sleep {mark}"]), timeout=20, on_output=on_output)
+    finally:
+        killer.join()
+        ex._drop_connection()
+    assert caught.value.permanent is False
+    assert caught.value.message == f"the connection to 127.0.0.1:{server.port} was lost while sh was running"
+    assert caught.value.output == "partial\n"
+    assert f"sleep {mark}" in running_before  # beside its `timeout` wrapper
+    # The remote watchdog saw the session vanish and killed the tool (TERM,
+    # then KILL after GRACE); the host is this machine, so local ps sees it.
+    assert wait_until(lambda: local_tool_processes(mark) == [], GRACE + 3)
