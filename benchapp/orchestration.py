@@ -145,8 +145,11 @@ def dispatch(run_id: int) -> list[int]:
     its target's lock; the lock's lease covers the time until a worker claims
     it, so a lost message is recovered by `reap` like a dead worker.
     """
-    run = Run.objects.get(pk=run_id)
-    if run.status not in Run.ACTIVE or run.cancel_requested:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.status not in Run.ACTIVE:
+        return []
+    if run.cancel_requested:
+        finish_run(run_id)  # once the running cells have stopped
         return []
     if run.status == Run.QUEUED:
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(

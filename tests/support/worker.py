@@ -76,6 +76,9 @@ class Worker:
 @pytest.fixture
 def start_worker(tmp_path):
     """Factory: start_worker(name="w1", concurrency=1, **env) -> Worker. All stopped after."""
+    from benchapp.celery import app
+
+    app.control.purge()  # messages left by earlier tests name rows that are gone
     workers: list[Worker] = []
 
     def start(name: str = "w1", concurrency: int = 1, **extra_env) -> Worker:

@@ -1,0 +1,200 @@
+"""Orchestration through real worker processes, Redis, PostgreSQL, fio and sshd.
+
+Workers run with a 1 s heartbeat and a 4 s lease so that recovery after a
+killed worker takes seconds; the test process calls `reap` (what beat does
+every BENCHBOARD_REAP_SECONDS) directly.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from benchapp import orchestration
+from benchapp.models import Cell, Credential, Measurement, Run
+from tests.support.sshd import sshd_disposable  # noqa: F401
+
+FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def fast_leases(settings):
+    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
+    settings.BENCHBOARD_LEASE_SECONDS = 4
+
+
+def fio_plan(directory, targets=("disk-a",), runtime=1, axes=None, **extra):
+    return {
+        "name": "fio-orchestration",
+        "tool": "fio",
+        "targets": [{"name": name, "kind": "host"} for name in targets],
+        "params": {"directory": str(directory), "size": "4M", "bs": "4k", "runtime": runtime,
+                   "time_based": True},
+        "axes": axes or {"rw": ["read", "write"]},
+        **extra,
+    }
+
+
+def wait_for(predicate, timeout=90, step=0.2, reap=False):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if reap:
+            orchestration.reap()
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def finished(run):
+    run.refresh_from_db()
+    return not run.is_active
+
+
+def running_cell(run, phase="measure", attempt=None):
+    cells = Cell.objects.filter(run=run, status=Cell.RUNNING, phase=phase)
+    if attempt is not None:
+        cells = cells.filter(attempt=attempt)
+    return cells.first()
+
+
+def fio_processes(marker) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", f"fio.*{marker}"], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+
+
+def test_plan_2x2x2_completes_with_all_measurements(team, tmp_path, start_worker):
+    start_worker("a", **FAST)
+    plan = fio_plan(tmp_path, targets=("disk-a", "disk-b"),
+                    axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write"],
+                          "bs": ["4k", "8k"]})
+    run = orchestration.start_run(team, plan)
+    wait_for(lambda: finished(run))
+    assert run.status == Run.SUCCEEDED
+    cells = list(run.cells.all())
+    assert len(cells) == 8
+    assert {c.key for c in cells} == {
+        f"bs={bs},rw={rw},target={t}" for bs in ("4k", "8k") for rw in ("read", "write")
+        for t in ("disk-a", "disk-b")}
+    for cell in cells:
+        direction = cell.axes["rw"]
+        metrics = set(Measurement.objects.filter(cell=cell, group="")
+                      .values_list("metric", flat=True))
+        assert f"{direction}_iops" in metrics
+        assert cell.command.startswith("fio ")
+        assert cell.tool_version
+        assert cell.artifacts.filter(phase="measure").exists()
+
+
+def test_targets_run_in_parallel_and_one_target_never_overlaps(team, tmp_path, start_worker):
+    start_worker("a", **FAST)
+    start_worker("b", **FAST)
+    plan = fio_plan(tmp_path, targets=("disk-a", "disk-b"), runtime=2,
+                    axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write", "randread"]})
+    run = orchestration.start_run(team, plan)
+    wait_for(lambda: finished(run))
+    assert run.status == Run.SUCCEEDED
+    spans = {}
+    for cell in run.cells.all():
+        spans.setdefault(cell.target_name, []).append((cell.started_at, cell.finished_at))
+    for target, intervals in spans.items():
+        intervals.sort()
+        for (_, end), (start, _) in zip(intervals, intervals[1:]):
+            assert start >= end, f"cells of {target} overlapped"
+    a, b = spans["disk-a"], spans["disk-b"]
+    overlap = any(sa < eb and sb < ea for sa, ea in a for sb, eb in b)
+    assert overlap, "the two targets never ran at the same time"
+
+
+def test_worker_killed_mid_cell_is_retried_without_duplicates(team, tmp_path, start_worker):
+    worker = start_worker("victim", **FAST)
+    run = orchestration.start_run(team, fio_plan(tmp_path, runtime=3,
+                                                 axes={"rw": ["read", "write", "randread"]}))
+    victim = wait_for(lambda: running_cell(run))
+    worker.kill()  # SIGKILL to the worker's whole process group
+    start_worker("rescuer", **FAST)
+    wait_for(lambda: finished(run), reap=True, step=1)
+    assert run.status == Run.SUCCEEDED
+    victim.refresh_from_db()
+    assert victim.attempt == 2 and victim.status == Cell.SUCCEEDED
+    for cell in run.cells.all():
+        rows = Measurement.objects.filter(cell=cell, group="")
+        assert set(rows.values_list("attempt", flat=True)) == {cell.attempt}
+        names = list(rows.values_list("metric", flat=True))
+        assert len(names) == len(set(names))
+
+
+def test_cell_that_kills_its_worker_every_time_fails_after_capped_attempts(
+        team, tmp_path, start_worker, settings):
+    settings.BENCHBOARD_MAX_ATTEMPTS = 2
+    run = orchestration.start_run(team, fio_plan(tmp_path, runtime=20, axes={"rw": ["read"]}))
+    for attempt in (1, 2):
+        worker = start_worker(f"w{attempt}", BENCHBOARD_MAX_ATTEMPTS=2, **FAST)
+        wait_for(lambda: running_cell(run, attempt=attempt), reap=True, step=0.5)
+        worker.kill()
+    wait_for(lambda: finished(run), reap=True, step=1)
+    cell = run.cells.get()
+    assert cell.status == Cell.FAILED
+    assert cell.error.startswith("failed: worker lost (2 attempts")
+    assert run.status == Run.FAILED
+
+
+def test_cancel_mid_run_kills_the_tool_and_cancels_cells(team, tmp_path, start_worker):
+    start_worker("a", **FAST)
+    marker = tmp_path / "cancel-me"
+    marker.mkdir()
+    run = orchestration.start_run(team, fio_plan(marker, runtime=60,
+                                                 axes={"rw": ["read", "write"]}))
+    wait_for(lambda: running_cell(run))
+    assert fio_processes(marker)
+    orchestration.cancel_run(run)
+    wait_for(lambda: finished(run), timeout=30)
+    assert run.status == Run.CANCELLED
+    assert set(run.cells.values_list("status", flat=True)) == {Cell.CANCELLED}
+    wait_for(lambda: not fio_processes(marker), timeout=10)
+
+
+def test_sshd_stopped_mid_cell_fails_that_cell_and_the_rest_complete(
+        team, tmp_path, start_worker, sshd_disposable):
+    server = sshd_disposable
+    Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY,
+                              **_secret(server.client_key))
+    plan = fio_plan(tmp_path, targets=("local",), runtime=5,
+                    axes={"target": ["remote", "local"], "rw": ["read"]})
+    plan["targets"] = [
+        {"name": "remote", "kind": "host",
+         "ssh": {"host": server.host, "port": server.port, "user": server.user,
+                 "credential": "ssh-key", "known_host_key": server.host_key}},
+        {"name": "local", "kind": "host"},
+    ]
+    plan["client"] = {"on": "target"}
+    start_worker("a", **FAST)
+    start_worker("b", **FAST)
+    run = orchestration.start_run(team, plan)
+    remote = wait_for(lambda: Cell.objects.filter(run=run, target_name="remote",
+                                                  phase="measure").first())
+    server.kill_all()
+    wait_for(lambda: finished(run), reap=True, step=1)
+    remote.refresh_from_db()
+    assert remote.status == Cell.FAILED
+    assert remote.error  # a clear message, e.g. "connection to 127.0.0.1:... lost"
+    assert run.cells.get(target_name="local").status == Cell.SUCCEEDED
+    assert run.status == Run.PARTIAL
+
+
+def _secret(plain):
+    cred = Credential()
+    cred.set_secret(plain)
+    return {"encrypted": cred.encrypted, "fingerprint": cred.fingerprint}
+
+
+def test_plan_over_cell_limit_is_refused(team, settings):
+    settings.BENCHBOARD_CELL_LIMIT = 3
+    with pytest.raises(orchestration.PlanRefused, match="4 cells; the limit is 3"):
+        orchestration.start_run(team, fio_plan("/tmp", axes={"rw": ["read", "write"],
+                                                               "bs": ["4k", "8k"]}))
+    assert not Run.objects.exists()
