@@ -306,7 +306,7 @@ class _CellRun:
 
     def _gather_facts(self, target: TargetSpec) -> None:
         """Client host facts, db facts and tool version, each once per run."""
-        from runners.facts import CLIENT_BOUND_PCT, db_facts, host_facts
+        from runners.facts import client_bound, db_facts, host_facts
 
         ctx, facts = self.ctx, self.outcome.facts
         key = ctx.executor_key(self.client_ssh)
@@ -319,8 +319,7 @@ class _CellRun:
         facts["client"] = ctx.host_facts[key]
         if target.kind != "host":
             facts["db"] = ctx.db_facts[target.name]
-        busy = facts.get("client_cpu_busy_pct")
-        facts["client_bound"] = busy is not None and busy >= CLIENT_BOUND_PCT
+        facts["client_bound"] = client_bound(facts.get("client_cpu_busy_pct"))
         self.outcome.tool_version = ctx.versions[key]
 
     def _tool_version(self) -> str | None:

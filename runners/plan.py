@@ -21,6 +21,7 @@ import yaml
 from runners.errors import ValidationError
 from runners.planspec import (
     STRESS_AXES,
+    PATTERN_HELP,
     ClientSpec,
     Doc,
     canonical,
@@ -36,6 +37,8 @@ from runners.planspec import (
 from runners.tools import MEASURED_TOOLS, get_tool
 
 ORDERS = ("sequential", "interleaved", "shuffled")
+SYSBENCH_VERSIONS = r"0\.4|1|1\.0|1\.1"
+PATTERN_HELP[SYSBENCH_VERSIONS] = 'one of "0.4", "1", "1.0", "1.1"'
 SPECIAL_AXES = ("target", "volumes", *STRESS_AXES)
 # Above this many axis combinations load_plan checks each value on its own
 # instead of every combination (expand still validates every cell).
@@ -102,7 +105,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
     doc = Doc(document, "")
     tool_name = doc.choice("tool", MEASURED_TOOLS, required=True)
     tool = get_tool(tool_name)
-    version = doc.text("sysbench_version", pattern=r"0\.4|0\.5|1(\.\d+)*")
+    version = doc.text("sysbench_version", pattern=SYSBENCH_VERSIONS)
     if version and tool_name != "sysbench":
         raise ValidationError("sysbench_version", "only allowed with tool: sysbench")
     targets = read_targets(doc, tool_name)

@@ -18,6 +18,17 @@ HOST = r"[A-Za-z0-9_.:\[\]][A-Za-z0-9_.:\[\]-]{0,252}"
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
 HOST_KEY = r"[a-z0-9@.-]+ [A-Za-z0-9+/=]+"
 ABS_PATH = r"/[A-Za-z0-9_./+@-]*"
+PATTERN_HELP = {
+    NAME: "a name of letters, digits, '.', '_' or '-' (up to 64)",
+    HOST: "a host name or IP address",
+    ENV_NAME: "an environment variable name (letters, digits, _)",
+    HOST_KEY: "a public key line such as 'ssh-ed25519 AAAA...'",
+    ABS_PATH: "an absolute path of plain characters",
+}
+CURRENCY = r"[A-Z]{3}"
+CPU_LIST = r"[0-9][0-9,-]*"
+PATTERN_HELP.update({CURRENCY: "a currency code such as USD or JPY",
+                     CPU_LIST: "a CPU list such as 0-3 or 0,2"})
 STRESS_AXES = ("stress.cpu", "stress.load", "stress.cpu_load")
 TARGET_KINDS = ("mysql", "postgres", "host")
 DEFAULT_PORTS = {"mysql": 3306, "postgres": 5432}
@@ -65,7 +76,8 @@ class Doc:
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(self.where(key), "expected a text value")
         if len(value) > max_len or (pattern and not re.fullmatch(pattern, value)):
-            raise ValidationError(self.where(key), f"{value[:60]!r} is not allowed here")
+            expected = PATTERN_HELP.get(pattern, f"at most {max_len} characters")
+            raise ValidationError(self.where(key), f"{value[:60]!r} is not allowed: expected {expected}")
         return value
 
     def integer(self, key: str, *, required=False, default=None, lo=None, hi=None, path=None):
@@ -119,7 +131,8 @@ class Doc:
             raise ValidationError(self.where(key), "expected a list")
         for i, item in enumerate(value):
             if not isinstance(item, str) or not re.fullmatch(pattern, item):
-                raise ValidationError(f"{self.where(key)}[{i}]", f"{item!r} is not allowed here")
+                raise ValidationError(f"{self.where(key)}[{i}]", f"{item!r} is not allowed: "
+                                      f"expected {PATTERN_HELP.get(pattern, 'plain text')}")
         return tuple(value)
 
     def done(self) -> None:
@@ -127,7 +140,7 @@ class Doc:
         for key in self.data:
             if key not in self.known:
                 raise ValidationError(self.where(str(key)),
-                                      "unknown key; known: " + ", ".join(self.known))
+                                      "unknown key; known: " + ", ".join(sorted(self.known)))
 
 
 # ---------------------------------------------------------------- secrets
@@ -275,7 +288,7 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         connect_via=doc.text("connect_via", pattern=HOST),
         price_per_hour=doc.number("price_per_hour"),
         price_per_month=doc.number("price_per_month"),
-        currency=doc.text("currency", default="USD", pattern=r"[A-Z]{3}"),
+        currency=doc.text("currency", default="USD", pattern=CURRENCY),
     )
     if target.credential and target.password_env:
         raise ValidationError(f"{path}.password_env", "give credential or password_env, not both")
@@ -406,7 +419,7 @@ def read_stress(doc: Doc) -> dict[str, Any] | None:
         "cpu": stress.integer("cpu", default=0, lo=0, hi=4096),
         "cpu_load": stress.integer("cpu_load", default=100, lo=0, hi=100),
     }
-    taskset = stress.text("taskset", pattern=r"[0-9][0-9,-]*")
+    taskset = stress.text("taskset", pattern=CPU_LIST)
     if taskset:
         spec["taskset"] = taskset
     stress.done()
