@@ -198,3 +198,60 @@ def test_plan_over_cell_limit_is_refused(team, settings):
         orchestration.start_run(team, fio_plan("/tmp", axes={"rw": ["read", "write"],
                                                                "bs": ["4k", "8k"]}))
     assert not Run.objects.exists()
+
+
+def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker):
+    """A target whose credential is wrong fails its cells with the tool's message;
+    the other target's cells succeed and the run ends "completed with failures"."""
+    from tests.support.dbtargets import _mariadb
+
+    _mariadb("CREATE USER IF NOT EXISTS 'bb_wrongpw'@'localhost' IDENTIFIED BY 'right-pw';"
+             "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'127.0.0.1' IDENTIFIED BY 'right-pw'")
+    Credential.objects.create(team=team, name="wrong", kind=Credential.PASSWORD,
+                              **_secret("canary-wrong-pw"))
+    plan = {
+        "name": "wrong-password", "tool": "mysqlslap",
+        "targets": [
+            {"name": "bad", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
+             "user": "bb_wrongpw", "credential": "wrong"},
+            {"name": "good", "kind": "mysql", "host": "127.0.0.1", "port": 3306, "user": "root"},
+        ],
+        "params": {"auto_generate_sql": True, "number_of_queries": 50, "concurrency": 1,
+                   "iterations": 1, "load_type": "key", "add_autoincrement": True},
+        "axes": {"target": ["bad", "good"]},
+    }
+    start_worker("a", **FAST)
+    run = orchestration.start_run(team, plan)
+    wait_for(lambda: finished(run))
+    assert run.status == Run.PARTIAL
+    bad = run.cells.get(target_name="bad")
+    assert bad.status == Cell.FAILED
+    assert "Access denied for user 'bb_wrongpw'" in bad.error
+    measure = bad.artifacts.get(phase="measure")
+    assert "Access denied" in measure.stdout + measure.stderr
+    everything = " ".join([bad.error, bad.command, measure.stdout, measure.stderr,
+                           measure.command])
+    assert "canary-wrong-pw" not in everything
+    assert run.cells.get(target_name="good").status == Cell.SUCCEEDED
+
+
+def test_runplan_waits_and_prints_the_result_document(team, tmp_path, start_worker):
+    import json
+    import sys
+
+    import yaml
+
+    start_worker("a", **FAST)
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(fio_plan(tmp_path, axes={"rw": ["read", "write"]})))
+    from tests.support.worker import ROOT, worker_env
+
+    proc = subprocess.run([sys.executable, "manage.py", "runplan", str(plan_file), "--wait",
+                           "--json", "--team", team.name], cwd=ROOT, env=worker_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    assert [c["axes"] for c in document["cells"]] == [{"rw": "read"}, {"rw": "write"}]
+    assert all(c["status"] == "succeeded" for c in document["cells"])
+    assert document["cells"][0]["metrics"]["read_iops"] > 0
+    assert document["plan"]["tool"] == "fio"
