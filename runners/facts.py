@@ -32,9 +32,9 @@ def parse_cpuinfo(text: str) -> tuple[int, str]:
         model name	: Intel(R) Xeon(R) CPU @ 2.20GHz
     ARM kernels may have no "model name"; "Hardware"/"CPU part" stand in then.
     """
-    cpus = len(re.findall(r"^processor\s*:", text, re.M))
+    cpus = len(re.findall(r"^processor\s*:", text, re.MULTILINE))
     for field in ("model name", "Hardware", "cpu model", "CPU part"):
-        match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.M)
+        match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.MULTILINE)
         if match:
             return cpus, match.group(1).strip()
     return cpus, ""
@@ -42,13 +42,13 @@ def parse_cpuinfo(text: str) -> tuple[int, str]:
 
 def parse_meminfo(text: str) -> int:
     """MemTotal in KiB from /proc/meminfo ("MemTotal:        8131720 kB")."""
-    match = re.search(r"^MemTotal:\s*(\d+)\s*kB", text, re.M)
+    match = re.search(r"^MemTotal:\s*(\d+)\s*kB", text, re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
 def parse_os_release(text: str) -> str:
     """PRETTY_NAME from /etc/os-release ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"')."""
-    match = re.search(r"^PRETTY_NAME=(.*)$", text, re.M)
+    match = re.search(r"^PRETTY_NAME=(.*)$", text, re.MULTILINE)
     return match.group(1).strip().strip("\"'") if match else ""
 
 
@@ -69,7 +69,9 @@ def tool_version(executor, name: str) -> str | None:
         from runners.tools import get_tool
 
         tool = get_tool(name)
-        command = Command(argv=tool.version_command(), tool=name, package=getattr(tool, "PACKAGE", ""))
+        command = Command(
+            argv=tool.version_command(), tool=name, package=getattr(tool, "PACKAGE", "")
+        )
         execution = executor.run(command, timeout=30)
         return tool.parse_version(execution.output)
     except (ImportError, KeyError, AttributeError, ParseError, RunnerError, ValueError):
@@ -131,7 +133,13 @@ def pgpass_line(endpoint: Endpoint) -> bytes:
     def esc(value) -> str:
         return str(value).replace("\\", "\\\\").replace(":", "\\:")
 
-    fields = [endpoint.host or "*", endpoint.port or "*", "*", endpoint.user or "*", endpoint.password or ""]
+    fields = [
+        endpoint.host or "*",
+        endpoint.port or "*",
+        "*",
+        endpoint.user or "*",
+        endpoint.password or "",
+    ]
     return (":".join(esc(f) if f != "*" else "*" for f in fields) + "\n").encode()
 
 
@@ -156,7 +164,11 @@ def mysql_facts_command(endpoint: Endpoint) -> Command:
 def postgres_facts_command(endpoint: Endpoint) -> Command:
     """psql with the password in a 0600 PGPASSFILE, unaligned tab-separated output."""
     argv = ["psql", "-X", "-A", "-t", "-F", "\t", "-w"]
-    for flag, value in (("-h", endpoint.host or endpoint.socket), ("-p", endpoint.port), ("-U", endpoint.user)):
+    for flag, value in (
+        ("-h", endpoint.host or endpoint.socket),
+        ("-p", endpoint.port),
+        ("-U", endpoint.user),
+    ):
         if value:
             argv += [flag, str(value)]
     argv += ["-d", endpoint.database or "postgres", "-c", POSTGRES_QUERY]
@@ -183,9 +195,15 @@ def db_facts(executor, endpoint: Endpoint) -> dict:
     for refused credentials) with the client's message.
     """
     if endpoint.kind == "mysql":
-        command, names = mysql_facts_command(endpoint), ("server_version", "innodb_buffer_pool_size", "max_connections")
+        command, names = (
+            mysql_facts_command(endpoint),
+            ("server_version", "innodb_buffer_pool_size", "max_connections"),
+        )
     elif endpoint.kind == "postgres":
-        command, names = postgres_facts_command(endpoint), ("server_version", "shared_buffers", "max_connections")
+        command, names = (
+            postgres_facts_command(endpoint),
+            ("server_version", "shared_buffers", "max_connections"),
+        )
     else:
         return {}
     try:
@@ -197,7 +215,11 @@ def db_facts(executor, endpoint: Endpoint) -> dict:
     if execution.exit_code != 0 or len(values) != len(names):
         message = execution.stderr.strip().splitlines()[-1:] or [f"exit code {execution.exit_code}"]
         permanent = any(word in execution.stderr for word in AUTH_FAILURES)
-        raise RunnerError(f"{command.tool} on {endpoint.host}: {message[0]}", permanent=permanent, output=execution.output)
+        raise RunnerError(
+            f"{command.tool} on {endpoint.host}: {message[0]}",
+            permanent=permanent,
+            output=execution.output,
+        )
     return {name: _int_or_text(value) for name, value in zip(names, values)}
 
 

@@ -11,7 +11,14 @@ only when SSHExecutor or trust_on_first_use is first used.
 from runners.executors.base import Background, Execution, Executor
 from runners.executors.local import LocalExecutor
 
-__all__ = ["Background", "Execution", "Executor", "LocalExecutor", "SSHExecutor", "trust_on_first_use"]
+__all__ = [
+    "Background",
+    "Execution",
+    "Executor",
+    "LocalExecutor",
+    "SSHExecutor",
+    "trust_on_first_use",
+]
 
 
 def __getattr__(name):

@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Self
 
 from runners.command import Command
 from runners.errors import RunnerError
@@ -248,7 +249,9 @@ class Executor:
 
     # -- shared machinery -----------------------------------------------------
 
-    def _start(self, command: Command, on_output: OnOutput | None, timeout: float | None) -> Background:
+    def _start(
+        self, command: Command, on_output: OnOutput | None, timeout: float | None
+    ) -> Background:
         resolved = command.resolved(self.workdir)
         for upload in command.uploads:
             self.upload(upload.name, upload.content, upload.mode)
@@ -310,7 +313,7 @@ class Executor:
         """Raise RunnerError with a clear message when the host cannot be used."""
         raise NotImplementedError
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -15,6 +15,7 @@ seen at once (the transport stops).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import itertools
@@ -52,7 +53,9 @@ def parse_key_line(line: str) -> paramiko.PKey:
         key_type, data = line.split()[:2]
         return paramiko.PKey.from_type_string(key_type, base64.b64decode(data))
     except (ValueError, TypeError, paramiko.SSHException) as exc:
-        raise RunnerError(f"the known host key is not a valid key line: {exc}", permanent=True) from exc
+        raise RunnerError(
+            f"the known host key is not a valid key line: {exc}", permanent=True
+        ) from exc
 
 
 def load_private_key(text: str) -> paramiko.PKey:
@@ -62,7 +65,9 @@ def load_private_key(text: str) -> paramiko.PKey:
             return cls.from_private_key(io.StringIO(text))
         except (paramiko.SSHException, ValueError):
             continue
-    raise RunnerError("the SSH private key could not be read (unsupported or encrypted)", permanent=True)
+    raise RunnerError(
+        "the SSH private key could not be read (unsupported or encrypted)", permanent=True
+    )
 
 
 def trust_on_first_use(host: str, port: int = 22, timeout: float = 10.0) -> tuple[str, str]:
@@ -184,7 +189,9 @@ class SSHExecutor(Executor):
             ) from None
         except paramiko.AuthenticationException:
             client.close()
-            raise RunnerError(f"authentication failed for {self.user}@{self.where}", permanent=True) from None
+            raise RunnerError(
+                f"authentication failed for {self.user}@{self.where}", permanent=True
+            ) from None
         except paramiko.SSHException as exc:
             client.close()
             if policy.offered is not None:
@@ -222,7 +229,11 @@ class SSHExecutor(Executor):
             chan.exec_command(line)
             out = chan.makefile("rb").read()
             err = chan.makefile_stderr("rb").read()
-            return chan.recv_exit_status(), out.decode(errors="replace"), err.decode(errors="replace")
+            return (
+                chan.recv_exit_status(),
+                out.decode(errors="replace"),
+                err.decode(errors="replace"),
+            )
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise RunnerError(f"SSH command on {self.where} failed: {exc}") from None
 
@@ -244,7 +255,9 @@ class SSHExecutor(Executor):
         command = bg.command
         limit = MAX_RUNTIME if timeout is None else timeout + self.grace + BACKSTOP_MARGIN
         bg.prefix = f"{self.workdir}/.run-{next(self._ids)}"
-        line = remote.run_line(self.workdir, bg.prefix, limit, self.grace, command.argv, command.env)
+        line = remote.run_line(
+            self.workdir, bg.prefix, limit, self.grace, command.argv, command.env
+        )
         transport = self._transport()
         try:
             chan = transport.open_session(timeout=self.connect_timeout)
@@ -317,11 +330,10 @@ class SSHExecutor(Executor):
             answered = threading.Event()
 
             def ask():
-                try:
+                # Any exception means no answer: `answered` stays unset.
+                with contextlib.suppress(Exception):
                     transport.global_request("keepalive@openssh.com", wait=True)
                     answered.set()
-                except Exception:  # noqa: BLE001 - any failure means no answer
-                    pass
 
             threading.Thread(target=ask, daemon=True).start()
             return answered.wait(self.keepalive) and transport.is_active()
@@ -354,9 +366,8 @@ class SSHExecutor(Executor):
 
     def read_file(self, path: str) -> bytes:
         try:
-            with self._conn_lock:
-                with self._sftp_client().open(path, "rb") as handle:
-                    return handle.read()
+            with self._conn_lock, self._sftp_client().open(path, "rb") as handle:
+                return handle.read()
         except (OSError, paramiko.SSHException) as exc:
             raise RunnerError(f"cannot read {path} on {self.where}: {exc}") from None
 
@@ -373,7 +384,11 @@ class SSHExecutor(Executor):
         with self._lock:
             workdir, self._workdir = self._workdir, None
         client = self._client
-        alive = client is not None and client.get_transport() is not None and client.get_transport().is_active()
+        alive = (
+            client is not None
+            and client.get_transport() is not None
+            and client.get_transport().is_active()
+        )
         if workdir and alive:
             try:
                 self._exec(remote.remove_line(workdir), timeout=30)

@@ -8,6 +8,7 @@ unusual duration (e.g. `sleep 29.4173`) or found by its session id.
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import threading
 import time
@@ -23,7 +24,11 @@ GRACE = 1.0
 
 
 def make_ssh(server, **kwargs) -> SSHExecutor:
-    options = {"private_key": server.client_key, "known_host_key": server.host_key, "connect_timeout": 5}
+    options = {
+        "private_key": server.client_key,
+        "known_host_key": server.host_key,
+        "connect_timeout": 5,
+    }
     options.update(kwargs)
     return SSHExecutor(server.host, server.port, server.user, **options)
 
@@ -38,6 +43,16 @@ def executor(request):
     ex.grace = GRACE
     yield ex
     ex.close()
+
+
+@pytest.fixture
+def server(sshd):  # noqa: F811 - the shared sshd fixture, under a name that is not imported
+    return sshd
+
+
+@pytest.fixture
+def fresh_server(sshd_disposable):  # noqa: F811 - a private sshd this test may kill
+    return sshd_disposable
 
 
 def marker() -> str:
@@ -58,8 +73,10 @@ def tool_processes(rows, mark: str) -> list[str]:
 
 
 def local_tool_processes(mark: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if mark in line and not line.startswith(("sh -c", "ps "))]
+    out = subprocess.run(["ps", "-eo", "args="], check=True, capture_output=True, text=True).stdout
+    return [
+        line for line in out.splitlines() if mark in line and not line.startswith(("sh -c", "ps "))
+    ]
 
 
 def wait_until(predicate, timeout: float) -> bool:
@@ -85,7 +102,9 @@ def test_executor_run_returns_output_and_exit_code(executor):
 def test_executor_run_streams_chunks_as_they_arrive(executor):
     seen = []
     command = Command(argv=["sh", "-c", "echo first; sleep 1; echo second; echo oops >&2"])
-    result = executor.run(command, on_output=lambda stream, text: seen.append((time.time(), stream, text)))
+    result = executor.run(
+        command, on_output=lambda stream, text: seen.append((time.time(), stream, text))
+    )
     first_at = next(t for t, stream, text in seen if "first" in text)
     assert first_at < result.finished - 0.7
     assert "".join(text for _, stream, text in seen if stream == "stdout") == "first\nsecond\n"
@@ -99,7 +118,9 @@ def test_executor_run_keeps_whole_large_output(executor):
 
 
 def test_executor_run_passes_env_and_resolves_workdir(executor):
-    command = Command(argv=["sh", "-c", 'echo "$GREETING $WHERE"'], env={"GREETING": "hi", "WHERE": "@WORKDIR@/x"})
+    command = Command(
+        argv=["sh", "-c", 'echo "$GREETING $WHERE"'], env={"GREETING": "hi", "WHERE": "@WORKDIR@/x"}
+    )
     assert executor.run(command).stdout == f"hi {executor.workdir}/x\n"
 
 
@@ -111,14 +132,18 @@ def test_executor_run_masks_secrets_in_output(executor):
 def test_executor_upload_sets_mode_before_use(executor):
     path = executor.upload("secret.cnf", b"[client]\npassword=x\n")
     script = executor.upload("run.sh", b"#!/bin/sh\necho ran\n", mode=0o700)
-    stat = executor.run(Command(argv=["stat", "-c", "%a %s", path, script, executor.workdir])).stdout
+    stat = executor.run(
+        Command(argv=["stat", "-c", "%a %s", path, script, executor.workdir])
+    ).stdout
     assert [line.split()[0] for line in stat.splitlines()] == ["600", "700", "700"]
     assert executor.read_file(path) == b"[client]\npassword=x\n"
     assert executor.run(Command(argv=[script])).stdout == "ran\n"
 
 
 def test_executor_command_uploads_are_written_first(executor):
-    command = Command(argv=["cat", "@WORKDIR@/query.sql"], uploads=[Upload("query.sql", b"SELECT 1;\n")])
+    command = Command(
+        argv=["cat", "@WORKDIR@/query.sql"], uploads=[Upload("query.sql", b"SELECT 1;\n")]
+    )
     assert executor.run(command).stdout == "SELECT 1;\n"
 
 
@@ -162,7 +187,11 @@ def test_executor_cancel_from_another_thread_kills_the_group(executor):
     def find_and_cancel():
         def tool_sessions():
             rows = processes(executor)
-            sessions[:] = {sid for sid, args in rows if f"--timeout {mark}" in args and args.startswith("stress-ng")}
+            sessions[:] = {
+                sid
+                for sid, args in rows
+                if f"--timeout {mark}" in args and args.startswith("stress-ng")
+            }
             return len(sessions) > 0
 
         wait_until(tool_sessions, 10)
@@ -179,81 +208,92 @@ def test_executor_cancel_from_another_thread_kills_the_group(executor):
 
 
 def test_executor_background_start_and_stop(executor):
-    bg = executor.start(Command(argv=["stress-ng", "--cpu", "1", "--timeout", "29", "--metrics-brief"]))
+    bg = executor.start(
+        Command(argv=["stress-ng", "--cpu", "1", "--timeout", "29", "--metrics-brief"])
+    )
     time.sleep(1.5)
     result = executor.stop(bg, grace=2)
     assert "stress-ng" in result.output
     assert result.duration < 6
-    assert [a for a in tool_processes(processes(executor), "--timeout 29") if "--metrics-brief" in a] == []
+    assert [
+        a for a in tool_processes(processes(executor), "--timeout 29") if "--metrics-brief" in a
+    ] == []
 
 
 # -- SSH connection errors -----------------------------------------------------------------
 
 
-def test_ssh_trust_on_first_use_returns_the_servers_key(sshd):
-    line, fingerprint = trust_on_first_use(sshd.host, sshd.port)
-    assert line == sshd.host_key
+def test_ssh_trust_on_first_use_returns_the_servers_key(server):
+    line, fingerprint = trust_on_first_use(server.host, server.port)
+    assert line == server.host_key
     expected = subprocess.run(
-        ["ssh-keygen", "-lf", str(sshd.directory / "host_ed25519.pub")], capture_output=True, text=True
+        ["ssh-keygen", "-lf", str(server.directory / "host_ed25519.pub")],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()[1]
     assert fingerprint == expected
 
 
-def test_ssh_unknown_host_key_is_refused(sshd):
-    _, fingerprint = trust_on_first_use(sshd.host, sshd.port)
+def test_ssh_unknown_host_key_is_refused(server):
+    _, fingerprint = trust_on_first_use(server.host, server.port)
     with pytest.raises(RunnerError) as caught:
-        make_ssh(sshd, known_host_key=None).check()
+        make_ssh(server, known_host_key=None).check()
     assert caught.value.permanent is True
     assert caught.value.message == (
-        f"unknown host key for 127.0.0.1:{sshd.port}: it offered ssh-ed25519 {fingerprint}; "
+        f"unknown host key for 127.0.0.1:{server.port}: it offered ssh-ed25519 {fingerprint}; "
         "accept it explicitly (trust on first use) first"
     )
 
 
-def test_ssh_changed_host_key_is_refused(sshd):
-    other_key = (sshd.directory / "client_ed25519.pub").read_text()
+def test_ssh_changed_host_key_is_refused(server):
+    other_key = (server.directory / "client_ed25519.pub").read_text()
     with pytest.raises(RunnerError) as caught:
-        make_ssh(sshd, known_host_key=other_key).check()
-    _, offered = trust_on_first_use(sshd.host, sshd.port)
+        make_ssh(server, known_host_key=other_key).check()
+    _, offered = trust_on_first_use(server.host, server.port)
     assert caught.value.permanent is True
     assert caught.value.message.startswith(
-        f"the host key of 127.0.0.1:{sshd.port} has changed: it offered ssh-ed25519 {offered}, expected SHA256:"
+        f"the host key of 127.0.0.1:{server.port} has changed: it offered ssh-ed25519 {offered}, expected SHA256:"
     )
 
 
-def test_ssh_wrong_private_key_is_an_authentication_failure(sshd, tmp_path):
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")], check=True)
+def test_ssh_wrong_private_key_is_an_authentication_failure(server, tmp_path):
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")], check=True
+    )
     with pytest.raises(RunnerError) as caught:
-        make_ssh(sshd, private_key=(tmp_path / "k").read_text()).check()
+        make_ssh(server, private_key=(tmp_path / "k").read_text()).check()
     assert caught.value.permanent is True
-    assert caught.value.message == f"authentication failed for root@127.0.0.1:{sshd.port}"
+    assert caught.value.message == f"authentication failed for root@127.0.0.1:{server.port}"
 
 
-def test_ssh_wrong_password_is_an_authentication_failure(sshd):
+def test_ssh_wrong_password_is_an_authentication_failure(server):
     # root has no usable password here, so only a refused password is testable.
     with pytest.raises(RunnerError) as caught:
-        make_ssh(sshd, private_key=None, password="not-the-password").check()
+        make_ssh(server, private_key=None, password="not-the-password").check()
     assert (caught.value.permanent, caught.value.message) == (
         True,
-        f"authentication failed for root@127.0.0.1:{sshd.port}",
+        f"authentication failed for root@127.0.0.1:{server.port}",
     )
     assert "not-the-password" not in str(caught.value)
 
 
-def test_ssh_connection_refused_is_transient(sshd):
+def test_ssh_connection_refused_is_transient(server):
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed_port = sock.getsockname()[1]
     with pytest.raises(RunnerError) as caught:
-        SSHExecutor("127.0.0.1", closed_port, known_host_key=sshd.host_key, connect_timeout=2).check()
+        SSHExecutor(
+            "127.0.0.1", closed_port, known_host_key=server.host_key, connect_timeout=2
+        ).check()
     assert caught.value.permanent is False
     assert caught.value.message.startswith(f"cannot reach 127.0.0.1:{closed_port}:")
 
 
-def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(sshd_disposable):
-    server = sshd_disposable
+def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(fresh_server):
+    server = fresh_server
     ex = make_ssh(server)
     ex.grace = GRACE
     mark = marker()
@@ -274,12 +314,22 @@ def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(sshd_disposable
     killer.start()
     try:
         with pytest.raises(RunnerError) as caught:
-            ex.run(Command(argv=["sh", "-c", f"echo partial; exec sleep {mark}"]), timeout=20, on_output=on_output)
+            ex.run(
+                Command(argv=["sh", "-c", f"echo partial; exec sleep {mark}"]),
+                timeout=20,
+                on_output=on_output,
+            )
     finally:
         killer.join()
         ex._drop_connection()
+        # The work dir could not be removed over the dead connection; the
+        # "remote" host is this machine.
+        shutil.rmtree(ex._workdir, ignore_errors=True)
     assert caught.value.permanent is False
-    assert caught.value.message == f"the connection to 127.0.0.1:{server.port} was lost while sh was running"
+    assert (
+        caught.value.message
+        == f"the connection to 127.0.0.1:{server.port} was lost while sh was running"
+    )
     assert caught.value.output == "partial\n"
     assert f"sleep {mark}" in running_before  # beside its `timeout` wrapper
     # The remote watchdog saw the session vanish and killed the tool (TERM,
