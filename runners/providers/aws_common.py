@@ -7,12 +7,16 @@ start-up must not pay for it).
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from runners.errors import RunnerError
 from runners.providers.base import ProvisionContext
+
+logger = logging.getLogger(__name__)
 
 # Error codes that will fail the same way on retry.
 PERMANENT_CODES = {
@@ -96,7 +100,7 @@ def error_code(exc: BaseException) -> str:
 def is_gone(exc: BaseException) -> bool:
     """Whether exc says the resource does not exist (fine for teardown)."""
     code = error_code(exc)
-    return code in GONE_CODES or code.endswith(".NotFound") or code.endswith("NotFoundFault")
+    return code in GONE_CODES or code.endswith((".NotFound", "NotFoundFault"))
 
 
 def to_runner_error(exc: BaseException, doing: str) -> RunnerError:
@@ -139,6 +143,18 @@ def ignore_gone(doing: str, fn: Callable, **kwargs) -> Any:
         if is_gone(exc):
             return None
         raise to_runner_error(exc, doing) from None
+
+
+def best_effort(fn: Callable, *args) -> None:
+    """Run a clean-up after a failed provision; failures are logged, not raised.
+
+    The provision error is the one to report; whatever this misses, the
+    reaper deletes. Only the exception type is logged (no request data).
+    """
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("clean-up after failed provision failed: %s", type(exc).__name__)
 
 
 def wait_until(check: Callable[[], bool], ctx: ProvisionContext, what: str) -> None:
@@ -206,7 +222,10 @@ def ensure_run_security_group(ec2, ctx: ProvisionContext, db_ports: tuple[int, .
     found = call(
         "describe security group",
         ec2.describe_security_groups,
-        Filters=[{"Name": "group-name", "Values": [name]}, {"Name": "tag:app", "Values": ["benchboard"]}],
+        Filters=[
+            {"Name": "group-name", "Values": [name]},
+            {"Name": "tag:app", "Values": ["benchboard"]},
+        ],
     )["SecurityGroups"]
     if found:
         group_id = found[0]["GroupId"]
@@ -225,12 +244,24 @@ def ensure_run_security_group(ec2, ctx: ProvisionContext, db_ports: tuple[int, .
 
 def _open_ports(ec2, group_id: str, worker_cidr: str, db_ports: tuple[int, ...]) -> None:
     """SSH from the worker, DB ports from the group itself."""
-    rules = [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": worker_cidr}]}]
+    rules = [
+        {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": worker_cidr}]}
+    ]
     for port in db_ports:
         rules.append(
-            {"IpProtocol": "tcp", "FromPort": port, "ToPort": port, "UserIdGroupPairs": [{"GroupId": group_id}]}
+            {
+                "IpProtocol": "tcp",
+                "FromPort": port,
+                "ToPort": port,
+                "UserIdGroupPairs": [{"GroupId": group_id}],
+            }
         )
-    call("open security group ports", ec2.authorize_security_group_ingress, GroupId=group_id, IpPermissions=rules)
+    call(
+        "open security group ports",
+        ec2.authorize_security_group_ingress,
+        GroupId=group_id,
+        IpPermissions=rules,
+    )
 
 
 def delete_security_group_if_unused(ec2, rds, group_id: str | None) -> bool:
@@ -246,7 +277,10 @@ def delete_security_group_if_unused(ec2, rds, group_id: str | None) -> bool:
         ec2.describe_instances,
         Filters=[
             {"Name": "instance.group-id", "Values": [group_id]},
-            {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped", "shutting-down"]},
+            {
+                "Name": "instance-state-name",
+                "Values": ["pending", "running", "stopping", "stopped", "shutting-down"],
+            },
         ],
     )["Reservations"]
     if live or group_id in _rds_group_ids(rds):

@@ -19,7 +19,7 @@ import json
 import math
 import re
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
@@ -62,7 +62,14 @@ def raid0_script(devices: list[str], mount: str, filesystem: str = "xfs") -> lis
     target = devices[0] if len(devices) == 1 else "/dev/md0"
     lines = []
     if len(devices) > 1:
-        create = ["mdadm", "--create", target, "--run", "--level=0", f"--raid-devices={len(devices)}"]
+        create = [
+            "mdadm",
+            "--create",
+            target,
+            "--run",
+            "--level=0",
+            f"--raid-devices={len(devices)}",
+        ]
         lines.append(shlex.join(create + list(devices)))
     lines += [
         shlex.join(mkfs + [target]),
@@ -84,7 +91,9 @@ def volume_spec(spec: dict) -> dict:
         raise ValidationError("volumes", "must be a mapping with count, size_gb, type")
     count = volumes.get("count", 0)
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_VOLUMES:
-        raise ValidationError("volumes.count", f"must be an integer 0-{MAX_VOLUMES} (axes expand ${{volumes}} first)")
+        raise ValidationError(
+            "volumes.count", f"must be an integer 0-{MAX_VOLUMES} (axes expand ${{volumes}} first)"
+        )
     size = volumes.get("size_gb", 20)
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 16384:
         raise ValidationError("volumes.size_gb", "must be an integer 1-16384")
@@ -104,9 +113,9 @@ def dead_man_minutes(spec: dict, expires_at: datetime, now: datetime | None = No
         if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 5:
             raise ValidationError("dead_man_minutes", "must be an integer >= 5")
         return minutes
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     if expires_at.tzinfo is None:
-        expires_at = expires_at.replace(tzinfo=timezone.utc)
+        expires_at = expires_at.replace(tzinfo=UTC)
     return max(10, math.ceil((expires_at - now).total_seconds() / 60))
 
 
@@ -160,11 +169,11 @@ class AwsEc2Provider(Provider):
         minutes = dead_man_minutes(spec, ctx.expires_at)
         region = spec.get("region") or ctx.region
         handle = Handle(provider=self.name, ids={"volumes": []}, extra={"region": region})
-        ec2, ssm, rds = aws.clients(ctx, region, "ec2", "ssm", "rds")
+        ec2, ssm = aws.clients(ctx, region, "ec2", "ssm")
         try:
             return self._provision(spec, ctx, handle, ec2, ssm, volumes, minutes)
         except BaseException:
-            _quietly(self.teardown, handle, ctx)
+            aws.best_effort(self.teardown, handle, ctx)
             raise
 
     def _provision(self, spec, ctx, handle, ec2, ssm, volumes, minutes) -> Handle:
@@ -183,7 +192,9 @@ class AwsEc2Provider(Provider):
             handle.ids["volumes"].append(volume_id)
             self._attach(ec2, ctx, volume_id, instance["InstanceId"], device)
         handle.extra["devices"] = device_names(volumes["count"])
-        handle.extra["volumes"] = {k: volumes.get(k) for k in ("raid", "filesystem", "mount") if volumes.get(k) is not None}
+        handle.extra["volumes"] = {
+            k: volumes.get(k) for k in ("raid", "filesystem", "mount") if volumes.get(k) is not None
+        }
         address = instance.get("PublicIpAddress") or instance.get("PrivateIpAddress")
         handle.endpoint = Endpoint(kind="host", host=address)
         handle.ssh = {
@@ -227,7 +238,9 @@ class AwsEc2Provider(Provider):
             instance = live[0]
         else:
             specs = aws.tag_specs(("instance", "volume"), tags)
-            instance = aws.call("run instance", ec2.run_instances, TagSpecifications=specs, **kwargs)["Instances"][0]
+            instance = aws.call(
+                "run instance", ec2.run_instances, TagSpecifications=specs, **kwargs
+            )["Instances"][0]
         ctx.on_created("ec2_instance", token, instance["InstanceId"])
         return instance
 
@@ -239,7 +252,9 @@ class AwsEc2Provider(Provider):
             instance = _describe_instance(ec2, instance_id)
             state = instance["State"]["Name"] if instance else "gone"
             if state in ("shutting-down", "terminated", "gone"):
-                raise RunnerError(f"instance {instance_id} is {state} while starting", permanent=False)
+                raise RunnerError(
+                    f"instance {instance_id} is {state} while starting", permanent=False
+                )
             seen.update(instance)
             return state == "running"
 
@@ -250,12 +265,18 @@ class AwsEc2Provider(Provider):
         """Our volume with that token, or a new one in the instance's zone."""
         tags = aws.notify_create(ctx, "volume", token)
         found = aws.call(
-            "describe volume", ec2.describe_volumes, Filters=[{"Name": "tag:token", "Values": [token]}]
+            "describe volume",
+            ec2.describe_volumes,
+            Filters=[{"Name": "tag:token", "Values": [token]}],
         )["Volumes"]
         if found:
             volume_id = found[0]["VolumeId"]
         else:
-            kwargs = {"AvailabilityZone": zone, "Size": volumes["size_gb"], "VolumeType": volumes["type"]}
+            kwargs = {
+                "AvailabilityZone": zone,
+                "Size": volumes["size_gb"],
+                "VolumeType": volumes["type"],
+            }
             if volumes.get("iops"):
                 kwargs["Iops"] = volumes["iops"]
             volume_id = aws.call(
@@ -273,11 +294,23 @@ class AwsEc2Provider(Provider):
 
         DeleteOnTermination makes the dead-man shutdown take the volumes too.
         """
-        aws.wait_until(lambda: _volume_state(ec2, volume_id) in ("available", "in-use"), ctx, f"creating {volume_id}")
+        aws.wait_until(
+            lambda: _volume_state(ec2, volume_id) in ("available", "in-use"),
+            ctx,
+            f"creating {volume_id}",
+        )
         attachments = _describe_volume(ec2, volume_id).get("Attachments", [])
         if not any(a["InstanceId"] == instance_id for a in attachments):
-            aws.call("attach volume", ec2.attach_volume, VolumeId=volume_id, InstanceId=instance_id, Device=device)
-        aws.wait_until(lambda: _attached(ec2, volume_id, instance_id), ctx, f"attaching {volume_id}")
+            aws.call(
+                "attach volume",
+                ec2.attach_volume,
+                VolumeId=volume_id,
+                InstanceId=instance_id,
+                Device=device,
+            )
+        aws.wait_until(
+            lambda: _attached(ec2, volume_id, instance_id), ctx, f"attaching {volume_id}"
+        )
         aws.call(
             "set DeleteOnTermination",
             ec2.modify_instance_attribute,
@@ -291,7 +324,9 @@ class AwsEc2Provider(Provider):
         ec2, rds = aws.clients(ctx, handle.extra.get("region"), "ec2", "rds")
         instance_id = handle.ids.get("instance")
         if instance_id:
-            aws.ignore_gone("terminate instance", ec2.terminate_instances, InstanceIds=[instance_id])
+            aws.ignore_gone(
+                "terminate instance", ec2.terminate_instances, InstanceIds=[instance_id]
+            )
             aws.wait_until(lambda: _terminated(ec2, instance_id), ctx, f"terminating {instance_id}")
         for volume_id in handle.ids.get("volumes", []):
             delete_volume(ec2, ctx, volume_id)
@@ -307,14 +342,6 @@ class AwsEc2Provider(Provider):
         return any(_describe_volume(ec2, v) for v in handle.ids.get("volumes", []))
 
 
-def _quietly(fn, *args) -> None:
-    """Best-effort cleanup after a failed provision; the reaper covers what fails here."""
-    try:
-        fn(*args)
-    except Exception:  # noqa: BLE001 - the provision error is the one to report
-        pass
-
-
 def _new_key() -> tuple[str, str]:
     """A fresh ed25519 key: (OpenSSH private key text, OpenSSH public key line)."""
     from cryptography.hazmat.primitives import serialization
@@ -322,9 +349,15 @@ def _new_key() -> tuple[str, str]:
 
     key = ed25519.Ed25519PrivateKey.generate()
     private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
     ).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
     return private, public
 
 
@@ -336,7 +369,9 @@ def _ssm_ami(ssm, parameter: str) -> str:
 def _live_instances(ec2, filters: list[dict]) -> list[dict]:
     """Instances matching filters that are not terminated or shutting down."""
     filters = filters + [{"Name": "instance-state-name", "Values": LIVE_STATES}]
-    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)["Reservations"]
+    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)[
+        "Reservations"
+    ]
     return [i for r in reservations for i in r["Instances"]]
 
 
@@ -367,7 +402,11 @@ def _attached(ec2, volume_id: str, instance_id: str) -> bool:
 
 def delete_volume(ec2, ctx: ProvisionContext, volume_id: str) -> None:
     """Delete a volume once detached; gone (DeleteOnTermination) is fine."""
-    aws.wait_until(lambda: _volume_state(ec2, volume_id) in ("available", "gone"), ctx, f"detaching {volume_id}")
+    aws.wait_until(
+        lambda: _volume_state(ec2, volume_id) in ("available", "gone"),
+        ctx,
+        f"detaching {volume_id}",
+    )
     aws.ignore_gone("delete volume", ec2.delete_volume, VolumeId=volume_id)
 
 

@@ -20,7 +20,13 @@ from typing import Any
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
 from runners.providers import aws_common as aws
-from runners.providers.base import DEFAULT_PORTS, Handle, Provider, ProvisionContext, apply_connect_via
+from runners.providers.base import (
+    DEFAULT_PORTS,
+    Handle,
+    Provider,
+    ProvisionContext,
+    apply_connect_via,
+)
 
 ENGINES = {"mysql": "mysql", "mariadb": "mysql", "postgres": "postgres"}
 DEFAULT_FAMILY = {"mysql": "mysql8.0", "mariadb": "mariadb10.11", "postgres": "postgres16"}
@@ -55,7 +61,9 @@ def check_parameters(parameters: Any) -> dict[str, str]:
     checked = {}
     for name, value in parameters.items():
         if not ALLOWED_PARAMETER.match(str(name)):
-            raise ValidationError(f"parameters.{name}", "only max_connections and innodb_* may be set")
+            raise ValidationError(
+                f"parameters.{name}", "only max_connections and innodb_* may be set"
+            )
         text = str(value).lower() if isinstance(value, bool) else str(value)
         if not PARAMETER_VALUE.match(text):
             raise ValidationError(f"parameters.{name}", "must be a number or a plain word")
@@ -101,7 +109,11 @@ def create_kwargs(spec: dict, identifier: str, username: str) -> dict:
     iops = _int(spec, "iops", 1000, 256000)
     if iops:
         kwargs["Iops"] = iops
-    optional = {"engine_version": "EngineVersion", "availability_zone": "AvailabilityZone", "database": "DBName"}
+    optional = {
+        "engine_version": "EngineVersion",
+        "availability_zone": "AvailabilityZone",
+        "database": "DBName",
+    }
     for key, name in optional.items():
         if spec.get(key):
             kwargs[name] = str(spec[key])
@@ -124,12 +136,14 @@ class AwsRdsProvider(Provider):
         username = spec.get("master_username", "benchboard")
         kwargs = create_kwargs(spec, identifier, username)
         parameters = check_parameters(spec.get("parameters"))
-        handle = Handle(provider=self.name, ids={}, extra={"region": region, "engine": kwargs["Engine"]})
+        handle = Handle(
+            provider=self.name, ids={}, extra={"region": region, "engine": kwargs["Engine"]}
+        )
         rds, ec2 = aws.clients(ctx, region, "rds", "ec2")
         try:
             return self._provision(spec, ctx, handle, rds, ec2, kwargs, parameters)
         except BaseException:
-            self._cleanup(handle, ctx)
+            aws.best_effort(self.teardown, handle, ctx)
             raise
 
     def _provision(self, spec, ctx, handle, rds, ec2, kwargs, parameters) -> Handle:
@@ -140,7 +154,9 @@ class AwsRdsProvider(Provider):
             kwargs["VpcSecurityGroupIds"] = [group]
         if parameters:
             family = parameter_family(kwargs["Engine"], kwargs.get("EngineVersion"))
-            handle.ids["parameter_group"] = self._ensure_parameter_group(rds, ctx, identifier, family, parameters)
+            handle.ids["parameter_group"] = self._ensure_parameter_group(
+                rds, ctx, identifier, family, parameters
+            )
             kwargs["DBParameterGroupName"] = handle.ids["parameter_group"]
         handle.ids["db_instance"] = identifier
         self._ensure_instance(rds, ctx, kwargs, handle)
@@ -159,7 +175,9 @@ class AwsRdsProvider(Provider):
         """The instance's own parameter group with the overrides applied."""
         name = f"{identifier}-params"
         tags = aws.notify_create(ctx, "db_parameter_group", name)
-        found = aws.ignore_gone("describe parameter group", rds.describe_db_parameter_groups, DBParameterGroupName=name)
+        found = aws.ignore_gone(
+            "describe parameter group", rds.describe_db_parameter_groups, DBParameterGroupName=name
+        )
         if not (found and found["DBParameterGroups"]):
             aws.call(
                 "create parameter group",
@@ -170,9 +188,15 @@ class AwsRdsProvider(Provider):
                 Tags=aws.tag_list(tags),
             )
         changes = [
-            {"ParameterName": k, "ParameterValue": v, "ApplyMethod": "pending-reboot"} for k, v in parameters.items()
+            {"ParameterName": k, "ParameterValue": v, "ApplyMethod": "pending-reboot"}
+            for k, v in parameters.items()
         ]
-        aws.call("set parameters", rds.modify_db_parameter_group, DBParameterGroupName=name, Parameters=changes)
+        aws.call(
+            "set parameters",
+            rds.modify_db_parameter_group,
+            DBParameterGroupName=name,
+            Parameters=changes,
+        )
         ctx.on_created("db_parameter_group", name, name)
         return name
 
@@ -192,7 +216,11 @@ class AwsRdsProvider(Provider):
             # password without an instance, never an instance without one.
             ctx.secret_sink(secret_name, password)
             existing = aws.call(
-                "create DB instance", rds.create_db_instance, MasterUserPassword=password, Tags=aws.tag_list(tags), **kwargs
+                "create DB instance",
+                rds.create_db_instance,
+                MasterUserPassword=password,
+                Tags=aws.tag_list(tags),
+                **kwargs,
             )["DBInstance"]
         handle.ids["db_instance_arn"] = existing.get("DBInstanceArn")
         ctx.on_created("rds_instance", identifier, identifier)
@@ -204,9 +232,13 @@ class AwsRdsProvider(Provider):
         def ready() -> bool:
             db = _describe(rds, identifier)
             if db is None:
-                raise RunnerError(f"DB instance {identifier} vanished while waiting", permanent=False)
+                raise RunnerError(
+                    f"DB instance {identifier} vanished while waiting", permanent=False
+                )
             if db["DBInstanceStatus"] in ("failed", "incompatible-parameters", "storage-full"):
-                raise RunnerError(f"DB instance {identifier} is {db['DBInstanceStatus']}", permanent=True)
+                raise RunnerError(
+                    f"DB instance {identifier} is {db['DBInstanceStatus']}", permanent=True
+                )
             seen.update(db)
             return db["DBInstanceStatus"] == "available"
 
@@ -220,18 +252,17 @@ class AwsRdsProvider(Provider):
         identifier = handle.ids.get("db_instance")
         if identifier:
             delete_instance(rds, identifier)
-            aws.wait_until(lambda: _describe(rds, identifier) is None, ctx, f"deleting DB instance {identifier}")
+            aws.wait_until(
+                lambda: _describe(rds, identifier) is None,
+                ctx,
+                f"deleting DB instance {identifier}",
+            )
         group = handle.ids.get("parameter_group")
         if group:
-            aws.ignore_gone("delete parameter group", rds.delete_db_parameter_group, DBParameterGroupName=group)
+            aws.ignore_gone(
+                "delete parameter group", rds.delete_db_parameter_group, DBParameterGroupName=group
+            )
         aws.delete_security_group_if_unused(ec2, rds, handle.ids.get("security_group"))
-
-    def _cleanup(self, handle: Handle, ctx: ProvisionContext) -> None:
-        """Best-effort teardown after a failed provision; the reaper covers failures here."""
-        try:
-            self.teardown(handle, ctx)
-        except Exception:  # noqa: BLE001 - the provision error is the one to report
-            pass
 
     def exists(self, handle: Handle, ctx: ProvisionContext) -> bool:
         """Whether the DB instance is still there (in any state)."""
@@ -244,7 +275,9 @@ class AwsRdsProvider(Provider):
 
 def _describe(rds, identifier: str) -> dict | None:
     """The DB instance description, or None if it does not exist."""
-    found = aws.ignore_gone("describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier)
+    found = aws.ignore_gone(
+        "describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier
+    )
     return found["DBInstances"][0] if found and found["DBInstances"] else None
 
 
@@ -252,7 +285,9 @@ def _check_ours(db: dict, ctx: ProvisionContext) -> None:
     """Refuse to adopt an instance of that name that another run (or a human) made."""
     tags = aws.tag_dict(db.get("TagList"))
     if tags.get("app") != "benchboard" or tags.get("run") != str(ctx.run_id):
-        raise RunnerError(f"DB instance {db['DBInstanceIdentifier']} exists and is not this run's", permanent=True)
+        raise RunnerError(
+            f"DB instance {db['DBInstanceIdentifier']} exists and is not this run's", permanent=True
+        )
 
 
 def delete_instance(rds, identifier: str) -> None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
@@ -93,14 +94,14 @@ class ProvisionContext:
 def format_expiry(moment: datetime) -> str:
     """ISO 8601 UTC with a Z, as stored in the expires-at tag."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_expiry(text: str) -> datetime | None:
     """The datetime of an expires-at tag, or None if it cannot be read."""
     try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except (TypeError, ValueError):
         return None
 

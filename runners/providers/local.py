@@ -7,7 +7,14 @@ socket. The endpoint host is always 127.0.0.1.
 from __future__ import annotations
 
 from runners.command import Endpoint
-from runners.providers.base import DEFAULT_PORTS, Handle, Provider, ProvisionContext, check_port, spec_kind
+from runners.providers.base import (
+    DEFAULT_PORTS,
+    Handle,
+    Provider,
+    ProvisionContext,
+    check_port,
+    spec_kind,
+)
 
 
 class LocalProvider(Provider):

@@ -13,7 +13,7 @@ IOPS-month; EBS standard I/O per million requests. A month is 730 hours.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runners.errors import ValidationError
 
@@ -72,7 +72,9 @@ def _price(prices: dict, table: str, key: str, param: str) -> float:
     try:
         return float(prices[table][key])
     except KeyError:
-        raise ValidationError(param, f"no price for {key!r} in {table}; add it to the price table") from None
+        raise ValidationError(
+            param, f"no price for {key!r} in {table}; add it to the price table"
+        ) from None
 
 
 def _hourly(item, quantity, unit, price, hours, per_month=False) -> CostLine:
@@ -88,7 +90,13 @@ def rds_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
     klass = spec.get("instance_class", "")
     kind = storage_type(spec)
     lines = [
-        _hourly(klass, 1, "instance-hour", _price(prices, "rds_instance_hour", klass, "instance_class"), hours),
+        _hourly(
+            klass,
+            1,
+            "instance-hour",
+            _price(prices, "rds_instance_hour", klass, "instance_class"),
+            hours,
+        ),
         _hourly(
             f"RDS {kind} storage",
             spec.get("allocated_storage", 20),
@@ -100,7 +108,9 @@ def rds_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
     ]
     if spec.get("iops"):
         price = _price(prices, "rds_iops_month", kind, "iops")
-        lines.append(_hourly(f"RDS {kind} IOPS", spec["iops"], "IOPS-month", price, hours, per_month=True))
+        lines.append(
+            _hourly(f"RDS {kind} IOPS", spec["iops"], "IOPS-month", price, hours, per_month=True)
+        )
     return lines
 
 
@@ -114,17 +124,32 @@ def volume_lines(volumes: dict, hours: float, prices: dict) -> list[CostLine]:
     kind = volumes.get("type", "gp2")
     size = volumes.get("size_gb", 20)
     price = _price(prices, "ebs_gb_month", kind, "volumes.type")
-    lines = [_hourly(f"EBS {kind} {size} GB x{count}", count * size, "GB-month", price, hours, per_month=True)]
+    lines = [
+        _hourly(
+            f"EBS {kind} {size} GB x{count}", count * size, "GB-month", price, hours, per_month=True
+        )
+    ]
     if volumes.get("iops"):
         price = _price(prices, "ebs_iops_month", kind, "volumes.iops")
-        lines.append(_hourly(f"EBS {kind} IOPS x{count}", count * volumes["iops"], "IOPS-month", price, hours, True))
+        lines.append(
+            _hourly(
+                f"EBS {kind} IOPS x{count}",
+                count * volumes["iops"],
+                "IOPS-month",
+                price,
+                hours,
+                True,
+            )
+        )
     return lines
 
 
 def ec2_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
     """Instance and attached volumes of an aws_ec2 spec over hours."""
     kind = spec.get("instance_type", "")
-    line = _hourly(kind, 1, "instance-hour", _price(prices, "ec2_instance_hour", kind, "instance_type"), hours)
+    line = _hourly(
+        kind, 1, "instance-hour", _price(prices, "ec2_instance_hour", kind, "instance_type"), hours
+    )
     return [line] + volume_lines(spec.get("volumes") or {"count": 0}, hours, prices)
 
 
@@ -136,7 +161,15 @@ def spec_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
     if provider == "aws_ec2":
         return ec2_lines(spec, hours, prices)
     if spec.get("price_per_hour"):
-        return [_hourly(spec.get("name", provider or "target"), 1, "hour", float(spec["price_per_hour"]), hours)]
+        return [
+            _hourly(
+                spec.get("name", provider or "target"),
+                1,
+                "hour",
+                float(spec["price_per_hour"]),
+                hours,
+            )
+        ]
     return []
 
 
@@ -156,7 +189,7 @@ def estimate(plan_targets: list[dict], hours: float, prices: dict | None = None)
 
 def lifetime_hours(started: datetime, ended: datetime | None, now: datetime | None = None) -> float:
     """Hours between started and ended (or now for a resource still up)."""
-    end = ended or now or datetime.now(timezone.utc)
+    end = ended or now or datetime.now(UTC)
     return max(0.0, (end - started).total_seconds() / 3600.0)
 
 
@@ -180,7 +213,9 @@ def actual(resources: list[dict], prices: dict | None = None, now: datetime | No
         elif kind == "ec2_instance":
             lines = ec2_lines({**spec, "volumes": None}, hours, prices)
         elif kind == "volume":
-            lines = volume_lines({**spec, "count": 1}, hours, prices) + _io_lines(spec, resource, prices)
+            lines = volume_lines({**spec, "count": 1}, hours, prices) + _io_lines(
+                spec, resource, prices
+            )
         else:
             lines = []
         for line in lines:
@@ -195,7 +230,16 @@ def _io_lines(spec: dict, resource: dict, prices: dict) -> list[CostLine]:
     if not requests or kind not in prices.get("ebs_io_million", {}):
         return []
     price = float(prices["ebs_io_million"][kind])
-    return [CostLine(f"EBS {kind} I/O", requests / 1e6, "million requests", price, 0.0, requests / 1e6 * price)]
+    return [
+        CostLine(
+            f"EBS {kind} I/O",
+            requests / 1e6,
+            "million requests",
+            price,
+            0.0,
+            requests / 1e6 * price,
+        )
+    ]
 
 
 def price_performance(value: float, dollars_per_hour: float) -> float | None:

@@ -14,7 +14,7 @@ which AWS refuses to delete while in use.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runners.providers import aws_common as aws
 from runners.providers.aws_ec2 import LIVE_STATES, delete_key_pair_if_unused, delete_volume
@@ -60,11 +60,16 @@ def reap(
     session: a boto3 Session (team keys or the worker's role) with a region.
     Raises RunnerError if a delete fails (the next pass retries).
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     runs = {str(r) for r in runs}
     ec2, rds = (aws.client(session, name, endpoint_url) for name in ("ec2", "rds"))
     waiter = ProvisionContext(
-        run_id="reaper", team="", owner="", expires_at=now, wait_timeout=wait_timeout, poll_interval=poll_interval
+        run_id="reaper",
+        team="",
+        owner="",
+        expires_at=now,
+        wait_timeout=wait_timeout,
+        poll_interval=poll_interval,
     )
     reaped = _reap_db_instances(rds, waiter, now, runs)
     reaped += _reap_instances(ec2, waiter, now, runs)
@@ -88,18 +93,26 @@ def _reap_db_instances(rds, waiter, now, runs) -> list[Reaped]:
                 delete_instance(rds, db["DBInstanceIdentifier"])
                 due.append(_record("rds_instance", db["DBInstanceIdentifier"], tags))
     for item in due:
-        aws.wait_until(lambda: _db_gone(rds, item.id), waiter, f"deleting DB instance {item.id}")
+        aws.wait_until(
+            lambda i=item.id: _db_gone(rds, i), waiter, f"deleting DB instance {item.id}"
+        )
     return due
 
 
 def _db_gone(rds, identifier: str) -> bool:
-    found = aws.ignore_gone("describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier)
+    found = aws.ignore_gone(
+        "describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier
+    )
     return not (found and found["DBInstances"])
 
 
 def _reap_instances(ec2, waiter, now, runs) -> list[Reaped]:
-    filters = APP_FILTER + [{"Name": "instance-state-name", "Values": LIVE_STATES + ["shutting-down"]}]
-    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)["Reservations"]
+    filters = APP_FILTER + [
+        {"Name": "instance-state-name", "Values": LIVE_STATES + ["shutting-down"]}
+    ]
+    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)[
+        "Reservations"
+    ]
     due = []
     for instance in (i for r in reservations for i in r["Instances"]):
         tags = aws.tag_dict(instance.get("Tags"))
@@ -114,7 +127,9 @@ def _reap_instances(ec2, waiter, now, runs) -> list[Reaped]:
 
 def _all_terminated(ec2, ids: list[str]) -> bool:
     found = aws.ignore_gone("describe instances", ec2.describe_instances, InstanceIds=ids)
-    states = [i["State"]["Name"] for r in (found or {}).get("Reservations", []) for i in r["Instances"]]
+    states = [
+        i["State"]["Name"] for r in (found or {}).get("Reservations", []) for i in r["Instances"]
+    ]
     return all(state == "terminated" for state in states)
 
 
@@ -123,7 +138,9 @@ def _reap_volumes(ec2, waiter, now, runs) -> list[Reaped]:
     due = []
     for volume in volumes:
         tags = aws.tag_dict(volume.get("Tags"))
-        attached_live = any(a.get("State") in ("attaching", "attached") for a in volume.get("Attachments", []))
+        attached_live = any(
+            a.get("State") in ("attaching", "attached") for a in volume.get("Attachments", [])
+        )
         # A volume still attached to a live instance belongs to an unexpired
         # host (expired ones were terminated above); leave it to that host.
         if is_due(tags, now, runs) and not attached_live:
@@ -143,11 +160,15 @@ def _reap_key_pairs(ec2, now, runs) -> list[Reaped]:
 
 
 def _reap_groups(ec2, rds, now, runs) -> list[Reaped]:
-    groups = aws.call("describe security groups", ec2.describe_security_groups, Filters=APP_FILTER)["SecurityGroups"]
+    groups = aws.call("describe security groups", ec2.describe_security_groups, Filters=APP_FILTER)[
+        "SecurityGroups"
+    ]
     due = []
     for group in groups:
         tags = aws.tag_dict(group.get("Tags"))
-        if is_due(tags, now, runs) and aws.delete_security_group_if_unused(ec2, rds, group["GroupId"]):
+        if is_due(tags, now, runs) and aws.delete_security_group_if_unused(
+            ec2, rds, group["GroupId"]
+        ):
             due.append(_record("security_group", group["GroupId"], tags))
     return due
 
@@ -158,10 +179,16 @@ def _reap_parameter_groups(rds, now, runs) -> list[Reaped]:
         for group in page["DBParameterGroups"]:
             if not group["DBParameterGroupName"].startswith("bb-"):
                 continue  # ours are all named bb-...; skip the tag look-up for the rest
-            listed = aws.call("list tags", rds.list_tags_for_resource, ResourceName=group["DBParameterGroupArn"])
+            listed = aws.call(
+                "list tags", rds.list_tags_for_resource, ResourceName=group["DBParameterGroupArn"]
+            )
             tags = aws.tag_dict(listed.get("TagList"))
             if is_due(tags, now, runs):
                 name = group["DBParameterGroupName"]
-                aws.ignore_gone("delete parameter group", rds.delete_db_parameter_group, DBParameterGroupName=name)
+                aws.ignore_gone(
+                    "delete parameter group",
+                    rds.delete_db_parameter_group,
+                    DBParameterGroupName=name,
+                )
                 due.append(_record("db_parameter_group", name, tags))
     return due

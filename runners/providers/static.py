@@ -74,7 +74,9 @@ class StaticProvider(Provider):
         for key in ("credential", "password_env"):
             if spec.get(key):
                 extra[key] = spec[key]
-        return apply_connect_via(Handle(provider=self.name, endpoint=endpoint, ssh=ssh, extra=extra), spec)
+        return apply_connect_via(
+            Handle(provider=self.name, endpoint=endpoint, ssh=ssh, extra=extra), spec
+        )
 
     def teardown(self, handle: Handle, ctx: ProvisionContext | None = None) -> None:
         """Nothing to delete: we never own static systems."""

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -22,7 +22,7 @@ from runners.providers.reaper import reap
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
 REGION = "ap-northeast-1"
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 S1_IOPS = {
     "provider": "aws_rds",
     "name": "m2-4xlarge-iops",
@@ -34,13 +34,25 @@ S1_IOPS = {
     "availability_zone": "ap-northeast-1c",
     "parameters": {"max_connections": 500, "innodb_flush_log_at_trx_commit": 2},
 }
-S1_CLIENT = {"provider": "aws_ec2", "name": "client", "instance_type": "m3.2xlarge", "availability_zone": "ap-northeast-1c"}
+S1_CLIENT = {
+    "provider": "aws_ec2",
+    "name": "client",
+    "instance_type": "m3.2xlarge",
+    "availability_zone": "ap-northeast-1c",
+}
 S3_HOST = {
     "provider": "aws_ec2",
     "name": "c1-medium",
     "instance_type": "c1.medium",
     "region": REGION,
-    "volumes": {"count": 4, "size_gb": 20, "type": "standard", "raid": 0, "filesystem": "xfs", "mount": "/data"},
+    "volumes": {
+        "count": 4,
+        "size_gb": 20,
+        "type": "standard",
+        "raid": 0,
+        "filesystem": "xfs",
+        "mount": "/data",
+    },
 }
 
 
@@ -61,21 +73,23 @@ class Recorder:
         self.secrets[name] = value
 
 
-def make_ctx(rec: Recorder | None = None, run_id="r1", expires=timedelta(hours=2), **kw) -> ProvisionContext:
+def make_ctx(
+    rec: Recorder | None = None, run_id="r1", expires=timedelta(hours=2), **kw
+) -> ProvisionContext:
     rec = rec or Recorder()
-    fields = dict(
-        run_id=run_id,
-        cell_id=None,
-        team="perf",
-        owner="alice",
-        expires_at=NOW + expires,
-        region=REGION,
-        on_create=rec.on_create,
-        on_created=rec.on_created,
-        secret_sink=rec.secret_sink,
-        wait_timeout=20,
-        poll_interval=0.05,
-    )
+    fields = {
+        "run_id": run_id,
+        "cell_id": None,
+        "team": "perf",
+        "owner": "alice",
+        "expires_at": NOW + expires,
+        "region": REGION,
+        "on_create": rec.on_create,
+        "on_created": rec.on_created,
+        "secret_sink": rec.secret_sink,
+        "wait_timeout": 20,
+        "poll_interval": 0.05,
+    }
     fields.update(kw)
     return ProvisionContext(**fields)
 
@@ -88,31 +102,54 @@ def aws_client(service):
 def leftovers() -> dict[str, int]:
     """Counts of live resources in moto, per kind."""
     ec2, rds = aws_client("ec2"), aws_client("rds")
-    live = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    live = ec2.describe_instances(
+        Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+    )
     return {
         "db_instances": len(rds.describe_db_instances()["DBInstances"]),
         "instances": sum(len(r["Instances"]) for r in live["Reservations"]),
         "volumes": len(ec2.describe_volumes()["Volumes"]),
         "key_pairs": len(ec2.describe_key_pairs()["KeyPairs"]),
-        "groups": len(ec2.describe_security_groups(Filters=[{"Name": "tag:app", "Values": ["benchboard"]}])["SecurityGroups"]),
+        "groups": len(
+            ec2.describe_security_groups(Filters=[{"Name": "tag:app", "Values": ["benchboard"]}])[
+                "SecurityGroups"
+            ]
+        ),
         "parameter_groups": sum(
-            g["DBParameterGroupName"].startswith("bb-") for g in rds.describe_db_parameter_groups()["DBParameterGroups"]
+            g["DBParameterGroupName"].startswith("bb-")
+            for g in rds.describe_db_parameter_groups()["DBParameterGroups"]
         ),
     }
 
 
-NOTHING = {"db_instances": 0, "instances": 0, "volumes": 0, "key_pairs": 0, "groups": 0, "parameter_groups": 0}
+NOTHING = {
+    "db_instances": 0,
+    "instances": 0,
+    "volumes": 0,
+    "key_pairs": 0,
+    "groups": 0,
+    "parameter_groups": 0,
+}
 
 
-def test_rds_provision_s1_instance_tagged_and_torn_down(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_rds_provision_s1_instance_tagged_and_torn_down():
     rec = Recorder()
     ctx = make_ctx(rec, cell_id="c7")
     provider = get_provider("aws_rds")
     handle = provider.provision(S1_IOPS, ctx)
 
-    db = aws_client("rds").describe_db_instances(DBInstanceIdentifier=handle.ids["db_instance"])["DBInstances"][0]
+    db = aws_client("rds").describe_db_instances(DBInstanceIdentifier=handle.ids["db_instance"])[
+        "DBInstances"
+    ][0]
     tags = {t["Key"]: t["Value"] for t in db["TagList"]}
-    got = (db["DBInstanceClass"], db["Iops"], db["AllocatedStorage"], db["StorageType"], db["AvailabilityZone"])
+    got = (
+        db["DBInstanceClass"],
+        db["Iops"],
+        db["AllocatedStorage"],
+        db["StorageType"],
+        db["AvailabilityZone"],
+    )
     assert got == ("db.m2.4xlarge", 10000, 1000, "io1", "ap-northeast-1c")
     assert db["PubliclyAccessible"] is False
     assert tags == {
@@ -125,7 +162,9 @@ def test_rds_provision_s1_instance_tagged_and_torn_down(moto_endpoint):
         "token": "bb-r1-c7-m2-4xlarge-iops",
     }
     assert handle.ids["db_instance"] == "bb-r1-c7-m2-4xlarge-iops"
-    assert handle.endpoint == Endpoint(kind="mysql", host=db["Endpoint"]["Address"], port=3306, user="benchboard")
+    assert handle.endpoint == Endpoint(
+        kind="mysql", host=db["Endpoint"]["Address"], port=3306, user="benchboard"
+    )
     password = rec.secrets["bb-r1-c7-m2-4xlarge-iops-master-password"]
     assert len(password) == 32
     assert password not in repr(handle) + json.dumps(handle.to_dict()) + repr(rec.events)
@@ -138,7 +177,8 @@ def test_rds_provision_s1_instance_tagged_and_torn_down(moto_endpoint):
     provider.teardown(handle, ctx)  # already gone is fine
 
 
-def test_rds_provision_twice_returns_same_instance(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_rds_provision_twice_returns_same_instance():
     rec = Recorder()
     ctx = make_ctx(rec)
     first = PROVIDERS["aws_rds"].provision(S1_IOPS, ctx)
@@ -150,7 +190,8 @@ def test_rds_provision_twice_returns_same_instance(moto_endpoint):
     assert leftovers() == NOTHING
 
 
-def test_rds_on_create_runs_before_the_create_call(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_rds_on_create_runs_before_the_create_call():
     rds = aws_client("rds")
     seen = []
 
@@ -168,7 +209,8 @@ def test_rds_on_create_runs_before_the_create_call(moto_endpoint):
     PROVIDERS["aws_rds"].teardown(handle, ctx)
 
 
-def test_rds_on_create_raising_creates_nothing(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_rds_on_create_raising_creates_nothing():
     def on_create(kind, token, tags):
         if kind == "rds_instance":
             raise RuntimeError("database down")
@@ -178,7 +220,8 @@ def test_rds_on_create_raising_creates_nothing(moto_endpoint):
     assert leftovers() == NOTHING
 
 
-def test_rds_connect_via_overrides_moto_address(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_rds_connect_via_overrides_moto_address():
     spec = dict(S1_IOPS, connect_via={"host": "127.0.0.1", "port": 3306, "user": "root"})
     ctx = make_ctx()
     handle = PROVIDERS["aws_rds"].provision(spec, ctx)
@@ -186,26 +229,43 @@ def test_rds_connect_via_overrides_moto_address(moto_endpoint):
     assert handle.extra["cloud_endpoint"]["host"].endswith(".rds.amazonaws.com")
     # The overridden endpoint is a real server: local MariaDB answers on it.
     out = subprocess.run(
-        ["mariadb", "-h", handle.endpoint.host, "-P", str(handle.endpoint.port), "-u", "root", "-N", "-e", "SELECT 1"],
+        [
+            "mariadb",
+            "-h",
+            handle.endpoint.host,
+            "-P",
+            str(handle.endpoint.port),
+            "-u",
+            "root",
+            "-N",
+            "-e",
+            "SELECT 1",
+        ],
         capture_output=True,
         text=True,
         timeout=10,
+        check=False,
     )
     assert out.stdout.strip() == "1"
     PROVIDERS["aws_rds"].teardown(handle, ctx)
 
 
-def test_ec2_host_with_four_volumes_provisioned_and_torn_down(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_ec2_host_with_four_volumes_provisioned_and_torn_down():
     rec = Recorder()
     ctx = make_ctx(rec)
     handle = PROVIDERS["aws_ec2"].provision(S3_HOST, ctx)
     ec2 = aws_client("ec2")
-    instance = ec2.describe_instances(InstanceIds=[handle.ids["instance"]])["Reservations"][0]["Instances"][0]
+    instance = ec2.describe_instances(InstanceIds=[handle.ids["instance"]])["Reservations"][0][
+        "Instances"
+    ][0]
     attached = {
         v["Attachments"][0]["Device"]: v["Size"]
         for v in ec2.describe_volumes(VolumeIds=handle.ids["volumes"])["Volumes"]
     }
-    behaviour = ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="instanceInitiatedShutdownBehavior")
+    behaviour = ec2.describe_instance_attribute(
+        InstanceId=instance["InstanceId"], Attribute="instanceInitiatedShutdownBehavior"
+    )
     assert (instance["InstanceType"], instance["KeyName"]) == ("c1.medium", "bb-r1-key")
     assert attached == {"/dev/sdf": 20, "/dev/sdg": 20, "/dev/sdh": 20, "/dev/sdi": 20}
     assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
@@ -219,26 +279,39 @@ def test_ec2_host_with_four_volumes_provisioned_and_torn_down(moto_endpoint):
         "known_host_key": None,
     }
     kinds = [(event, kind) for event, kind, *_ in rec.events]
-    assert kinds == [("create", "security_group"), ("created", "security_group"), ("create", "key_pair"),
-                     ("created", "key_pair"), ("create", "ec2_instance"), ("created", "ec2_instance")] + [
-        ("create", "volume"), ("created", "volume")] * 4
+    assert (
+        kinds
+        == [
+            ("create", "security_group"),
+            ("created", "security_group"),
+            ("create", "key_pair"),
+            ("created", "key_pair"),
+            ("create", "ec2_instance"),
+            ("created", "ec2_instance"),
+        ]
+        + [("create", "volume"), ("created", "volume")] * 4
+    )
 
     PROVIDERS["aws_ec2"].teardown(Handle.from_dict(handle.to_dict()), ctx)
     assert leftovers() == NOTHING
     assert PROVIDERS["aws_ec2"].exists(handle, ctx) is False
 
 
-def test_ec2_provision_twice_returns_same_ids(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_ec2_provision_twice_returns_same_ids():
     ctx = make_ctx()
     first = PROVIDERS["aws_ec2"].provision(S3_HOST, ctx)
     second = PROVIDERS["aws_ec2"].provision(S3_HOST, ctx)
     assert second.ids == first.ids
-    assert leftovers() == dict(NOTHING, instances=1, volumes=5, key_pairs=1, groups=1)  # + root volume
+    assert leftovers() == dict(
+        NOTHING, instances=1, volumes=5, key_pairs=1, groups=1
+    )  # + root volume
     PROVIDERS["aws_ec2"].teardown(second, ctx)
     assert leftovers() == NOTHING
 
 
-def test_ec2_failure_mid_provision_leaves_nothing(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_ec2_failure_mid_provision_leaves_nothing():
     def on_create(kind, token, tags):
         if token.endswith("-v2"):
             raise RuntimeError("row insert failed")
@@ -248,7 +321,8 @@ def test_ec2_failure_mid_provision_leaves_nothing(moto_endpoint):
     assert leftovers() == NOTHING
 
 
-def test_ec2_cancel_during_provisioning_leaves_nothing(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_ec2_cancel_during_provisioning_leaves_nothing():
     ctx = make_ctx()
 
     def on_created(kind, token, cloud_id):
@@ -266,9 +340,12 @@ def test_ec2_cancel_during_provisioning_leaves_nothing(moto_endpoint):
     assert leftovers() == NOTHING
 
 
-def test_ec2_invalid_zone_is_permanent_error(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_ec2_invalid_zone_is_permanent_error():
     with pytest.raises(RunnerError) as caught:
-        PROVIDERS["aws_ec2"].provision(dict(S1_CLIENT, availability_zone="ap-northeast-1z"), make_ctx())
+        PROVIDERS["aws_ec2"].provision(
+            dict(S1_CLIENT, availability_zone="ap-northeast-1z"), make_ctx()
+        )
     assert (caught.value.message, caught.value.permanent) == (
         "run instance: InvalidParameterValue: Invalid Availability Zone (ap-northeast-1z)",
         True,
@@ -276,16 +353,29 @@ def test_ec2_invalid_zone_is_permanent_error(moto_endpoint):
     assert leftovers() == NOTHING
 
 
-def test_connect_via_ssh_bastion_overrides_host(moto_endpoint):
-    spec = dict(S1_CLIENT, connect_via={"ssh": {"host": "127.0.0.1", "port": 2222, "user": "bench", "credential": "k"}})
+@pytest.mark.usefixtures("moto_endpoint")
+def test_connect_via_ssh_bastion_overrides_host():
+    spec = dict(
+        S1_CLIENT,
+        connect_via={
+            "ssh": {"host": "127.0.0.1", "port": 2222, "user": "bench", "credential": "k"}
+        },
+    )
     ctx = make_ctx()
     handle = PROVIDERS["aws_ec2"].provision(spec, ctx)
-    assert handle.ssh == {"host": "127.0.0.1", "port": 2222, "user": "bench", "credential": "k", "known_host_key": None}
+    assert handle.ssh == {
+        "host": "127.0.0.1",
+        "port": 2222,
+        "user": "bench",
+        "credential": "k",
+        "known_host_key": None,
+    }
     PROVIDERS["aws_ec2"].teardown(handle, ctx)
     assert leftovers() == NOTHING
 
 
-def test_reaper_deletes_expired_and_leaves_unexpired_and_untagged(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_reaper_deletes_expired_and_leaves_unexpired_and_untagged():
     old = make_ctx(run_id="old", expires=timedelta(hours=-1))
     new = make_ctx(run_id="new")
     PROVIDERS["aws_rds"].provision(S1_IOPS, old)
@@ -298,12 +388,19 @@ def test_reaper_deletes_expired_and_leaves_unexpired_and_untagged(moto_endpoint)
     reaped = reap(boto3.Session(region_name=REGION), poll_interval=0.05, wait_timeout=20)
 
     assert sorted((r.kind, r.run) for r in reaped) == sorted(
-        [("rds_instance", "old"), ("db_parameter_group", "old"), ("ec2_instance", "old"), ("key_pair", "old"),
-         ("security_group", "old")]
+        [
+            ("rds_instance", "old"),
+            ("db_parameter_group", "old"),
+            ("ec2_instance", "old"),
+            ("key_pair", "old"),
+            ("security_group", "old"),
+        ]
     )  # the volumes went with their instance (DeleteOnTermination)
     assert PROVIDERS["aws_rds"].exists(kept_db, new) and PROVIDERS["aws_ec2"].exists(kept_host, new)
     assert ec2.describe_volumes(VolumeIds=[foreign])["Volumes"][0]["State"] == "available"
-    assert leftovers() == dict(NOTHING, db_instances=1, parameter_groups=1, instances=1, volumes=2, key_pairs=1, groups=1)
+    assert leftovers() == dict(
+        NOTHING, db_instances=1, parameter_groups=1, instances=1, volumes=2, key_pairs=1, groups=1
+    )
 
 
 CRASH = """
@@ -321,9 +418,16 @@ PROVIDERS[sys.argv[1]].provision({"provider": sys.argv[1], "name": "x", "instanc
 
 
 @pytest.mark.parametrize("provider, kind", [("aws_rds", "rds_instance"), ("aws_ec2", "volume")])
-def test_reaper_cleans_up_after_worker_killed_after_create(moto_endpoint, provider, kind):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_reaper_cleans_up_after_worker_killed_after_create(provider, kind):
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-c", CRASH, provider, kind], cwd=root, env=dict(os.environ), timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH, provider, kind],
+        cwd=root,
+        env=dict(os.environ),
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == -9
     assert leftovers() != NOTHING
     later = NOW + timedelta(hours=3)
@@ -331,9 +435,12 @@ def test_reaper_cleans_up_after_worker_killed_after_create(moto_endpoint, provid
     assert leftovers() == NOTHING
 
 
-def test_reaper_known_orphan_runs_are_deleted_before_expiry(moto_endpoint):
+@pytest.mark.usefixtures("moto_endpoint")
+def test_reaper_known_orphan_runs_are_deleted_before_expiry():
     PROVIDERS["aws_ec2"].provision(S1_CLIENT, make_ctx(run_id="gone"))
-    reaped = reap(boto3.Session(region_name=REGION), runs={"gone"}, poll_interval=0.05, wait_timeout=20)
+    reaped = reap(
+        boto3.Session(region_name=REGION), runs={"gone"}, poll_interval=0.05, wait_timeout=20
+    )
     assert sorted(r.kind for r in reaped) == ["ec2_instance", "key_pair", "security_group"]
     assert leftovers() == NOTHING
 
@@ -353,7 +460,13 @@ def test_static_provider_balancer_with_nodes():
         "nodes": [{"host": "10.0.0.1", "port": 3306}, {"host": "10.0.0.2", "port": 3307}],
         "credential": "sb-password",
     }
-    assert handle.ssh == {"host": "db8.internal", "port": 22, "user": "ops", "credential": "ops-key", "known_host_key": None}
+    assert handle.ssh == {
+        "host": "db8.internal",
+        "port": 22,
+        "user": "ops",
+        "credential": "ops-key",
+        "known_host_key": None,
+    }
 
 
 @pytest.mark.parametrize(
@@ -373,7 +486,9 @@ def test_static_provider_refuses_bad_spec(spec, param):
 
 def test_local_provider_points_at_loopback():
     handle = get_provider("local").provision({"kind": "postgres", "user": "postgres"}, None)
-    assert handle.endpoint == Endpoint(kind="postgres", host="127.0.0.1", port=5432, user="postgres")
+    assert handle.endpoint == Endpoint(
+        kind="postgres", host="127.0.0.1", port=5432, user="postgres"
+    )
 
 
 def test_get_provider_unknown_lists_known():
@@ -385,7 +500,10 @@ def test_get_provider_unknown_lists_known():
     "spec, param",
     [
         (dict(S1_IOPS, parameters={"sql_mode": "x"}), "parameters.sql_mode"),
-        (dict(S1_IOPS, parameters={"innodb_io_capacity": "1; drop"}), "parameters.innodb_io_capacity"),
+        (
+            dict(S1_IOPS, parameters={"innodb_io_capacity": "1; drop"}),
+            "parameters.innodb_io_capacity",
+        ),
         (dict(S1_IOPS, instance_class="m2.4xlarge"), "instance_class"),
         (dict(S1_IOPS, iops=10), "iops"),
         (dict(S1_IOPS, engine="oracle-ee"), "engine"),
@@ -415,7 +533,10 @@ def test_raid0_script_single_volume_needs_no_array():
     ]
 
 
-@pytest.mark.parametrize("devices, mount", [(["/dev/sdf;reboot"], "/data"), (["/dev/sdf"], "/data x"), (["/dev/sdf"], "rel")])
+@pytest.mark.parametrize(
+    "devices, mount",
+    [(["/dev/sdf;reboot"], "/data"), (["/dev/sdf"], "/data x"), (["/dev/sdf"], "rel")],
+)
 def test_raid0_script_refuses_unsafe_names(devices, mount):
     with pytest.raises(ValidationError):
         raid0_script(devices, mount)
