@@ -15,6 +15,7 @@ Every phase's raw (masked) output is kept in CellOutcome.phases, failed or not.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 
@@ -98,9 +99,18 @@ def _phase_params(plan: Plan, tool, overrides: dict, base: dict | None = None) -
         raise CellFailed(str(exc), permanent=True) from None
 
 
+def masked(command) -> str:
+    """The command line as it may be kept: each argument masked BEFORE quoting.
+
+    Command.masked() quotes first, so a secret with quotes or spaces (sysbench's
+    --mysql-password=...) would survive in its shell-quoted form.
+    """
+    return shlex.join(command.mask(arg) for arg in command.argv)
+
+
 def _record(phase: str, command, execution) -> PhaseRecord:
     return PhaseRecord(
-        phase=phase, command=command.masked(), exit_code=execution.exit_code,
+        phase=phase, command=masked(command), exit_code=execution.exit_code,
         stdout=execution.stdout, stderr=execution.stderr, started=execution.started,
         finished=execution.finished, timed_out=execution.timed_out,
         cancelled=execution.cancelled)
@@ -272,7 +282,7 @@ class _CellRun:
 
         self.on_phase("measure")
         command = self.tool.build(self.cell.params, self.endpoint, "run")
-        self.outcome.command = command.masked()
+        self.outcome.command = masked(command)
         sampler = CpuSampler()
         sampler.start(self.client)
         try:
