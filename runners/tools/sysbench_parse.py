@@ -90,19 +90,14 @@ def parse(text: str) -> Result:
 
 def _series(text: str) -> tuple[list[dict], int]:
     """Return (series rows, offset just after the last interval line)."""
-    rows: list[dict] = []
-    end = 0
-    for match in _OLTP_1X.finditer(text):
-        g = match.groups()
-        rows.append({
-            "t": _number(g[0]), "threads": int(g[1]), "tps": float(g[2]), "qps": float(g[3]),
-            "reads": float(g[4]), "writes": float(g[5]), "other": float(g[6]),
-            _latency_name(g[7]): float(g[8]), "err_s": float(g[9]), "reconn_s": float(g[10]),
-        })
-        end = match.end()
     brackets = text.count("\n[") + text.startswith("[")
-    if len(rows) == brackets:
-        return rows, end
+    if not brackets:
+        return [], 0
+    found = _OLTP_1X.findall(text)
+    if found and len(found) == brackets:
+        last = text.rfind("\n[") + 1
+        end = text.find("\n", last)
+        return _oltp_rows(found), (len(text) if end == -1 else end)
     # Other formats (0.4/0.5/early 1.0, cpu, fileio) or mixed text: the slow path.
     rows, end = [], 0
     for match in _ANY_INTERVAL.finditer(text):
@@ -111,6 +106,24 @@ def _series(text: str) -> tuple[list[dict], int]:
             rows.append(row)
             end = match.end()
     return rows, end
+
+
+def _oltp_rows(found: list[tuple]) -> list[dict]:
+    """Rows from _OLTP_1X.findall tuples: the hot loop, one dict display per line.
+
+    The percentile is the same on every line of a run, so its key is built once.
+    """
+    percents = {row[7] for row in found}
+    if len(percents) > 1:
+        return [{"t": _number(t), "threads": int(thr), "tps": float(tps), "qps": float(qps),
+                 "reads": float(r), "writes": float(w), "other": float(o),
+                 _latency_name(pct): float(lat), "err_s": float(err), "reconn_s": float(rc)}
+                for t, thr, tps, qps, r, w, o, pct, lat, err, rc in found]
+    lat_key = _latency_name(percents.pop())
+    return [{"t": int(t) if t.isdigit() else float(t), "threads": int(thr), "tps": float(tps),
+             "qps": float(qps), "reads": float(r), "writes": float(w), "other": float(o),
+             lat_key: float(lat), "err_s": float(err), "reconn_s": float(rc)}
+            for t, thr, tps, qps, r, w, o, _pct, lat, err, rc in found]
 
 
 def _interval_row(t: float, rest: str) -> dict | None:

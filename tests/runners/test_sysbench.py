@@ -111,8 +111,8 @@ ERRORS = {
     "sysbench_oltp_read_write_wrong_password": [
         "FATAL: unable to connect to MySQL server on host '127.0.0.1', port 3306, aborting...",
         "FATAL: error 1045: Access denied for user 'bench'@'localhost' (using password: YES)",
-        "FATAL: `thread_init' function failed: /usr/share/sysbench/oltp_common.lua:349: "
-        "connection creation failed",
+        ("FATAL: `thread_init' function failed: /usr/share/sysbench/oltp_common.lua:349: "
+         "connection creation failed"),
         "FATAL: Thread initialization failed!"],
     "sysbench_oltp_read_write_missing_table": [
         "FATAL: mysql_stmt_prepare() failed",
@@ -143,8 +143,8 @@ def test_parse_alert_err1317_lines_are_errors_and_numbers_kept():
         "Threads started!\n", "Threads started!\nALERT: failed to execute mysql_stmt_execute(): "
         "Err1317 Query execution was interrupted\n", 1)
     result = sysbench.parse(text)
-    assert result.errors == ["ALERT: failed to execute mysql_stmt_execute(): Err1317 Query "
-                             "execution was interrupted"]
+    assert result.errors == [("ALERT: failed to execute mysql_stmt_execute(): Err1317 Query "
+                              "execution was interrupted")]
     assert result.metrics == PARSED["public_sysbench_0412_oltp_complex"]
 
 

@@ -67,6 +67,6 @@ def run_command(command: Command, workdir: str, timeout: float = 60) -> tuple[in
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, upload.mode), "wb") as fh:
             fh.write(upload.content)
     resolved = command.resolved(workdir)
-    proc = subprocess.run(resolved.argv, cwd=workdir, stdout=subprocess.PIPE,
+    proc = subprocess.run(resolved.argv, check=False, cwd=workdir, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return proc.returncode, proc.stdout, resolved.argv
