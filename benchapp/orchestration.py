@@ -30,7 +30,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from benchapp import recording
+from benchapp import provisioning, recording
 from benchapp.models import Cell, Plan, Run, TargetLock, Team
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
@@ -119,6 +119,8 @@ def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None 
               origin: str = "manual", concurrency: int = 0, tags=()) -> Run:
     """Freeze a plan document into a Run with its Cells; dispatch after commit."""
     spec = validate_document(document, team)
+    provisioning.check_budget(team, spec)
+    first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
         run = Run.objects.create(
             team=team, plan=plan, name=spec.name, tool=spec.tool, document=spec.document,
@@ -128,8 +130,14 @@ def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None 
                  target_name=c.target)
             for c in expand(spec)
         )
-        transaction.on_commit(lambda: _enqueue_dispatch(run.pk))
+        transaction.on_commit(lambda: first_step(run.pk))
     return run
+
+
+def _enqueue_provision(run_id: int) -> None:
+    from benchapp import tasks
+
+    tasks.provision_run.delay(run_id)
 
 
 def _enqueue_dispatch(run_id: int) -> None:
@@ -151,7 +159,11 @@ def dispatch(run_id: int) -> list[int]:
     if run.cancel_requested:
         finish_run(run_id)  # once the running cells have stopped
         return []
+    if run.status == Run.PROVISIONING:
+        return []  # provisioning.provision_run sets RUNNING and dispatches when ready
     if run.status == Run.QUEUED:
+        if provisioning.needs_provisioning(load_plan(run.document)):
+            return []  # the provision_run task has not started yet
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now())
     queued = list(run.cells.filter(status=Cell.QUEUED).order_by("index"))

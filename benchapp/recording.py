@@ -13,6 +13,7 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.db import transaction
 
+from benchapp import provisioning
 from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
 from runners.cell import run_cell
 from runners.context import CellContext
@@ -62,7 +63,9 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
     run = cell.run
     plan = load_plan(run.document)
     book = SecretBook(run.team_id)
-    ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event)
+    targets, client_ssh = provisioning.runtime_overrides(run)
+    ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event, targets=targets,
+                      client_ssh=client_ssh)
     ctx.prepared = set(run.prepared_targets)
     done = threading.Event()
     watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),

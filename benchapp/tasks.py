@@ -46,6 +46,14 @@ def teardown_run(run_id: int) -> None:
     provisioning.teardown_run(run_id)
 
 
+@shared_task(name="benchapp.provision_run")
+def provision_run(run_id: int) -> None:
+    """Bring up a run's cloud targets and client, then dispatch its cells."""
+    from benchapp import provisioning
+
+    provisioning.provision_run(run_id)
+
+
 @shared_task(name="benchapp.reap")
 def reap() -> dict:
     return orchestration.reap()
