@@ -1,0 +1,559 @@
+"""Forms of the web UI: they validate and convert, services do the rest.
+
+The plan builder (PlanForm) is generated from the tools' allow-lists
+(runners.tools.get_tool(name).PARAMS) and produces one plan document, the
+single source of truth, validated by orchestration.validate_document. Its
+errors (ValidationError.param, a key path such as "axes.load_type[1]") are
+mapped back onto the field that holds that key.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from django import forms
+
+from benchapp import orchestration
+from benchapp.models import Credential, Target
+from runners.errors import ValidationError
+from runners.plan import ORDERS
+from runners.planspec import canonical
+from runners.tools import MEASURED_TOOLS, get_tool
+
+SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
+# Keys the structured form edits itself; everything else lives in `extra`.
+STRUCTURED_KEYS = ("name", "tool", "targets", "params", "axes", "overrides", "repeat", "order",
+                   "seed")
+BLANK_ROWS = 1  # empty axis/override rows offered after the filled ones
+
+
+# ------------------------------------------------------------ secrets
+
+
+class SecretTextarea(forms.Textarea):
+    """A textarea that never renders a value: secrets are write-only."""
+
+    def format_value(self, value):
+        return None
+
+
+class CredentialForm(forms.ModelForm):
+    secret = forms.CharField(
+        required=False, strip=False,
+        widget=SecretTextarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
+        help_text="Password, SSH private key (OpenSSH/PEM) or AWS secret key. Write-only: "
+                  "it is encrypted at rest and never shown again. Leave empty to keep the "
+                  "current one.")
+
+    class Meta:
+        model = Credential
+        fields = ["name", "kind", "username"]
+        labels = {"username": "User / access key id"}
+        help_texts = {"name": "Plans refer to it by this name (credential: NAME).",
+                      "username": "Optional; the AWS access key id for AWS keys."}
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+        if not self.instance.pk:
+            self.fields["secret"].required = True
+            self.fields["secret"].help_text = self.fields["secret"].help_text.rsplit(
+                " Leave", 1)[0]
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+            raise forms.ValidationError("Use letters, digits, '.', '_' and '-' only.")
+        taken = Credential.objects.filter(team=self.team, name=name).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError("This team already has a credential with this name.")
+        return name
+
+    def save(self, commit=True):
+        cred = super().save(commit=False)
+        cred.team = self.team
+        if self.cleaned_data.get("secret"):
+            cred.set_secret(self.cleaned_data["secret"])
+        if commit:
+            cred.save()
+        return cred
+
+
+# ------------------------------------------------------------ targets
+
+
+class TargetForm(forms.ModelForm):
+    provision = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="Optional provisioning spec as YAML, e.g. {provider: aws_rds, engine: mysql, "
+                  "instance_class: db.t3.micro}. Leave empty for an existing system.")
+    nodes = forms.CharField(required=False, help_text="Cluster nodes behind `host`, comma-separated.")
+
+    class Meta:
+        model = Target
+        fields = ["name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
+                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "notes"]
+        labels = {"credential": "Database password", "ssh_credential": "SSH key or password",
+                  "ssh_host": "SSH host", "ssh_port": "SSH port", "ssh_user": "SSH user",
+                  "via": "Reached via", "price_per_hour": "Price per hour"}
+        help_texts = {
+            "name": "Plans refer to it by this name.",
+            "host": "Address of the database or machine.",
+            "credential": "Leave empty to connect without a password.",
+            "ssh_host": "Fill in to run the tool or read host facts over SSH.",
+            "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
+            "price_per_hour": "For price-performance and cost estimates.",
+        }
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+        creds = Credential.objects.filter(team=team).order_by("name")
+        self.fields["credential"].queryset = creds
+        self.fields["ssh_credential"].queryset = creds
+        if self.instance.pk:
+            self.initial["provision"] = _yaml(self.instance.provision) if self.instance.provision else ""
+            self.initial["nodes"] = ", ".join(self.instance.nodes)
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+            raise forms.ValidationError("Use letters, digits, '.', '_' and '-' only.")
+        if Target.objects.filter(team=self.team, name=name).exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError("This team already has a target with this name.")
+        return name
+
+    def clean_provision(self):
+        value = _parse_yaml(self.cleaned_data["provision"], "provision") or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Expected a mapping such as {provider: aws_rds, ...}.")
+        return value
+
+    def clean_nodes(self):
+        return [n.strip() for n in self.cleaned_data["nodes"].split(",") if n.strip()]
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("host") and not data.get("provision") and data.get("kind") != "host":
+            self.add_error("host", "A database target needs a host (or a provisioning spec).")
+        if self.errors:
+            return data
+        # The plan validator is the one judge of a target: try it in a minimal plan.
+        trial = Target(team=self.team, **{k: v for k, v in data.items() if k in _TARGET_FIELDS})
+        tool = {"postgres": "pgbench", "host": "fio"}.get(data["kind"], "mysqlslap")
+        try:
+            orchestration.validate_document({"name": "check", "tool": tool,
+                                             "targets": [orchestration.target_document(trial)]})
+        except ValidationError as exc:
+            field = exc.param.split(".")[-1].split("[")[0]
+            field = {"credential": "credential"}.get(field, field)
+            self.add_error(field if field in self.fields else None, exc.message)
+        return data
+
+    def save(self, commit=True):
+        target = super().save(commit=False)
+        target.team = self.team
+        target.provision = self.cleaned_data["provision"]
+        target.nodes = self.cleaned_data["nodes"]
+        if commit:
+            target.save()
+        return target
+
+
+_TARGET_FIELDS = {"name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
+                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "provision",
+                  "nodes"}
+
+
+# ------------------------------------------------------------ plan builder
+
+
+def param_field_name(tool: str, name: str) -> str:
+    return f"param-{tool}-{name}"
+
+
+def _param_field(param) -> forms.Field:
+    """A form field for one runners.params.Param: typed text in, value out."""
+    help_text = f"{param.help}. Expected: {param.describe()}" if param.help else param.describe()
+    default = "" if param.default is None else _show(param.default)
+    if param.kind == "bool":
+        label = f"default ({default})" if default else "default"
+        return forms.ChoiceField(required=False, help_text=help_text, choices=[
+            ("", label), ("true", "yes"), ("false", "no")])
+    if param.kind == "choice":
+        label = f"default ({default})" if default else "default"
+        return forms.ChoiceField(required=False, help_text=help_text,
+                                 choices=[("", label)] + [(c, c) for c in param.choices])
+    if param.kind == "sql":
+        return forms.CharField(required=False, help_text=help_text, strip=False,
+                               widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}))
+    attrs = {"placeholder": default, "autocomplete": "off"}
+    if param.many:
+        help_text += " (a comma-separated list runs them all in one cell)"
+    return forms.CharField(required=False, help_text=help_text, widget=forms.TextInput(attrs))
+
+
+class PlanForm(forms.Form):
+    """The structured plan builder. `document` is set when the form is valid."""
+
+    name = forms.CharField(max_length=200, help_text="Shown on runs and results.")
+    tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS])
+    targets = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Stored targets of this team. Several targets need a `target` axis.")
+    repeat = forms.IntegerField(min_value=1, max_value=1000, initial=1,
+                                help_text="Runs of every combination.")
+    order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], initial="sequential",
+                              help_text="sequential: repeats together; interleaved: round "
+                                        "by round; shuffled: random, reproducible with the seed.")
+    seed = forms.IntegerField(required=False, min_value=0, help_text="For shuffled order.")
+    extra = forms.CharField(
+        required=False, label="Other plan keys (YAML)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="client, prepare, warmup, stress, timeout, sysbench_version, inline or "
+                  "provisioned targets… as in a plan file.")
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+        self.document = None
+        self.stored = {t.name: t for t in team.targets.select_related("credential",
+                                                                      "ssh_credential")}
+        self.fields["targets"].choices = [
+            (t.name, f"{t.name} — {t.get_kind_display()} {t.host or '(provisioned)'}")
+            for t in self.stored.values()]
+        for tool in MEASURED_TOOLS:
+            for name, param in get_tool(tool).PARAMS.items():
+                self.fields[param_field_name(tool, name)] = _param_field(param)
+        self.axis_count = self._rows("axis", self.initial.get("axes", []))
+        self.override_count = self._rows("override", self.initial.get("overrides", []))
+        for i in range(self.axis_count):
+            self.fields[f"axis-{i}-name"] = forms.CharField(required=False, label="Axis")
+            self.fields[f"axis-{i}-values"] = forms.CharField(required=False, label="Values")
+        for i in range(self.override_count):
+            self.fields[f"override-{i}-when"] = forms.CharField(required=False, label="When")
+            self.fields[f"override-{i}-set"] = forms.CharField(required=False, label="Set")
+        for i, (name, values) in enumerate(self.initial.get("axes", [])):
+            self.initial[f"axis-{i}-name"], self.initial[f"axis-{i}-values"] = name, values
+        for i, (when, sets) in enumerate(self.initial.get("overrides", [])):
+            self.initial[f"override-{i}-when"], self.initial[f"override-{i}-set"] = when, sets
+
+    def _rows(self, prefix: str, initial: list) -> int:
+        """Rows present in the POST (JS may add some), else the initial ones + blanks."""
+        if self.is_bound:
+            found = [int(m.group(1)) for key in self.data
+                     if (m := re.fullmatch(rf"{prefix}-(\d+)-\w+", key)) and int(m.group(1)) < 50]
+            return max(found, default=-1) + 1
+        return len(initial) + BLANK_ROWS
+
+    # -- rendering helpers (templates) --
+
+    def tool_params(self):
+        """[(tool, [bound field, ...])] for the per-tool parameter fieldsets."""
+        return [(tool, [self[param_field_name(tool, n)] for n in get_tool(tool).PARAMS])
+                for tool in MEASURED_TOOLS]
+
+    def axis_rows(self):
+        return [(self[f"axis-{i}-name"], self[f"axis-{i}-values"]) for i in range(self.axis_count)]
+
+    def override_rows(self):
+        return [(self[f"override-{i}-when"], self[f"override-{i}-set"])
+                for i in range(self.override_count)]
+
+    def axis_names(self):
+        names = list(SPECIAL_AXES)
+        for tool in MEASURED_TOOLS:
+            module = get_tool(tool)
+            names += [n for n in (*module.PARAMS, *getattr(module, "ALIASES", {})) if n not in names]
+        return names
+
+    # -- validation --
+
+    def clean_extra(self):
+        extra = _parse_yaml(self.cleaned_data["extra"], "extra") or {}
+        if not isinstance(extra, dict):
+            raise forms.ValidationError("Expected a mapping of plan keys, e.g. {timeout: 60}.")
+        owned = sorted(set(extra) & (set(STRUCTURED_KEYS) - {"targets"}))
+        if owned:
+            raise forms.ValidationError(f"Set {', '.join(owned)} with the form fields above.")
+        return extra
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            self.document = self._document(data)
+        except ValidationError as exc:
+            self._add_plan_error(exc)
+            return data
+        try:
+            self.spec = orchestration.validate_document(self.document, self.team)
+        except ValidationError as exc:
+            self._add_plan_error(exc)
+            self.document = None
+        return data
+
+    def _document(self, data) -> dict:
+        tool = data["tool"]
+        extra = dict(data["extra"])
+        doc = {"name": data["name"], "tool": tool}
+        targets = [{"name": n} for n in data["targets"]] + list(extra.pop("targets", []) or [])
+        if targets:
+            doc["targets"] = targets
+        params = {}
+        for name, param in get_tool(tool).PARAMS.items():
+            raw = data.get(param_field_name(tool, name), "")
+            if raw not in ("", None):
+                params[name] = _typed(raw, param)
+        if params:
+            doc["params"] = params
+        axes = self._axes(data)
+        if axes:
+            doc["axes"] = axes
+        overrides = self._overrides(data)
+        if overrides:
+            doc["overrides"] = overrides
+        if data["repeat"] != 1:
+            doc["repeat"] = data["repeat"]
+        if data["order"] != "sequential":
+            doc["order"] = data["order"]
+        if data.get("seed") is not None:
+            doc["seed"] = data["seed"]
+        doc.update(extra)
+        return doc
+
+    def _axes(self, data) -> dict:
+        axes = {}
+        for i in range(self.axis_count):
+            name = data.get(f"axis-{i}-name", "").strip()
+            values = data.get(f"axis-{i}-values", "").strip()
+            if not name and not values:
+                continue
+            if not name or not values:
+                field = f"axis-{i}-values" if name else f"axis-{i}-name"
+                raise ValidationError(field, "give both an axis and its comma-separated values")
+            if name in axes:
+                raise ValidationError(f"axis-{i}-name", f"{name} is already an axis")
+            axes[name] = [_scalar(v) for v in _split(values)]
+        return axes
+
+    def _overrides(self, data) -> list:
+        overrides = []
+        for i in range(self.override_count):
+            when = data.get(f"override-{i}-when", "").strip()
+            sets = data.get(f"override-{i}-set", "").strip()
+            if not when and not sets:
+                continue
+            overrides.append({"when": _pairs(when, f"override-{i}-when"),
+                              "set": _pairs(sets, f"override-{i}-set")})
+        return overrides
+
+    def _add_plan_error(self, exc: ValidationError) -> None:
+        field = self.field_for(exc.param)
+        message = exc.message if field else str(exc)
+        self.add_error(field, message)
+
+    def field_for(self, path: str) -> str | None:
+        """The form field that holds a plan key path (ValidationError.param)."""
+        if path in self.fields:
+            return path
+        tool = self.data.get("tool") if self.is_bound else None
+        head = re.split(r"[.\[]", path, maxsplit=1)[0]
+        if head == "params" and tool in MEASURED_TOOLS:
+            name = canonical(get_tool(tool), path.split(".")[1].split("[")[0])
+            field = param_field_name(tool, name)
+            return field if field in self.fields else None
+        if head == "axes" and "." in path:
+            axis = path.split(".", 1)[1].split("[")[0]
+            for i in range(self.axis_count):
+                if self.data.get(f"axis-{i}-name", "").strip() == axis:
+                    return f"axis-{i}-values"
+        if m := re.match(r"overrides\[(\d+)\]\.(when|set)", path):
+            return self._override_field(int(m.group(1)), m.group(2))
+        if head in ("name", "tool", "repeat", "order", "seed"):
+            return head
+        if head == "targets":
+            return "targets"
+        if head in (self.cleaned_data.get("extra") or {}):
+            return "extra"
+        return None
+
+    def _override_field(self, index: int, part: str) -> str | None:
+        """The nth non-empty override row's field."""
+        filled = [i for i in range(self.override_count)
+                  if self.data.get(f"override-{i}-when", "").strip()
+                  or self.data.get(f"override-{i}-set", "").strip()]
+        return f"override-{filled[index]}-{part}" if index < len(filled) else None
+
+
+def initial_from_document(document: dict, team) -> dict:
+    """The builder's initial data for a plan document (edit, template, import).
+
+    Targets that are (or resolve exactly to) a stored Target become ticked
+    boxes; everything the structured fields do not hold goes to `extra`.
+    """
+    stored = {t.name: orchestration.target_document(t)
+              for t in team.targets.select_related("credential", "ssh_credential")}
+    tool_name = document.get("tool", "mysqlslap")
+    tool = get_tool(tool_name) if tool_name in MEASURED_TOOLS else None
+    picked, inline = [], []
+    for entry in document.get("targets") or []:
+        name = entry if isinstance(entry, str) else entry.get("name")
+        bare = isinstance(entry, str) or set(entry) == {"name"}
+        if name in stored and (bare or entry == stored[name]):
+            picked.append(name)
+        else:
+            inline.append(entry)
+    initial = {"name": document.get("name", ""), "tool": tool_name, "targets": picked,
+               "repeat": document.get("repeat", 1), "order": document.get("order", "sequential"),
+               "seed": document.get("seed")}
+    for name, value in (document.get("params") or {}).items():
+        key = canonical(tool, name) if tool else name
+        initial[param_field_name(tool_name, key)] = _show(value)
+    initial["axes"] = [(name, ", ".join(_show(v) for v in values))
+                       for name, values in (document.get("axes") or {}).items()]
+    initial["overrides"] = [(_show_pairs(o.get("when", {})), _show_pairs(o.get("set", {})))
+                            for o in document.get("overrides") or []]
+    extra = {k: v for k, v in document.items() if k not in STRUCTURED_KEYS}
+    if inline:
+        extra = {"targets": inline, **extra}
+    initial["extra"] = _yaml(extra) if extra else ""
+    return initial
+
+
+class PlanYamlForm(forms.Form):
+    """The advanced mode and import: a whole plan file, pasted or uploaded."""
+
+    text = forms.CharField(required=False, label="Plan YAML",
+                           widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}))
+    file = forms.FileField(required=False, label="…or upload a plan file (.yaml, .json)")
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+        self.document = None
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        text = upload.read(1_000_000).decode("utf-8", "replace") if upload else data.get("text")
+        if not text or not text.strip():
+            raise forms.ValidationError("Paste a plan or choose a file.")
+        document = _parse_yaml(text, "text")
+        if not isinstance(document, dict):
+            raise forms.ValidationError("A plan is a mapping with name, tool, targets, ...")
+        try:
+            orchestration.validate_document(document, self.team)
+        except ValidationError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        self.document = document
+        return data
+
+
+# ------------------------------------------------------------ scheduling
+
+
+class ScheduleForm(forms.Form):
+    AT, CRON = "at", "cron"
+    kind = forms.ChoiceField(choices=[(AT, "Once, at a given time"), (CRON, "Repeatedly (cron)")],
+                             widget=forms.RadioSelect, initial=AT)
+    when = forms.DateTimeField(required=False, label="At",
+                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+                               input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+    cron = forms.CharField(required=False, label="Cron", max_length=100,
+                           widget=forms.TextInput(attrs={"placeholder": "30 2 * * 1-5"}),
+                           help_text="minute hour day-of-month month day-of-week")
+
+    def clean(self):
+        from django.utils import timezone
+
+        data = super().clean()
+        if data.get("kind") == self.AT:
+            when = data.get("when")
+            if not when:
+                self.add_error("when", "Choose a date and time.")
+            elif when <= timezone.now():
+                self.add_error("when", "This time is in the past.")
+        elif data.get("kind") == self.CRON:
+            from benchapp.scheduling import parse_cron
+
+            try:
+                data["cron"] = parse_cron(data.get("cron", ""))
+            except ValueError as exc:
+                self.add_error("cron", str(exc))
+        return data
+
+
+# ------------------------------------------------------------ helpers
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _scalar(text: str):
+    """'4' -> 4, 'true' -> True, 'read' -> 'read' (YAML's reading of one scalar)."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
+
+
+def _typed(raw: str, param):
+    """A form string as the value a plan file would hold for this parameter."""
+    if param.kind in ("sql",):
+        return raw
+    if param.many and "," in raw:
+        return [_scalar(v) if param.kind in ("int", "float") else v for v in _split(raw)]
+    if param.kind in ("text", "size", "choice"):
+        return raw.strip()
+    return _scalar(raw.strip())
+
+
+def _pairs(text: str, field: str) -> dict:
+    """'load_type=key, number_of_queries=100000' -> dict; a piece without '='
+    continues the previous value ('engine=innodb,myisam')."""
+    pairs: dict = {}
+    last = None
+    for piece in text.split(","):
+        if "=" in piece:
+            key, _, value = piece.partition("=")
+            last = key.strip()
+            pairs[last] = value.strip()
+        elif last and piece.strip():
+            pairs[last] += "," + piece.strip()
+    if not pairs:
+        raise ValidationError(field, "write name=value pairs, separated by commas")
+    return {k: _scalar(v) if "," not in v else v for k, v in pairs.items()}
+
+
+def _show(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_show(v) for v in value)
+    return str(value)
+
+
+def _show_pairs(mapping: dict) -> str:
+    return ", ".join(f"{k}={_show(v)}" for k, v in mapping.items())
+
+
+def _yaml(data) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+
+
+def _parse_yaml(text: str, field: str):
+    if not text or not text.strip():
+        return None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise forms.ValidationError(f"This is not valid YAML{where}: "
+                                    f"{getattr(exc, 'problem', exc)}") from None

@@ -1,0 +1,116 @@
+"""Scheduled runs, on django-celery-beat.
+
+A schedule is a PeriodicTask calling the task "benchapp.start_plan" with
+args [plan_id] (kwargs {"origin": "schedule"}), either one-off at a
+ClockedSchedule or repeating on a CrontabSchedule. No model of our own: a
+schedule belongs to the team of the plan named in its args, so scoping is
+"args is one of this team's plans" — the args are always written here, by
+`_args`, so the text comparison is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.conf import settings
+from django.http import Http404
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask
+
+from benchapp.models import Plan, Team
+
+TASK = "benchapp.start_plan"
+CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+
+
+def _args(plan_id: int) -> str:
+    return json.dumps([plan_id])
+
+
+def parse_cron(text: str) -> dict:
+    """'30 2 * * 1-5' -> CrontabSchedule fields; ValueError with a readable message."""
+    from django.core.exceptions import ValidationError
+    from django_celery_beat.validators import crontab_validator
+
+    parts = text.split()
+    if len(parts) != 5:
+        raise ValueError("Write five fields: minute hour day-of-month month day-of-week "
+                         "(e.g. 30 2 * * 1-5).")
+    try:
+        crontab_validator(" ".join(parts))
+    except ValidationError as exc:
+        raise ValueError(f"Not a valid cron expression: {' '.join(exc.messages)}") from None
+    return dict(zip(CRON_FIELDS, parts))
+
+
+def schedule_at(plan: Plan, when) -> PeriodicTask:
+    """Run `plan` once at `when` (an aware datetime)."""
+    clocked = ClockedSchedule.objects.create(clocked_time=when)
+    return _create(plan, f"once at {when:%Y-%m-%d %H:%M}", clocked=clocked, one_off=True)
+
+
+def schedule_cron(plan: Plan, fields: dict) -> PeriodicTask:
+    """Run `plan` on a cron schedule (fields from parse_cron), in the site's time zone."""
+    crontab, _ = CrontabSchedule.objects.get_or_create(timezone=settings.TIME_ZONE, **fields)
+    return _create(plan, "cron " + " ".join(fields[f] for f in CRON_FIELDS), crontab=crontab)
+
+
+def _create(plan: Plan, what: str, **schedule) -> PeriodicTask:
+    # PeriodicTask.name is unique: the uuid keeps two identical schedules apart.
+    return PeriodicTask.objects.create(
+        name=f"plan {plan.pk} {plan.name[:80]}: {what} [{uuid.uuid4().hex[:8]}]",
+        task=TASK, args=_args(plan.pk), kwargs=json.dumps({"origin": "schedule"}),
+        description=f"{plan.team.name}: {plan.name} ({what})", **schedule)
+
+
+def team_schedules(team: Team, plan: Plan | None = None) -> list[PeriodicTask]:
+    """The team's schedules (optionally one plan's), each with `.plan` and `.when` set."""
+    plans = {p.pk: p for p in (Plan.objects.filter(team=team) if plan is None else [plan])}
+    tasks = list(PeriodicTask.objects.filter(task=TASK, args__in=[_args(pk) for pk in plans])
+                 .select_related("clocked", "crontab").order_by("-date_changed"))
+    for task in tasks:
+        task.plan = plans[json.loads(task.args)[0]]
+        task.when = describe(task)
+    return tasks
+
+
+def describe(task: PeriodicTask) -> str:
+    if task.clocked_id:
+        return f"once at {task.clocked.clocked_time:%Y-%m-%d %H:%M %Z}"
+    if task.crontab_id:
+        c = task.crontab
+        return (f"cron {c.minute} {c.hour} {c.day_of_month} {c.month_of_year} "
+                f"{c.day_of_week} ({c.timezone})")
+    return "—"
+
+
+def get_schedule(team: Team, pk: int) -> PeriodicTask:
+    """One of the team's schedules, or 404 (other teams' schedules do not exist)."""
+    task = PeriodicTask.objects.filter(pk=pk, task=TASK).first()
+    if task is None:
+        raise Http404("No such schedule")
+    try:
+        plan_id = json.loads(task.args)[0]
+    except (ValueError, IndexError, TypeError):
+        raise Http404("No such schedule") from None
+    if not Plan.objects.filter(pk=plan_id, team=team).exists():
+        raise Http404("No such schedule")
+    return task
+
+
+def set_enabled(task: PeriodicTask, enabled: bool) -> None:
+    task.enabled = enabled
+    task.save(update_fields=["enabled"])
+
+
+def delete(task: PeriodicTask) -> None:
+    clocked = task.clocked
+    task.delete()
+    if clocked is not None and not clocked.periodictask_set.exists():
+        clocked.delete()
+
+
+def delete_for_plan(plan: Plan) -> None:
+    """Remove a plan's schedules (before the plan itself is deleted)."""
+    for task in PeriodicTask.objects.filter(task=TASK, args=_args(plan.pk)):
+        delete(task)

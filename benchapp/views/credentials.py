@@ -1,0 +1,55 @@
+"""Credentials: write-only secrets. Pages show the fingerprint and the date
+it was last set, never the secret."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import ProtectedError
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from benchapp.access import current_team, get_credential
+from benchapp.forms import CredentialForm
+from benchapp.models import Credential
+
+
+@login_required
+def credential_list(request):
+    team = current_team(request)
+    credentials = Credential.objects.filter(team=team).order_by("name")
+    return render(request, "credentials/list.html", {"team": team, "credentials": credentials})
+
+
+@login_required
+def credential_create(request):
+    team = current_team(request)
+    form = CredentialForm(request.POST or None, team=team)
+    if request.method == "POST" and form.is_valid():
+        cred = form.save()
+        messages.success(request, f"Credential {cred.name} stored (fingerprint {cred.fingerprint}).")
+        return redirect("credential_list")
+    return render(request, "credentials/form.html", {"form": form})
+
+
+@login_required
+def credential_edit(request, pk):
+    cred = get_credential(request, pk)
+    form = CredentialForm(request.POST or None, instance=cred, team=cred.team)
+    if request.method == "POST" and form.is_valid():
+        cred = form.save()
+        changed = "secret replaced" if form.cleaned_data.get("secret") else "secret unchanged"
+        messages.success(request, f"Credential {cred.name} saved ({changed}).")
+        return redirect("credential_list")
+    return render(request, "credentials/form.html", {"form": form, "credential": cred})
+
+
+@login_required
+@require_POST
+def credential_delete(request, pk):
+    cred = get_credential(request, pk)
+    try:
+        cred.delete()
+    except ProtectedError:
+        messages.error(request, f"{cred.name} is used by a target; change the target first.")
+        return redirect("credential_list")
+    messages.success(request, f"Credential {cred.name} deleted.")
+    return redirect("credential_list")

@@ -1,0 +1,174 @@
+"""Plans: list, the builder (structured form and YAML mode), live preview,
+import/export, clone, delete, run now. The plan document is the single
+source of truth; every save goes through orchestration.save_plan."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Max
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from benchapp import orchestration, scheduling
+from benchapp.access import current_team, get_plan
+from benchapp.forms import PlanForm, PlanYamlForm, ScheduleForm, initial_from_document
+from benchapp.models import Plan
+from benchapp.progress import DURATION_PARAMS, OVERHEAD_S
+from benchapp.templates_plans import get_template, plan_templates
+from runners.errors import ValidationError
+from runners.plan import count_cells, dump_plan, expand, load_plan
+
+PREVIEW_CELLS = 8
+
+
+@login_required
+def plan_list(request):
+    team = current_team(request)
+    plans = (Plan.objects.filter(team=team)
+             .annotate(run_count=Count("runs"), last_run=Max("runs__created_at")))
+    return render(request, "plans/list.html",
+                  {"team": team, "plans": plans, "templates": plan_templates()})
+
+
+@login_required
+def plan_create(request):
+    team = current_team(request)
+    template = get_template(request.GET.get("template", ""))
+    document = template["document"] if template else {"tool": "mysqlslap"}
+    return _builder(request, team, document, template=template)
+
+
+@login_required
+def plan_edit(request, pk):
+    plan = get_plan(request, pk)
+    return _builder(request, plan.team, plan.document, plan=plan)
+
+
+def _builder(request, team, document, plan=None, template=None):
+    """The builder page: POST mode=yaml saves the YAML form, else the structured one."""
+    yaml_mode = request.POST.get("mode") == "yaml"
+    initial = initial_from_document(document, team)
+    form = PlanForm(None if yaml_mode else (request.POST or None), initial=initial, team=team)
+    yaml_form = PlanYamlForm(request.POST if yaml_mode else None, request.FILES or None,
+                             initial={"text": _dump(document)}, team=team)
+    chosen = yaml_form if yaml_mode else form
+    if request.method == "POST" and chosen.is_valid():
+        plan = orchestration.save_plan(team, chosen.document, user=request.user, plan=plan)
+        messages.success(request, f"Plan {plan.name} saved.")
+        return redirect("plan_detail", pk=plan.pk)
+    return render(request, "plans/builder.html", {
+        "form": form, "yaml_form": yaml_form, "plan": plan, "template": template,
+        "yaml_mode": yaml_mode, "templates": plan_templates()})
+
+
+@login_required
+def plan_import(request):
+    team = current_team(request)
+    form = PlanYamlForm(request.POST or None, request.FILES or None, team=team)
+    if request.method == "POST" and form.is_valid():
+        plan = orchestration.save_plan(team, form.document, user=request.user)
+        messages.success(request, f"Plan {plan.name} imported.")
+        return redirect("plan_detail", pk=plan.pk)
+    return render(request, "plans/import.html", {"form": form})
+
+
+@login_required
+@require_POST
+def plan_preview(request):
+    """The builder's live preview: cell count, first cells, estimate or the errors."""
+    team = current_team(request)
+    form = PlanForm(request.POST, team=team)
+    if not form.is_valid():
+        errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
+        return JsonResponse({"valid": False, "errors": errors})
+    spec = form.spec
+    cells = expand(spec)
+    return JsonResponse({
+        "valid": True, "count": len(cells), "yaml": dump_plan(load_plan(form.document)),
+        "cells": [{"index": c.index, "key": c.key or "(single cell)", "target": c.target,
+                   "repeat": c.repeat} for c in cells[:PREVIEW_CELLS]],
+        "estimate": estimate(spec, len(cells))})
+
+
+def estimate(spec, cells: int) -> dict:
+    """Rough duration and cost: the tool's own duration (or 10 s) plus overhead
+    per cell, cells on different targets in parallel; price from the targets."""
+    seconds = next((float(spec.params[p]) + OVERHEAD_S for p in DURATION_PARAMS
+                    if isinstance(spec.params.get(p), (int, float))), None)
+    per_cell = seconds or 10.0
+    parallel = max(1, len(spec.axes.get("target", [])) or 1)
+    total = cells * per_cell / parallel
+    hourly = 0.0
+    for target in spec.document.get("targets") or []:
+        if isinstance(target, dict):
+            hourly += float(target.get("price_per_hour") or 0)
+            hourly += float(target.get("price_per_month") or 0) / 730
+    return {"seconds": round(total), "known": seconds is not None,
+            "cost": round(hourly * total / 3600, 2) if hourly else None}
+
+
+@login_required
+def plan_detail(request, pk):
+    plan = get_plan(request, pk)
+    try:
+        cells, error = count_cells(load_plan(plan.document)), ""
+    except ValidationError as exc:
+        cells, error = None, str(exc)
+    return render(request, "plans/detail.html", {
+        "plan": plan, "yaml": _dump(plan.document), "cells": cells, "error": error,
+        "runs": plan.runs.order_by("-created_at")[:10],
+        "schedules": scheduling.team_schedules(plan.team, plan),
+        "schedule_form": ScheduleForm()})
+
+
+@login_required
+def plan_export(request, pk):
+    plan = get_plan(request, pk)
+    response = HttpResponse(_dump(plan.document), content_type="application/yaml")
+    response["Content-Disposition"] = f'attachment; filename="{_slug(plan.name)}.yaml"'
+    return response
+
+
+@login_required
+@require_POST
+def plan_clone(request, pk):
+    plan = get_plan(request, pk)
+    copy = orchestration.save_plan(plan.team, {**plan.document, "name": f"{plan.name} (copy)"},
+                                   user=request.user)
+    messages.success(request, f"Cloned as {copy.name}. Change what differs and save.")
+    return redirect("plan_edit", pk=copy.pk)
+
+
+@login_required
+@require_POST
+def plan_delete(request, pk):
+    plan = get_plan(request, pk)
+    scheduling.delete_for_plan(plan)
+    plan.delete()
+    messages.success(request, f"Plan {plan.name} deleted; its runs stay in the archive.")
+    return redirect("plan_list")
+
+
+@login_required
+@require_POST
+def plan_run(request, pk):
+    plan = get_plan(request, pk)
+    try:
+        run = orchestration.start_run(plan.team, plan.document, user=request.user, plan=plan)
+    except ValidationError as exc:
+        messages.error(request, f"This plan cannot start: {exc}")
+        return redirect("plan_detail", pk=plan.pk)
+    return redirect("run_detail", pk=run.pk)
+
+
+def _dump(document: dict) -> str:
+    try:
+        return dump_plan(load_plan(document))
+    except ValidationError:
+        import yaml
+
+        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:80] or "plan"

@@ -1,0 +1,104 @@
+"""Runs: the list, the live run page (progress polled from progress.json),
+cancel (run and cell), raw output per cell, and a first results table."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from benchapp import orchestration
+from benchapp.access import current_team, get_run
+from benchapp.documents import result_document
+from benchapp.models import Cell, Run
+from benchapp.progress import run_progress
+
+
+@login_required
+def run_list(request):
+    team = current_team(request)
+    runs = (Run.objects.for_team(team).select_related("plan", "created_by")
+            .annotate(cell_total=Count("cells"),
+                      cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL)),
+                      cell_failed=Count("cells", filter=Q(cells__status=Cell.FAILED))))
+    page = Paginator(runs, 50).get_page(request.GET.get("page"))
+    return render(request, "runs/list.html", {"team": team, "page": page})
+
+
+@login_required
+def run_detail(request, pk):
+    run = get_run(request, pk)
+    progress = run_progress(run)
+    return render(request, "runs/detail.html", {
+        "run": run, "progress": progress, "tails": _tails(run),
+        "table": results_table(result_document(run)) if progress["done"] else None})
+
+
+@login_required
+def run_progress_json(request, pk):
+    run = get_run(request, pk)
+    return JsonResponse({**run_progress(run), "active": run.is_active, "tails": _tails(run)})
+
+
+@login_required
+@require_POST
+def run_cancel(request, pk):
+    run = get_run(request, pk)
+    if run.is_active:
+        orchestration.cancel_run(run)
+        messages.success(request, "Cancelling: queued cells are cancelled, running ones stop "
+                                  "within a few seconds.")
+    return redirect("run_detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def cell_cancel(request, pk, cell_id):
+    run = get_run(request, pk)
+    cell = get_object_or_404(Cell, run=run, pk=cell_id)
+    orchestration.cancel_cell(cell)
+    messages.success(request, f"Cell {cell.index} ({cell.key or 'single cell'}) cancelled.")
+    return redirect("run_detail", pk=run.pk)
+
+
+@login_required
+def cell_artifacts(request, pk, cell_id):
+    run = get_run(request, pk)
+    cell = get_object_or_404(Cell, run=run, pk=cell_id)
+    return render(request, "runs/artifacts.html",
+                  {"run": run, "cell": cell, "artifacts": cell.artifacts.all()})
+
+
+def _tails(run: Run) -> dict:
+    """{cell id: output tail} of the running cells (masked by the worker)."""
+    rows = run.cells.filter(status=Cell.RUNNING).values_list("pk", "output_tail")
+    return {str(pk): tail for pk, tail in rows}
+
+
+def results_table(document: dict) -> dict:
+    """Rows of (axes, repeat, group labels) -> metrics from a result document.
+
+    One row per group of each cell (mysqlslap prints a block per engine and
+    concurrency), so nothing the tool measured is hidden.
+    """
+    axes, labels, metrics, rows = [], [], [], []
+    for cell in document["cells"]:
+        groups = cell["groups"] or [{"labels": {}, "metrics": {}}]
+        for group in groups:
+            _extend(axes, cell["axes"])
+            _extend(labels, group["labels"])
+            _extend(metrics, group["metrics"])
+            rows.append({"cell": cell, "labels": group["labels"], "metrics": group["metrics"]})
+    labels = [name for name in labels if name not in axes]
+    return {"axes": axes, "labels": labels, "metrics": metrics, "rows": [
+        {"axes": [row["cell"]["axes"].get(a, "") for a in axes],
+         "repeat": row["cell"]["repeat"], "status": row["cell"]["status"],
+         "labels": [row["labels"].get(name, "") for name in labels],
+         "metrics": [row["metrics"].get(name) for name in metrics]} for row in rows]}
+
+
+def _extend(names: list, more) -> None:
+    """Append the names not seen yet, keeping first-seen order."""
+    names.extend(name for name in more if name not in names)

@@ -1,0 +1,91 @@
+"""A real browser for end-to-end tests: Playwright driving Debian's chromium.
+
+    from tests.support.browser import browser, page, browser_page, login, screenshot  # noqa: F401
+
+`browser` (session scope) launches /usr/bin/chromium headless once;
+`page` (per test) is a fresh context and page at 1280x900, closed after;
+`browser_page` is the same page for tests that prefer that name. Use them
+with pytest-django's `live_server` (which implies a transactional database):
+
+    def test_x(page, live_server, owner):
+        login(page, live_server, owner)
+        page.goto(live_server.url + "/runs/")
+        screenshot(page, "runs")
+
+Screenshots go to test-artifacts/ at the repository root (gitignored).
+`playwright install` cannot download browsers here, hence executable_path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("BENCHBOARD_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+VIEWPORT = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium for the session; closed (and its process ended) at the end."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM
+    # (used by the test itself and live_server fixtures) refuses to run in a
+    # thread with a running loop unless told it is safe, which it is here.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                              headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context and page (1280x900); console errors are collected
+    in page.console_errors so tests can assert the page's scripts ran clean."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(15_000)
+    new_page = context.new_page()
+    new_page.console_errors = []
+    new_page.on("console", lambda msg: msg.type == "error" and
+                new_page.console_errors.append(msg.text))
+    new_page.on("pageerror", lambda exc: new_page.console_errors.append(str(exc)))
+    try:
+        yield new_page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def browser_page(page):
+    return page
+
+
+def login(page, live_server, user, password: str | None = None) -> None:
+    """Log in through the real login form (tests/conftest.py passwords are "pw-<name>")."""
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", password or f"pw-{user.username}")
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r"^(?!.*/login/).*$"))
+
+
+def screenshot(page, name: str, full_page: bool = True) -> Path:
+    """Save a PNG under test-artifacts/ and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
