@@ -1,0 +1,149 @@
+"""The archive: search runs, tags and notes, import, exports."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from benchapp import archive as service
+from benchapp import comparisons
+from benchapp.access import current_team, get_comparison, get_run
+from benchapp.models import Run
+from runners.errors import ParseError
+from runners.tools import MEASURED_TOOLS
+
+PAGE = 100
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, label="Text")
+    tool = forms.ChoiceField(required=False, choices=[("", "any")] + [(t, t) for t in MEASURED_TOOLS])
+    target = forms.CharField(required=False)
+    tag = forms.CharField(required=False)
+    status = forms.ChoiceField(required=False, choices=[("", "any")] + Run.STATUSES)
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, team, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+
+    def results(self):
+        data = self.cleaned_data if self.is_valid() else {}
+        return service.search_runs(
+            self.team, tool=data.get("tool", ""), target=data.get("target", ""),
+            tag=data.get("tag", ""), status=data.get("status", ""), text=data.get("q", ""),
+            since=data.get("since"), until=data.get("until"))
+
+
+class AnnotateForm(forms.Form):
+    tags = forms.CharField(required=False, max_length=500)
+    notes = forms.CharField(required=False, widget=forms.Textarea)
+
+    def clean_tags(self):
+        return service.parse_tags(self.cleaned_data["tags"])
+
+
+class ImportForm(forms.Form):
+    tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS])
+    name = forms.CharField(required=False, max_length=200, help_text="name of a new run")
+    run = forms.ModelChoiceField(queryset=None, required=False,
+                                 help_text="or add this output to an earlier import")
+    axes = forms.CharField(required=False, help_text="axis values, e.g. target=micro, load_type=read")
+    output = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}))
+    file = forms.FileField(required=False)
+
+    def __init__(self, team, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = team.runs.filter(origin="import")
+
+    def clean_axes(self):
+        try:
+            return service.parse_axes(self.cleaned_data["axes"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        text = upload.read().decode("utf-8", "replace") if upload else data.get("output", "")
+        if not text.strip():
+            raise forms.ValidationError("Paste an output or upload a file.")
+        if data.get("run") and data.get("tool") and data["run"].tool != data["tool"]:
+            self.add_error("tool", f"that run holds {data['run'].tool} outputs")
+        data["text"] = text
+        return data
+
+
+@login_required
+def archive(request):
+    team = current_team(request)
+    form = SearchForm(team, request.GET)
+    runs = list(form.results().select_related("created_by")[:PAGE])
+    return render(request, "archive/list.html", {"form": form, "runs": runs,
+                                                 "tags": service.team_tags(team)})
+
+
+@login_required
+@require_POST
+def annotate_run(request, pk):
+    run = get_run(request, pk)
+    form = AnnotateForm(request.POST)
+    if form.is_valid():
+        service.annotate(run, form.cleaned_data["tags"], form.cleaned_data["notes"])
+        messages.success(request, f"Tags and notes of #{run.pk} saved.")
+    return redirect(request.POST.get("next") or "archive")
+
+
+@login_required
+def import_page(request):
+    team = current_team(request)
+    form = ImportForm(team, request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            cell = service.import_output(team, d["tool"], d["text"], d["axes"], name=d["name"],
+                                         run=d["run"], user=request.user)
+        except ParseError as exc:
+            form.add_error("output", f"{d['tool']} could not read this output: {exc}")
+        else:
+            messages.success(request, f"Imported {cell.key} #{cell.repeat} into #{cell.run_id}.")
+            return redirect("run_results", cell.run_id)
+    return render(request, "archive/import.html", {"form": form})
+
+
+def _download(body: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+def export_run_csv(request, pk):
+    run = get_run(request, pk)
+    return _download(service.export_csv(run.team, [run]), "text/csv", f"run-{run.pk}.csv")
+
+
+@login_required
+def export_run_json(request, pk):
+    run = get_run(request, pk)
+    return _download(service.export_json(run.team, [run]), "application/json",
+                     f"run-{run.pk}.json")
+
+
+@login_required
+def export_comparison_csv(request, pk):
+    comparison = get_comparison(request, pk)
+    runs = comparisons.comparison_runs(comparison)
+    return _download(service.export_csv(comparison.team, runs, comparison.cells),
+                     "text/csv", f"comparison-{comparison.pk}.csv")
+
+
+@login_required
+def export_comparison_json(request, pk):
+    comparison = get_comparison(request, pk)
+    runs = comparisons.comparison_runs(comparison)
+    return _download(service.export_json(comparison.team, runs, comparison.cells, comparison),
+                     "application/json", f"comparison-{comparison.pk}.json")

@@ -1,0 +1,150 @@
+"""Comparisons: list, pick runs/cells, side by side, save, share by link."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from benchapp import comparisons
+from benchapp.access import current_team, get_comparison
+from benchapp.views.archive import SearchForm
+from benchapp.views.results import PivotForm, _requested, series_payload
+
+
+class NewComparisonForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    runs = forms.ModelMultipleChoiceField(queryset=None)
+    cells = forms.TypedMultipleChoiceField(required=False, coerce=int, choices=())
+
+    def __init__(self, team, *args, cell_choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].queryset = team.runs.all()
+        self.fields["cells"].choices = cell_choices
+
+
+@login_required
+def comparison_list(request):
+    team = current_team(request)
+    items = team.comparisons.prefetch_related("runs").select_related("created_by")
+    return render(request, "comparisons/list.html", {"comparisons": items})
+
+
+@login_required
+def comparison_new(request):
+    team = current_team(request)
+    search = SearchForm(team, request.GET)
+    runs = search.results()[:200]
+    picked = team.runs.filter(pk__in=request.POST.getlist("runs") or request.GET.getlist("runs"))
+    cell_choices = [(c.pk, f"#{c.run_id} {c.key} #{c.repeat}")
+                    for r in picked for c in r.cells.all()]
+    form = NewComparisonForm(team, request.POST or None, cell_choices=cell_choices)
+    if request.method == "POST" and form.is_valid():
+        comparison = comparisons.save_comparison(
+            team, form.cleaned_data["name"], form.cleaned_data["runs"],
+            form.cleaned_data["cells"], user=request.user)
+        return redirect("comparison", comparison.pk)
+    return render(request, "comparisons/new.html", {
+        "search": search, "runs": runs, "picked": picked, "form": form,
+        "cell_choices": cell_choices})
+
+
+@login_required
+def comparison_detail(request, pk):
+    comparison = get_comparison(request, pk)
+    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    return render(request, "comparisons/detail.html", {
+        "comparison": comparison, "data": data,
+        "form": PivotForm(request.GET, data["dimensions"], data["metrics"])})
+
+
+@login_required
+def comparison_json(request, pk):
+    return JsonResponse(_chart_json(get_comparison(request, pk), request))
+
+
+@login_required
+def comparison_series(request, pk):
+    return JsonResponse(_series(get_comparison(request, pk), request))
+
+
+@login_required
+@require_POST
+def comparison_save(request, pk):
+    """Keep the pivot settings and baseline now shown, and the name."""
+    comparison = get_comparison(request, pk)
+    chosen = {k: v for k, v in _requested(_Post(request)).items() if v}
+    if request.POST.get("baseline"):
+        chosen["baseline"] = request.POST["baseline"]
+    comparisons.save_comparison(
+        comparison.team, request.POST.get("name", "").strip()[:200] or comparison.name,
+        comparison.runs.all(), comparison.cells, chart_settings=chosen, comparison=comparison)
+    messages.success(request, "Comparison saved.")
+    return redirect("comparison", comparison.pk)
+
+
+class _Post:
+    """Lets _requested read a POST body the way it reads a GET query."""
+
+    def __init__(self, request):
+        self.GET = request.POST
+
+
+@login_required
+@require_POST
+def comparison_share(request, pk):
+    comparison = get_comparison(request, pk)
+    token = comparison.share()
+    link = request.build_absolute_uri(f"/share/{token}/")
+    messages.success(request, f"Share link (shown once; sharing again replaces it): {link}")
+    return redirect("comparison", comparison.pk)
+
+
+@login_required
+@require_POST
+def comparison_revoke(request, pk):
+    get_comparison(request, pk).revoke()
+    messages.success(request, "Share link revoked.")
+    return redirect("comparison", pk)
+
+
+@login_required
+@require_POST
+def comparison_delete(request, pk):
+    get_comparison(request, pk).delete()
+    messages.success(request, "Comparison deleted.")
+    return redirect("comparisons")
+
+
+# ------------------------------------------------ shared, read-only, no login
+
+
+def shared(request, token):
+    """The shared comparison only: no links to runs, exports or other pages."""
+    comparison = comparisons.by_share_token(token)
+    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    return render(request, "comparisons/shared.html", {
+        "comparison": comparison, "data": data, "token": token,
+        "form": PivotForm(request.GET, data["dimensions"], data["metrics"])})
+
+
+def shared_json(request, token):
+    return JsonResponse(_chart_json(comparisons.by_share_token(token), request))
+
+
+def shared_series(request, token):
+    return JsonResponse(_series(comparisons.by_share_token(token), request))
+
+
+def _chart_json(comparison, request) -> dict:
+    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    return {"view": data["view"], "chart": data["chart"]}
+
+
+def _series(comparison, request) -> dict:
+    runs = comparisons.comparison_runs(comparison)
+    if not runs:
+        raise Http404("Empty comparison")
+    allowed = set(comparison.cells) or None
+    return series_payload(request.GET, runs, allowed)

@@ -1,0 +1,95 @@
+"""Run results: pivot table, charts and their JSON endpoints."""
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import render
+
+from benchapp import results
+from benchapp.access import get_run
+
+MAX_SERIES_CELLS = 12
+
+
+class PivotForm(forms.Form):
+    """The GET form of a results page, rendered with the choices the data
+    offers. Requests are read by `_requested`; results.resolve_view drops
+    unknown names rather than refusing them, so an old bookmark still works."""
+
+    rows = forms.MultipleChoiceField(required=False)
+    columns = forms.MultipleChoiceField(required=False)
+    metric = forms.MultipleChoiceField(required=False)
+    statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
+    chart_x = forms.ChoiceField(required=False)
+    baseline = forms.CharField(required=False)
+
+    def __init__(self, data, dimensions=(), metrics=()):
+        data = data.copy()
+        for name, allowed in (("rows", dimensions), ("columns", dimensions),
+                              ("metric", metrics)):
+            data.setlist(name, [v for v in data.getlist(name) if v in allowed])
+        super().__init__(data)
+        for name in ("rows", "columns", "chart_x"):
+            self.fields[name].choices = [("", "default")] * (name == "chart_x") + [
+                (d, d) for d in dimensions]
+        self.fields["metric"].choices = [(m, m) for m in metrics]
+
+
+@login_required
+def run_results_page(request, pk):
+    run = get_run(request, pk)
+    data = results.results([run], _requested(request))
+    form = _form(request, data)
+    return render(request, "results/run.html", {"run": run, "data": data, "form": form,
+                                                "statistic": data["view"]["statistic"]})
+
+
+@login_required
+def run_results_json(request, pk):
+    run = get_run(request, pk)
+    data = results.results([run], _requested(request))
+    return JsonResponse({"run": run.pk, "view": data["view"], "chart": data["chart"],
+                         "table": results.pivot_json(data["table"])})
+
+
+@login_required
+def run_series_json(request, pk):
+    run = get_run(request, pk)
+    return JsonResponse(series_payload(request.GET, [run]))
+
+
+def series_payload(query, runs, allowed_cells=None) -> dict:
+    """Series of the asked cells (of `runs` only), at most 2 × width points each."""
+    ids = [int(c) for c in query.get("cells", "").split(",") if c.strip().isdigit()]
+    if allowed_cells:
+        ids = [i for i in ids if i in allowed_cells]
+    cells = results.cell_infos(runs, ids[:MAX_SERIES_CELLS] or [-1])
+    width = min(max(_int(query.get("width"), 800), 100), 4000)
+    traces = results.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
+    points = max((len(t["x"]) for t in traces), default=0)
+    return {"traces": traces, "type": "scattergl" if points > 1000 else "scatter",
+            "max_points": 2 * width}
+
+
+def _int(value, default):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _requested(request) -> dict:
+    """The user's pivot choices (validated against names later by resolve_view)."""
+    q = request.GET
+    req = {"rows": [v for v in q.getlist("rows") if v],
+           "columns": [v for v in q.getlist("columns") if v],
+           "metric": [v for v in q.getlist("metric") if v],
+           "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
+           "chart_x": q.get("chart_x", "")}
+    if len(req["metric"]) == 1:
+        req["metric"] = req["metric"][0]
+    return req
+
+
+def _form(request, data):
+    return PivotForm(request.GET, data["dimensions"], data["metrics"])

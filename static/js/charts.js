@@ -1,0 +1,125 @@
+// Small chart helpers shared by the results, comparison and share pages.
+// Data comes from the pages' JSON endpoints (benchapp.results.chart_data).
+(function () {
+  "use strict";
+  const CONFIG = { responsive: true, displaylogo: false };
+  const SCATTERGL_FROM = 1000;
+
+  function layout(title, xTitle, yTitle, extra) {
+    return Object.assign({
+      title: { text: title, font: { size: 14 } },
+      margin: { t: 40, r: 10, b: 50, l: 60 },
+      xaxis: { title: { text: xTitle } },
+      yaxis: { title: { text: yTitle }, rangemode: "tozero" },
+      legend: { orientation: "h", y: -0.25 },
+    }, extra || {});
+  }
+
+  // One trace per pivot column (a line of the sweep): mean with min–max error bars.
+  function columnTraces(chart, build) {
+    return chart.columns.map((col, j) => {
+      const x = [], mean = [], plus = [], minus = [], values = [];
+      chart.rows.forEach((row, i) => {
+        const s = chart.cells[i][j];
+        if (!s) return;
+        x.push(chart.numeric_x ? row.key[0] : row.label);
+        mean.push(s.mean);
+        plus.push(s.max - s.mean);
+        minus.push(s.mean - s.min);
+        values.push(s.values);
+      });
+      return build({ name: col.label || chart.metric, x, mean, plus, minus, values });
+    });
+  }
+
+  function sweep(div, chart) {
+    const traces = columnTraces(chart, (t) => ({
+      type: t.x.length > SCATTERGL_FROM ? "scattergl" : "scatter",
+      mode: "lines+markers", name: t.name, x: t.x, y: t.mean,
+      error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
+    }));
+    return Plotly.newPlot(div, traces,
+      layout(chart.metric + " vs " + chart.x_dim, chart.x_dim, chart.metric), CONFIG);
+  }
+
+  function bars(div, chart) {
+    const traces = columnTraces(chart, (t) => ({
+      type: "bar", name: t.name, x: t.x.map(String), y: t.mean,
+      error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
+    }));
+    return Plotly.newPlot(div, traces,
+      layout(chart.metric + " by " + chart.x_dim, chart.x_dim, chart.metric,
+        { barmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
+      CONFIG);
+  }
+
+  // Box plots of the repeats: every raw value of each (x, line) point.
+  function box(div, chart) {
+    const traces = columnTraces(chart, (t) => {
+      const x = [], y = [];
+      t.values.forEach((vals, i) => vals.forEach((v) => { x.push(String(t.x[i])); y.push(v); }));
+      return { type: "box", name: t.name, x, y, boxpoints: "all", jitter: 0.3 };
+    });
+    return Plotly.newPlot(div, traces,
+      layout("repeats of " + chart.metric, chart.x_dim, chart.metric,
+        { boxmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
+      CONFIG);
+  }
+
+  function series(div, payload, metric) {
+    const traces = payload.traces.map((t) => ({
+      type: payload.type, mode: "lines", name: t.label, x: t.x, y: t.y,
+    }));
+    return Plotly.newPlot(div, traces, layout(metric + " per second", "seconds", metric), CONFIG);
+  }
+
+  function png(divId) {
+    const div = document.getElementById(divId);
+    return Plotly.downloadImage(div, { format: "png", filename: divId, width: 1200, height: 600 });
+  }
+
+  function getJSON(url) {
+    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then((r) => { if (!r.ok) throw new Error(r.status); return r.json(); });
+  }
+
+  function empty(div, text) {
+    div.textContent = text;
+    div.classList.add("chart-empty");
+  }
+
+  // Wire a page's #charts section: results JSON -> three charts; the series form.
+  function wire(section) {
+    const query = window.location.search;
+    getJSON(section.dataset.resultsUrl + query).then((data) => {
+      const chart = data.chart;
+      if (!chart || !chart.rows.length) {
+        ["chart-sweep", "chart-bars", "chart-box"].forEach((id) =>
+          empty(document.getElementById(id), "No measurements to chart."));
+        return;
+      }
+      sweep(document.getElementById("chart-sweep"), chart);
+      bars(document.getElementById("chart-bars"), chart);
+      box(document.getElementById("chart-box"), chart);
+    });
+    const form = section.querySelector(".series-form");
+    const plot = () => {
+      const cells = Array.from(form.cells.selectedOptions).map((o) => o.value).join(",");
+      const div = document.getElementById("chart-series");
+      const width = Math.max(div.clientWidth || 800, 100);
+      const params = new URLSearchParams({ cells, metric: form.metric.value, width });
+      getJSON(section.dataset.seriesUrl + "?" + params).then((payload) => {
+        if (!payload.traces.some((t) => t.x.length)) return empty(div, "No per-second values for this metric.");
+        div.classList.remove("chart-empty");
+        div.textContent = "";
+        series(div, payload, form.metric.value);
+      });
+    };
+    form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
+    plot();
+    section.querySelectorAll("button.png").forEach((b) =>
+      b.addEventListener("click", () => png(b.dataset.png)));
+  }
+
+  window.BenchCharts = { sweep, bars, box, series, png, wire };
+})();
