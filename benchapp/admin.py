@@ -78,3 +78,10 @@ class ComparisonAdmin(admin.ModelAdmin):
 class CloudResourceAdmin(admin.ModelAdmin):
     list_display = ["kind", "cloud_id", "provider", "state", "run", "created_at", "deleted_at"]
     list_filter = ["state", "provider", "kind"]
+
+
+@admin.register(models.PriceEntry)
+class PriceEntryAdmin(admin.ModelAdmin):
+    list_display = ["table", "key", "price", "currency", "updated_at"]
+    list_editable = ["price"]
+    list_filter = ["table"]

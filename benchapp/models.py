@@ -363,3 +363,35 @@ class TargetLock(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "target_name"],
                                                name="one_lock_per_target")]
+
+
+class PriceEntry(models.Model):
+    """One editable row of the price table (benchapp.pricing reads them all).
+
+    `table` is one of runners.providers.pricing's tables (rds_instance_hour,
+    ebs_gb_month, ...), `key` the class, type or storage kind it prices.
+    Seeded from runners.providers.pricing.DEFAULT_PRICES (illustrative USD).
+    """
+
+    TABLES = [
+        ("rds_instance_hour", "RDS instance, per hour"),
+        ("ec2_instance_hour", "EC2 instance, per hour"),
+        ("rds_storage_gb_month", "RDS storage, per GB-month"),
+        ("ebs_gb_month", "EBS storage, per GB-month"),
+        ("rds_iops_month", "RDS provisioned IOPS, per IOPS-month"),
+        ("ebs_iops_month", "EBS provisioned IOPS, per IOPS-month"),
+        ("ebs_io_million", "EBS I/O, per million requests"),
+    ]
+
+    table = models.CharField(max_length=40, choices=TABLES)
+    key = models.CharField(max_length=60)
+    price = models.DecimalField(max_digits=12, decimal_places=6)
+    currency = models.CharField(max_length=3, default="USD")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["table", "key"]
+        constraints = [models.UniqueConstraint(fields=["table", "key"], name="one_price_per_key")]
+
+    def __str__(self):
+        return f"{self.table} {self.key}: {self.price} {self.currency}"
