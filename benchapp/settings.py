@@ -172,6 +172,11 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # Recovers cells whose worker died and re-dispatches active runs.
     "reap": {"task": "benchapp.reap", "schedule": env.int("BENCHBOARD_REAP_SECONDS", default=15)},
+    # Tears down cloud resources of finished or lost runs and expired tagged ones.
+    "reap-cloud": {
+        "task": "benchapp.reap_cloud",
+        "schedule": env.int("BENCHBOARD_CLOUD_REAP_SECONDS", default=300),
+    },
 }
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -184,6 +189,14 @@ BENCHBOARD_LEASE_SECONDS = env.int("BENCHBOARD_LEASE_SECONDS", default=60)
 BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
 AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
+# Provisioning (benchapp.provisioning): region when a spec names none, how
+# often and how long to wait for cloud resources, when a PROVISIONING run
+# counts as lost (its worker died), where SSH into new hosts comes from.
+AWS_DEFAULT_REGION = env.str("AWS_DEFAULT_REGION", default="us-east-1")
+BENCHBOARD_CLOUD_POLL_SECONDS = env.float("BENCHBOARD_CLOUD_POLL_SECONDS", default=15.0)
+BENCHBOARD_CLOUD_WAIT_SECONDS = env.float("BENCHBOARD_CLOUD_WAIT_SECONDS", default=1800.0)
+BENCHBOARD_PROVISION_TIMEOUT = env.int("BENCHBOARD_PROVISION_TIMEOUT", default=7200)
+BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -196,6 +209,16 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {"TITLE": "Benchboard API", "VERSION": "1"}
+# Swagger UI and Redoc from local static files, never a CDN (issue 8): the
+# assets come with drf-spectacular-sidecar.
+try:
+    import drf_spectacular_sidecar  # noqa: F401
+except ImportError:  # pragma: no cover - the docs pages then fall back to the CDN
+    pass
+else:
+    INSTALLED_APPS.append("drf_spectacular_sidecar")
+    SPECTACULAR_SETTINGS.update(SWAGGER_UI_DIST="SIDECAR", SWAGGER_UI_FAVICON_HREF="SIDECAR",
+                                REDOC_DIST="SIDECAR")
 
 LOGGING = {
     "version": 1,
