@@ -1,3 +1,25 @@
-"""URL patterns of one area (see benchapp/urls.py)."""
+"""The REST API under /api/ (see benchapp/api.py), its OpenAPI schema and docs."""
 
-urlpatterns = []
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from benchapp import api
+
+router = DefaultRouter()
+router.register("credentials", api.CredentialViewSet, basename="api-credential")
+router.register("targets", api.TargetViewSet, basename="api-target")
+router.register("plans", api.PlanViewSet, basename="api-plan")
+router.register("runs", api.RunViewSet, basename="api-run")
+router.register("cells", api.CellViewSet, basename="api-cell")
+router.register("measurements", api.MeasurementViewSet, basename="api-measurement")
+router.register("comparisons", api.ComparisonViewSet, basename="api-comparison")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("token/", obtain_auth_token, name="api-token"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,161 @@
+"""The REST API (Django REST framework; OpenAPI by drf-spectacular).
+
+Same services and team scoping as the pages: every queryset is the current
+team's (the `team` query parameter picks one of the user's teams, else the
+first), anything else is a 404. Pages never call this over HTTP.
+"""
+
+from django.db.models import Count
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from benchapp import comparisons, orchestration, results
+from benchapp import serializers as s
+from benchapp.access import user_teams
+from benchapp.models import Cell, Measurement
+
+TEAM_PARAM = OpenApiParameter("team", OpenApiTypes.INT, description="team id (default: your first team)")
+
+
+def api_team(request):
+    teams = user_teams(request.user)
+    wanted = request.query_params.get("team")
+    team = teams.filter(pk=wanted).first() if str(wanted or "").isdigit() else teams.first()
+    if team is None:
+        raise Http404("No team")
+    return team
+
+
+class TeamScoped:
+    """Querysets and serializer context of the request's team."""
+
+    def get_team(self):
+        if not hasattr(self, "_team"):
+            self._team = api_team(self.request)
+        return self._team
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "team": self.get_team()}
+
+    def get_queryset(self):
+        return self.queryset.filter(team=self.get_team())
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class CredentialViewSet(TeamScoped, viewsets.ModelViewSet):
+    """Credentials: the secret is write-only; reads show its fingerprint."""
+
+    queryset = s.Credential.objects.order_by("name")
+    serializer_class = s.CredentialSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = s.Target.objects.select_related("credential", "ssh_credential")
+    serializer_class = s.TargetSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = s.Plan.objects.all()
+    serializer_class = s.PlanSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class RunViewSet(TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin,
+                 viewsets.ReadOnlyModelViewSet):
+    """Runs. POST starts one (orchestration.start_run); PATCH edits tags and notes."""
+
+    queryset = s.Run.objects.annotate(cells_total=Count("cells"))
+    serializer_class = s.RunSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    @extend_schema(request=None, responses=s.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        run = orchestration.cancel_run(self.get_object())
+        return Response(self.get_serializer(run).data)
+
+    @extend_schema(parameters=[
+        OpenApiParameter("rows", str, many=True), OpenApiParameter("columns", str, many=True),
+        OpenApiParameter("metric", str, many=True), OpenApiParameter("statistic", str)],
+        responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        """The pivot table (the results page's), as JSON."""
+        q = request.query_params
+        requested = {"rows": q.getlist("rows"), "columns": q.getlist("columns"),
+                     "metric": q.getlist("metric")[0] if len(q.getlist("metric")) == 1
+                     else q.getlist("metric"), "statistic": q.get("statistic", "")}
+        data = results.results([self.get_object()], requested)
+        return Response({"view": data["view"], "table": results.pivot_json(data["table"])})
+
+
+class _RunFilterMixin:
+    def get_queryset(self):
+        qs = self.queryset.filter(run__team=self.get_team())
+        for name in ("run", "cell", "metric", "status"):
+            value = self.request.query_params.get(name)
+            if value and (name in ("metric", "status") or value.isdigit()):
+                qs = qs.filter(**{name: value})
+        return qs
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]))
+class CellViewSet(TeamScoped, _RunFilterMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = Cell.objects.order_by("run_id", "index")
+    serializer_class = s.CellSerializer
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("cell", int),
+    OpenApiParameter("metric", str),
+    OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows")]))
+class MeasurementViewSet(TeamScoped, _RunFilterMixin, viewsets.ReadOnlyModelViewSet):
+    """Measurements of each cell's latest attempt (all_attempts=true for every row)."""
+
+    queryset = Measurement.objects.order_by("cell_id", "group", "metric")
+    serializer_class = s.MeasurementSerializer
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.request.query_params.get("all_attempts") not in ("true", "1"):
+            from django.db.models import F
+
+            qs = qs.filter(attempt=F("cell__attempt"))
+        return qs
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = s.Comparison.objects.prefetch_related("runs")
+    serializer_class = s.ComparisonSerializer
+
+    @extend_schema(request=None, responses=s.ShareSerializer)
+    @action(detail=True, methods=["post"])
+    def share(self, request, pk=None):
+        """A new share link (replacing any earlier one); the token is shown only now."""
+        token = self.get_object().share()
+        return Response({"token": token, "url": request.build_absolute_uri(f"/share/{token}/")},
+                        status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        self.get_object().revoke()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        data = comparisons.compare(self.get_object())
+        return Response({"view": data["view"], "table": results.pivot_json(data["table"]),
+                         "diff": data["diff"], "baseline": data["baseline"]})
+
+
+

@@ -1,0 +1,224 @@
+"""REST serializers. Validation is the pages' own: targets and credentials go
+through benchapp.forms, plan documents through orchestration.validate_document.
+Credentials are write-only: the secret is accepted, never returned."""
+
+import json
+
+from rest_framework import serializers
+
+from benchapp import forms, orchestration
+from benchapp.models import Cell, Comparison, Credential, Measurement, Plan, Run, Target
+from runners.errors import ValidationError as PlanError
+
+
+def _form_errors(form) -> serializers.ValidationError:
+    return serializers.ValidationError(
+        {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()})
+
+
+class CredentialSerializer(serializers.ModelSerializer):
+    secret = serializers.CharField(write_only=True, required=False, trim_whitespace=False,
+                                   style={"input_type": "password"})
+
+    class Meta:
+        model = Credential
+        fields = ["id", "name", "kind", "username", "secret", "fingerprint", "updated_at"]
+        read_only_fields = ["fingerprint", "updated_at"]
+
+    def validate(self, attrs):
+        data = {"name": attrs.get("name", getattr(self.instance, "name", "")),
+                "kind": attrs.get("kind", getattr(self.instance, "kind", "")),
+                "username": attrs.get("username", getattr(self.instance, "username", "")),
+                "secret": attrs.get("secret", "")}
+        form = forms.CredentialForm(data, instance=self.instance, team=self.context["team"])
+        if not form.is_valid():
+            raise _form_errors(form)
+        attrs["_form"] = form
+        return attrs
+
+    def save(self, **kwargs):
+        self.instance = self.validated_data["_form"].save()
+        return self.instance
+
+
+class CredentialName(serializers.SlugRelatedField):
+    """A credential referred to by name, within the request's team."""
+
+    def get_queryset(self):
+        return Credential.objects.filter(team=self.context["team"])
+
+
+class TargetSerializer(serializers.ModelSerializer):
+    credential = CredentialName(slug_field="name", required=False, allow_null=True)
+    ssh_credential = CredentialName(slug_field="name", required=False, allow_null=True)
+    provision = serializers.JSONField(required=False)
+    nodes = serializers.ListField(child=serializers.CharField(), required=False)
+
+    class Meta:
+        model = Target
+        fields = ["id", "name", "kind", "host", "port", "user", "database", "credential",
+                  "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "nodes",
+                  "provision", "price_per_hour", "notes", "created_at"]
+        read_only_fields = ["created_at"]
+
+    def validate(self, attrs):
+        current = TargetSerializer(self.instance, context=self.context).data if self.instance \
+            else {}
+        merged = {**current, **attrs}
+        data = {k: v for k, v in merged.items() if k in forms.TargetForm.Meta.fields
+                and v is not None}
+        for key in ("credential", "ssh_credential"):
+            value = merged.get(key)
+            data[key] = getattr(value, "pk", None) or (
+                Credential.objects.filter(team=self.context["team"], name=value)
+                .values_list("pk", flat=True).first() if value else None)
+        data["provision"] = json.dumps(merged.get("provision") or {}) \
+            if merged.get("provision") else ""
+        data["nodes"] = ", ".join(merged.get("nodes") or [])
+        form = forms.TargetForm(data, instance=self.instance, team=self.context["team"])
+        if not form.is_valid():
+            raise _form_errors(form)
+        return {"_form": form}
+
+    def save(self, **kwargs):
+        self.instance = self.validated_data["_form"].save()
+        return self.instance
+
+
+def _check_document(document, team):
+    try:
+        return orchestration.validate_document(document, team)
+    except PlanError as exc:
+        raise serializers.ValidationError({"document": [str(exc)]}) from exc
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    document = serializers.JSONField()
+
+    class Meta:
+        model = Plan
+        fields = ["id", "name", "tool", "document", "created_at", "updated_at"]
+        read_only_fields = ["name", "tool", "created_at", "updated_at"]
+
+    def validate_document(self, document):
+        _check_document(document, self.context["team"])
+        return document
+
+    def save(self, **kwargs):
+        self.instance = orchestration.save_plan(
+            self.context["team"], self.validated_data["document"],
+            user=self.context["request"].user, plan=self.instance)
+        return self.instance
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """Creating a run starts it: give a plan document, or the id of a stored plan."""
+
+    plan = serializers.PrimaryKeyRelatedField(queryset=Plan.objects.none(), required=False,
+                                              allow_null=True)
+    document = serializers.JSONField(required=False)
+    cells_total = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ["id", "name", "tool", "plan", "document", "status", "origin", "concurrency",
+                  "tags", "notes", "error", "created_at", "started_at", "finished_at",
+                  "cells_total"]
+        read_only_fields = ["name", "tool", "status", "origin", "error", "created_at",
+                            "started_at", "finished_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        team = self.context.get("team")
+        if team is not None:
+            self.fields["plan"].queryset = team.plans.all()
+
+    def validate(self, attrs):
+        if self.instance is None:
+            plan = attrs.get("plan")
+            document = attrs.get("document") or (plan.document if plan else None)
+            if not document:
+                raise serializers.ValidationError({"document": ["Give a plan document or a plan id."]})
+            _check_document(document, self.context["team"])
+            attrs["document"] = document
+        else:  # an existing run: only tags and notes change
+            attrs = {k: v for k, v in attrs.items() if k in ("tags", "notes")}
+        return attrs
+
+    def get_cells_total(self, obj) -> int:
+        total = getattr(obj, "cells_total", None)
+        return obj.cells.count() if total is None else total
+
+    def validate_tags(self, tags):
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise serializers.ValidationError("A list of strings.")
+        return tags
+
+    def create(self, validated):
+        return orchestration.start_run(
+            self.context["team"], validated["document"], user=self.context["request"].user,
+            plan=validated.get("plan"), origin="api", concurrency=validated.get("concurrency", 0),
+            tags=validated.get("tags", ()))
+
+
+class CellSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cell
+        fields = ["id", "run", "index", "key", "repeat", "axes", "target_name", "status", "phase",
+                  "attempt", "started_at", "finished_at", "command", "tool_version", "facts",
+                  "client_bound", "error"]
+        read_only_fields = fields
+
+
+class MeasurementSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Measurement
+        fields = ["id", "run", "cell", "attempt", "iteration", "group", "metric", "value", "unit"]
+        read_only_fields = fields
+
+
+class ComparisonSerializer(serializers.ModelSerializer):
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.none(), many=True)
+    cells = serializers.ListField(child=serializers.IntegerField(), required=False)
+    chart_settings = serializers.JSONField(required=False)
+    shared = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Comparison
+        fields = ["id", "name", "runs", "cells", "chart_settings", "created_at", "shared",
+                  "shared_at"]
+        read_only_fields = ["created_at", "shared_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        team = self.context.get("team")
+        if team is not None:
+            self.fields["runs"].child_relation.queryset = team.runs.all()
+
+    def get_shared(self, obj) -> bool:
+        return bool(obj.share_token_hash)
+
+    def validate_chart_settings(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("An object.")
+        return value
+
+    def save(self, **kwargs):
+        from benchapp import comparisons
+
+        data = self.validated_data
+        current = self.instance
+        self.instance = comparisons.save_comparison(
+            self.context["team"], data.get("name", getattr(current, "name", "")),
+            data.get("runs", list(current.runs.all()) if current else []),
+            data.get("cells", current.cells if current else []),
+            user=self.context["request"].user,
+            chart_settings=data.get("chart_settings",
+                                    current.chart_settings if current else {}),
+            comparison=current)
+        return self.instance
+
+
+class ShareSerializer(serializers.Serializer):
+    url = serializers.CharField(read_only=True)
+    token = serializers.CharField(read_only=True)
