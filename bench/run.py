@@ -1,0 +1,318 @@
+#!/usr/bin/env python
+"""`make bench`: figures a user can check, produced by the project itself.
+
+Prints a table and writes bench/results.json with:
+- overhead_ratio per tool: the same sysbench oltp_read_only, mysqlslap and
+  fio jobs run by hand (subprocess on this machine) and through Benchboard
+  (a real worker, the tool run over SSH on a loopback sshd), interleaved,
+  PAIRS pairs each; the median of benchboard/hand throughput;
+- per-cell overhead (cell wall time minus the tool's own run time), local
+  and over SSH;
+- dispatch latency: from start_run to the first tool process;
+- cell throughput with 1, 2 and 4 workers over 4 targets;
+- parser throughput (scripts/bench_parsers.py) and the results pages'
+  server time (scripts/bench_results.py) when those scripts are present.
+
+Runs against the PostgreSQL database and Redis of DATABASE_URL and
+CELERY_BROKER_URL (the Makefile sets them); MariaDB on 127.0.0.1:3306.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+from benchapp import orchestration  # noqa: E402
+from benchapp.models import Artifact, Credential, Measurement, Run, Team  # noqa: E402
+from runners.command import Endpoint  # noqa: E402
+from runners.tools import get_tool  # noqa: E402
+from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
+from tests.support.worker import Worker  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results.json"
+FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": "2", "BENCHBOARD_LEASE_SECONDS": "30"}
+MARIADB = {"kind": "mysql", "host": "127.0.0.1", "port": 3306, "user": "root",
+           "database": "benchboard_bench"}
+
+# The jobs compared by hand and through Benchboard: params and the
+# throughput metric read from each.
+JOBS = {
+    "sysbench": ({"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2,
+                  "time": 3}, "tps"),
+    "mysqlslap": ({"auto_generate_sql": True, "add_autoincrement": True, "load_type": "key",
+                   "number_of_queries": 3000, "concurrency": 2, "iterations": 1}, "qps"),
+    "fio": ({"rw": "randread", "bs": "4k", "size": "32M", "runtime": 3, "time_based": True},
+            "read_iops"),
+}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ setup
+
+
+def ensure_database() -> None:
+    """Create the PostgreSQL database of DATABASE_URL if it does not exist yet."""
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        return
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
+                         password=db["PASSWORD"] or None, dbname="postgres",
+                         autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                              [db["NAME"]]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
+
+
+def prepare_environment(workdir: Path):
+    """Migrate, make a team, an sshd with a stored key, and the bench database."""
+    ensure_database()
+    call_command("migrate", verbosity=0)
+    team, _ = Team.objects.get_or_create(name="bench")
+    (workdir / "sshd").mkdir()
+    server = start_sshd(workdir / "sshd")
+    cred, _ = Credential.objects.get_or_create(team=team, name="bench-ssh",
+                                               defaults={"kind": Credential.SSH_KEY})
+    cred.set_secret(server.client_key)
+    cred.save()
+    subprocess.run(["mariadb", "-h127.0.0.1", "-uroot", "-e",
+                    "CREATE DATABASE IF NOT EXISTS benchboard_bench"], check=True)
+    return team, server
+
+
+def ssh_block(server) -> dict:
+    return {"host": server.host, "port": server.port, "user": server.user,
+            "credential": "bench-ssh", "known_host_key": server.host_key}
+
+
+def plan_for(tool: str, params: dict, server=None, targets=("t1",), axes=None) -> dict:
+    """A one-tool plan; with server, the tool runs over SSH on it."""
+    kind = "host" if tool == "fio" else "mysql"
+    entries = []
+    for name in targets:
+        entry = {"name": name, "kind": kind}
+        if kind == "mysql":
+            entry.update(MARIADB)
+        if server is not None:
+            entry["ssh"] = ssh_block(server)
+        entries.append(entry)
+    plan = {"name": f"bench-{tool}", "tool": tool, "targets": entries, "params": params}
+    if server is not None:
+        plan["client"] = {"on": "target"}
+    if axes:
+        plan["axes"] = axes
+    return plan
+
+
+# ------------------------------------------------------------ measurements
+
+
+def by_hand(tool: str, params: dict, workdir: Path) -> float:
+    """Run the tool directly (prepare/cleanup untimed) and return its throughput."""
+    module = get_tool(tool)
+    endpoint = Endpoint(kind="host") if tool == "fio" else Endpoint(
+        **{k: v for k, v in MARIADB.items()})
+    phases = [p for p in ("prepare", "run", "cleanup") if p in module.PHASES]
+    value = None
+    for phase in phases:
+        command = module.build(params, endpoint, phase=phase).resolved(str(workdir))
+        for upload in command.uploads:
+            path = workdir / upload.name
+            path.write_bytes(upload.content)
+            path.chmod(upload.mode)
+        env = {**os.environ, **command.env}
+        proc = subprocess.run(command.argv, cwd=workdir, env=env, capture_output=True,
+                              text=True, timeout=300)
+        if phase == "run":
+            value = module.parse(proc.stdout + proc.stderr).metrics[JOBS[tool][1]]
+    return value
+
+
+def through_benchboard(team, plan: dict, timeout: float = 300) -> Run:
+    run = orchestration.start_run(team, plan, origin="bench")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if not run.is_active:
+            return run
+        time.sleep(0.2)
+    raise RuntimeError(f"run {run.pk} did not finish in {timeout} s")
+
+
+def cell_overheads(run: Run) -> list[float]:
+    """Cell wall time minus the measured tool's own run time, per cell."""
+    out = []
+    for cell in run.cells.all():
+        measure = Artifact.objects.filter(cell=cell, attempt=cell.attempt, phase="measure").first()
+        if cell.duration is not None and measure and measure.finished_at:
+            tool_time = (measure.finished_at - measure.started_at).total_seconds()
+            out.append(cell.duration - tool_time)
+    return out
+
+
+def dispatch_latency(run: Run) -> float | None:
+    first = Artifact.objects.filter(cell__run=run).order_by("started_at").first()
+    if first is None or first.started_at is None:
+        return None
+    return (first.started_at - run.created_at).total_seconds()
+
+
+def metric(run: Run, name: str) -> float | None:
+    row = Measurement.objects.filter(run=run, metric=name, group="").first()
+    return row.value if row else None
+
+
+def overhead(team, server, pairs: int, workdir: Path) -> dict:
+    """Interleaved hand/Benchboard pairs per tool; median throughput ratio."""
+    out = {}
+    for tool, (params, name) in JOBS.items():
+        if tool == "fio":
+            params = {**params, "directory": str(workdir)}
+        ratios, hand, board, over_ssh, latencies = [], [], [], [], []
+        for i in range(pairs):
+            h = by_hand(tool, params, workdir)
+            run = through_benchboard(team, plan_for(tool, params, server))
+            b = metric(run, name)
+            if run.status != Run.SUCCEEDED or b is None:
+                raise RuntimeError(f"{tool} through Benchboard: {run.status} "
+                                   f"{[c.error for c in run.cells.all()]}")
+            hand.append(h)
+            board.append(b)
+            ratios.append(b / h)
+            over_ssh += cell_overheads(run)
+            latencies.append(dispatch_latency(run))
+            log(f"  {tool} pair {i + 1}/{pairs}: by hand {h:.1f}, Benchboard {b:.1f} {name}")
+        out[tool] = {"metric": name, "overhead_ratio": statistics.median(ratios),
+                     "by_hand": hand, "benchboard": board,
+                     "cell_overhead_ssh_s": statistics.median(over_ssh),
+                     "dispatch_latency_s": statistics.median(latencies)}
+    return out
+
+
+def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
+    params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
+              "directory": str(workdir)}
+    run = through_benchboard(team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))}))
+    return statistics.median(cell_overheads(run))
+
+
+def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
+    """Cells per minute with 1, 2 and 4 workers over 4 targets (fio, 1 s cells)."""
+    params = {"rw": "read", "bs": "4k", "size": "4M", "runtime": 1, "time_based": True,
+              "directory": str(workdir)}
+    targets = ("d1", "d2", "d3", "d4")
+    plan = plan_for("fio", params, targets=targets,
+                    axes={"target": list(targets), "iodepth": [1, 2, 4]})
+    out = {}
+    for count in (1, 2, 4):
+        workers = [Worker(log_dir / f"tp{count}-{i}.log", env, f"tp{count}-{i}")
+                   for i in range(count)]
+        try:
+            start = time.monotonic()
+            run = through_benchboard(team, plan)
+            elapsed = time.monotonic() - start
+        finally:
+            for worker in workers:
+                worker.stop()
+        out[f"{count}_workers"] = {"cells": run.cells.count(), "seconds": round(elapsed, 2),
+                                   "cells_per_min": round(60 * run.cells.count() / elapsed, 1)}
+        log(f"  {count} worker(s): {out[f'{count}_workers']}")
+    return out
+
+
+def script_figures(script: str, *args: str) -> dict | None:
+    """Run a sibling measuring script that prints JSON on its last line."""
+    path = ROOT / "scripts" / script
+    if not path.exists():
+        return None
+    proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=3600)
+    sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+    for line in reversed(proc.stdout.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return {"output": proc.stdout[-2000:], "exit_code": proc.returncode}
+
+
+# ------------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
+    args = parser.parse_args()
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                           "python": platform.python_version()}}
+    with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
+        workdir = Path(tmp)
+        team, server = prepare_environment(workdir)
+        env = {**os.environ, **FAST}
+        worker = Worker(workdir / "worker.log", env, "bench")
+        try:
+            log("harness overhead (by hand vs Benchboard over SSH), interleaved pairs:")
+            results["overhead"] = overhead(team, server, args.pairs, workdir)
+            results["cell_overhead_local_s"] = local_cell_overhead(team, workdir)
+        finally:
+            worker.stop()
+            stop_sshd(server)
+        log("cell throughput over 4 targets:")
+        results["cell_throughput"] = cell_throughput(team, workdir, workdir, env)
+    log("parser throughput:")
+    results["parsers"] = script_figures("bench_parsers.py", "--json")
+    if not args.skip_pages:
+        log("results pages at 10k/100k/1M measurements:")
+        results["pages"] = script_figures("bench_results.py", "--json")
+    RESULTS.write_text(json.dumps(results, indent=2, default=str))
+    print_table(results)
+    return 0
+
+
+def print_table(results: dict) -> None:
+    print(f"\nBenchboard bench — {results['date']} — {results['machine']['cpus']} CPUs")
+    print(f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
+          f"{'dispatch s':>10}")
+    for tool, row in results["overhead"].items():
+        print(f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
+              f"{row['cell_overhead_ssh_s']:>20.2f} {row['dispatch_latency_s']:>10.2f}")
+    print(f"per-cell overhead, local: {results['cell_overhead_local_s']:.2f} s")
+    for name, row in results["cell_throughput"].items():
+        print(f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
+              f"({row['cells']} cells in {row['seconds']} s)")
+    if results.get("parsers"):
+        print("parsers:", json.dumps(results["parsers"]))
+    if results.get("pages"):
+        print("pages:", json.dumps(results["pages"]))
+    print(f"written to {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
