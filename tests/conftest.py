@@ -3,9 +3,22 @@
 Fixtures for real processes live in tests/support/ and are registered here.
 """
 
+import os
+
 import pytest
 
 pytest_plugins = ["tests.support.worker"]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """One test database per pytest process, so that several test sessions
+    on one machine (developers, CI, make bench) never drop each other's."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("postgresql"):
+        db.setdefault("TEST", {})["NAME"] = f"test_{db['NAME']}_{os.getpid()}"
 
 
 @pytest.fixture
