@@ -15,6 +15,7 @@ from runners.cell import cleanup_target, run_cell
 from runners.context import CellContext
 from runners.plan import expand, load_plan
 from tests.support.dbtargets import mariadb_target, postgres_target  # noqa: F401
+from tests.support.sshd import sshd  # noqa: F401
 
 PASSWORD_ENV = "BB_TEST_CELL_PASSWORD"
 
@@ -50,6 +51,15 @@ def _mariadb(sql: str) -> str:
 def _children(pid: int) -> list[int]:
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     return [int(child) for child in found.stdout.split()]
+
+
+def _gone(pattern: str, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while _pids(pattern):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _pids(pattern: str) -> list[int]:
@@ -314,3 +324,36 @@ def test_error_line_picks_the_cause(output, line):
     from runners.phases import error_line
 
     assert error_line(output) == line
+
+
+# ---------------------------------------------------------------- over SSH
+
+
+def test_run_cell_on_target_host_over_ssh_with_stress(sshd, tmp_path):  # noqa: F811
+    # client: {on: target}: fio and stress-ng both run on the target's host,
+    # reached over the fixture's sshd with a key resolved by name.
+    target = {"name": "box", "kind": "host", "host": sshd.host,
+              "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,
+                      "credential": "box-key", "known_host_key": sshd.host_key}}
+    plan = _plan("fio", target, {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+                 client={"on": "target"}, stress={"cpu": 1, "cpu_load": 50}, timeout=4244)
+    keys = {"box-key": sshd.client_key}
+    (outcome,) = _run_all(plan, resolve_secret=keys.__getitem__)
+    assert (outcome.status, outcome.error) == ("succeeded", "")
+    assert _phases(outcome) == ["measure", "stress"]
+    assert outcome.result.metrics["read_iops"] > 0
+    assert outcome.stress_result.metrics["bogo_ops"] > 0
+    # Over SSH the remote group's last processes may take a moment to be reaped.
+    assert _gone("stress-ng --cpu 1 --cpu-load 50 --timeout 4244", within=5)
+
+
+def test_run_cell_unknown_host_key_fails_permanently(sshd, tmp_path):  # noqa: F811
+    target = {"name": "box", "kind": "host", "host": sshd.host,
+              "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,
+                      "credential": "box-key",
+                      "known_host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDeadBeefDeadBeef"}}
+    plan = _plan("fio", target, {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+                 client={"on": "target"})
+    (outcome,) = _run_all(plan, resolve_secret={"box-key": sshd.client_key}.__getitem__)
+    assert (outcome.status, outcome.permanent) == ("failed", True)
+    assert "host key" in outcome.error
