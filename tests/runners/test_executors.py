@@ -322,9 +322,6 @@ def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(fresh_server):
     finally:
         killer.join()
         ex._drop_connection()
-        # The work dir could not be removed over the dead connection; the
-        # "remote" host is this machine.
-        shutil.rmtree(ex._workdir, ignore_errors=True)
     assert caught.value.permanent is False
     assert (
         caught.value.message
@@ -335,3 +332,49 @@ def test_ssh_sshd_killed_mid_run_is_transient_and_leaves_no_tool(fresh_server):
     # The remote watchdog saw the session vanish and killed the tool (TERM,
     # then KILL after GRACE); the host is this machine, so local ps sees it.
     assert wait_until(lambda: local_tool_processes(mark) == [], GRACE + 3)
+    # The work dir could not be removed over the dead connection; the
+    # "remote" host is this machine (removed only now: the watchdog reads
+    # the pid file in it).
+    shutil.rmtree(ex._workdir)
+
+
+def test_ssh_silent_dead_connection_is_detected_by_the_probe(fresh_server):
+    # A frozen sshd (SIGSTOP) neither resets the connection nor answers: only
+    # the keepalive probe can tell the connection is dead.
+    import os
+    import signal
+
+    from tests.support.sshd import _sshd_descendants
+
+    server = fresh_server
+    ex = make_ssh(server, keepalive=1)
+    ex.grace = GRACE
+    mark = marker()
+    started = threading.Event()
+
+    def freeze():
+        if started.wait(10):
+            for pid in _sshd_descendants(server.process.pid):
+                os.kill(pid, signal.SIGSTOP)
+
+    freezer = threading.Thread(target=freeze)
+    freezer.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(RunnerError) as caught:
+            ex.run(
+                Command(argv=["sh", "-c", f"echo partial; exec sleep {mark}"]),
+                timeout=20,
+                on_output=lambda stream, text: started.set(),
+            )
+    finally:
+        freezer.join()
+        server.kill_all()  # SIGKILL ends the frozen session: the watchdog fires
+        ex._drop_connection()
+    assert time.monotonic() - began < 8
+    assert (caught.value.permanent, caught.value.output) == (False, "partial\n")
+    assert wait_until(lambda: local_tool_processes(mark) == [], GRACE + 3)
+    # The work dir could not be removed over the dead connection; the
+    # "remote" host is this machine (removed only now: the watchdog reads
+    # the pid file in it).
+    shutil.rmtree(ex._workdir)
