@@ -15,6 +15,7 @@ from typing import Any
 from runners.errors import ValidationError
 
 # Plain tokens: no whitespace, quotes, $, `, ;, |, &, <, >, (, ), \, *, ?, ~, !, #.
+# Use fullmatch: with re.match, "$" also matches before a trailing newline.
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9_.,:/@+=%-]+$")
 SIZE = re.compile(r"^[0-9]+(?:[kKmMgGtTpP]i?[bB]?)?$")
 
@@ -118,7 +119,7 @@ class Param:
 
     def _to_size(self, value: Any) -> str:
         text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        if not isinstance(text, str) or not SIZE.match(text):
+        if not isinstance(text, str) or not SIZE.fullmatch(text):
             raise self._fail(value)
         return text
 
@@ -126,7 +127,7 @@ class Param:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise self._fail(value)
         text = str(value)
-        if not SAFE_TEXT.match(text) or text.startswith("-"):
+        if not SAFE_TEXT.fullmatch(text) or text.startswith("-"):
             raise self._fail(value)
         return text
 

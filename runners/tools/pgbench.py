@@ -213,7 +213,7 @@ def _checked(field: str, value: str) -> str:
     """value if it is plain text (no spaces, shell characters, leading '-'), else ValidationError."""
     if (
         not isinstance(value, str)
-        or not SAFE_TEXT.match(value)
+        or not SAFE_TEXT.fullmatch(value)
         or value.startswith("-")
         or WORKDIR in value
     ):

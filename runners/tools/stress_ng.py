@@ -115,7 +115,7 @@ def validate(params: dict) -> dict:
             raise ValidationError(name, f"needs {needed}")
     if not any(name in clean for name in STRESSORS):
         raise ValidationError("cpu", "give at least one stressor: " + ", ".join(STRESSORS))
-    if "taskset" in clean and not CPU_LIST.match(clean["taskset"]):
+    if "taskset" in clean and not CPU_LIST.fullmatch(clean["taskset"]):
         raise ValidationError("taskset", "a CPU list such as 0-3 or 0,2,4")
     if "temp_path" in clean and not clean["temp_path"].startswith("/"):
         raise ValidationError("temp_path", "an absolute path is required (starting with /)")
