@@ -86,8 +86,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     try:
-        document = run_plan(plan, seed=args.seed, resolve_secret=secret_resolver(files),
-                            on_progress=progress, with_phases=args.phases, cancel_event=cancel)
+        document = run_plan(
+            plan,
+            seed=args.seed,
+            resolve_secret=secret_resolver(files),
+            on_progress=progress,
+            with_phases=args.phases,
+            cancel_event=cancel,
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     json.dump(document, sys.stdout, indent=2, default=str)
@@ -106,10 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a plan file here, without the web app")
     run.add_argument("plan", help="the plan file (YAML or JSON)")
     run.add_argument("--seed", type=int, help="seed for order: shuffled (overrides the plan's)")
-    run.add_argument("--secret", action="append", default=[], metavar="NAME=@FILE",
-                     help="read credential NAME from FILE (repeatable)")
-    run.add_argument("--phases", action="store_true",
-                     help="include every phase's raw (masked) output in the document")
+    run.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=@FILE",
+        help="read credential NAME from FILE (repeatable)",
+    )
+    run.add_argument(
+        "--phases",
+        action="store_true",
+        help="include every phase's raw (masked) output in the document",
+    )
     run.set_defaults(func=cmd_run)
     return parser
 

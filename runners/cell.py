@@ -59,8 +59,14 @@ def prepare_phase(tool) -> str | None:
     return next((p for p in ("prepare", "init") if p in tool.PHASES), None)
 
 
-def run_cell(plan: Plan, cell: CellSpec, ctx: CellContext, *,
-             on_phase: OnPhase | None = None, on_output: OnOutput | None = None) -> CellOutcome:
+def run_cell(
+    plan: Plan,
+    cell: CellSpec,
+    ctx: CellContext,
+    *,
+    on_phase: OnPhase | None = None,
+    on_output: OnOutput | None = None,
+) -> CellOutcome:
     """Run every phase of cell and return its CellOutcome (never raises RunnerError).
 
     on_phase(name) is called as each phase starts (prepare, restore, snapshot,
@@ -110,10 +116,16 @@ def masked(command) -> str:
 
 def _record(phase: str, command, execution) -> PhaseRecord:
     return PhaseRecord(
-        phase=phase, command=masked(command), exit_code=execution.exit_code,
-        stdout=execution.stdout, stderr=execution.stderr, started=execution.started,
-        finished=execution.finished, timed_out=execution.timed_out,
-        cancelled=execution.cancelled)
+        phase=phase,
+        command=masked(command),
+        exit_code=execution.exit_code,
+        stdout=execution.stdout,
+        stderr=execution.stderr,
+        started=execution.started,
+        finished=execution.finished,
+        timed_out=execution.timed_out,
+        cancelled=execution.cancelled,
+    )
 
 
 class _CellRun:
@@ -186,9 +198,10 @@ class _CellRun:
             raise CellFailed(f"{phase} cancelled", cancelled=True)
         callback = None
         if self.on_output is not None:
-            callback = lambda stream, chunk: self.on_output(phase, stream, chunk)  # noqa: E731
-        execution = executor.run(command, timeout=timeout or self._timeout(phase),
-                                 on_output=callback)
+            callback = lambda stream, chunk: self.on_output(phase, stream, chunk)
+        execution = executor.run(
+            command, timeout=timeout or self._timeout(phase), on_output=callback
+        )
         record = _record(phase, command, execution)
         self.outcome.phases.append(record)
         if check and (execution.exit_code != 0 or execution.timed_out or execution.cancelled):
@@ -206,8 +219,11 @@ class _CellRun:
             return
         if phase is not None:
             self.on_phase("prepare")
-            command = self.tool.build(_phase_params(self.plan, self.tool, prep.params,
-                                                    self.cell.params), self.endpoint, phase)
+            command = self.tool.build(
+                _phase_params(self.plan, self.tool, prep.params, self.cell.params),
+                self.endpoint,
+                phase,
+            )
             self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
             self._run("prepare", self.client, command)
         if prep.snapshot_datadir:
@@ -321,7 +337,9 @@ class _CellRun:
         ctx, facts = self.ctx, self.outcome.facts
         key = ctx.executor_key(self.client_ssh)
         if key not in ctx.host_facts:
-            ctx.host_facts[key] = _safely(lambda: host_facts(self.client, tools=(self.tool.BINARY,)))
+            ctx.host_facts[key] = _safely(
+                lambda: host_facts(self.client, tools=(self.tool.BINARY,))
+            )
         if target.kind != "host" and target.name not in ctx.db_facts:
             ctx.db_facts[target.name] = _safely(lambda: db_facts(self.client, self.endpoint))
         if key not in ctx.versions:
@@ -335,8 +353,9 @@ class _CellRun:
     def _tool_version(self) -> str | None:
         from runners.command import Command
 
-        command = Command(argv=self.tool.version_command(), tool=self.tool.NAME,
-                          package=self.tool.PACKAGE)
+        command = Command(
+            argv=self.tool.version_command(), tool=self.tool.NAME, package=self.tool.PACKAGE
+        )
         try:
             execution = self.client.run(command, timeout=30)
             return self.tool.parse_version(execution.output) or None
@@ -350,8 +369,9 @@ class _CellRun:
         self.on_phase("cleanup")
         try:
             command = self.tool.build(self.cell.params, self.endpoint, "cleanup")
-            execution = self._run("cleanup", self.client, command, check=False,
-                                  timeout=CLEANUP_TIMEOUT_S, force=True)
+            execution = self._run(
+                "cleanup", self.client, command, check=False, timeout=CLEANUP_TIMEOUT_S, force=True
+            )
         except (RunnerError, ValidationError, CellFailed) as exc:
             self.outcome.warnings.append(f"cleanup: {exc}")
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import Self
 
 from runners.command import Endpoint
 from runners.errors import RunnerError
@@ -86,7 +87,9 @@ class CellContext:
             provider = target.provision.get("provider")
             raise RunnerError(
                 f"target {name} needs provisioning (provider {provider}); this runner has "
-                "no provisioned address for it", permanent=True)
+                "no provisioned address for it",
+                permanent=True,
+            )
         return target
 
     def secret(self, credential: str | None, password_env: str | None) -> str | None:
@@ -95,8 +98,9 @@ class CellContext:
             return self.resolve_secret(credential)
         if password_env:
             if password_env not in os.environ:
-                raise RunnerError(f"environment variable {password_env} (password_env) is not set",
-                                  permanent=True)
+                raise RunnerError(
+                    f"environment variable {password_env} (password_env) is not set", permanent=True
+                )
             return os.environ[password_env]
         return None
 
@@ -140,8 +144,11 @@ class CellContext:
             return target.ssh
         if target.is_local or (target.kind == "host" and target.host is None):
             return None
-        raise RunnerError(f"target {target.name}: its host {target.host} is not reachable "
-                          "(add ssh: {host, user, credential} to the target)", permanent=True)
+        raise RunnerError(
+            f"target {target.name}: its host {target.host} is not reachable "
+            "(add ssh: {host, user, credential} to the target)",
+            permanent=True,
+        )
 
     def client_ssh_for(self, target: TargetSpec) -> SSHSpec | None:
         """Where the tool runs for a cell on target (None: this machine)."""
@@ -155,8 +162,11 @@ class CellContext:
             return self.host_ssh(host)
         if self.client_ssh is None:
             provider = (client.provision or {}).get("provider")
-            raise RunnerError(f"the client needs provisioning (provider {provider}); this "
-                              "runner has no provisioned client host", permanent=True)
+            raise RunnerError(
+                f"the client needs provisioning (provider {provider}); this "
+                "runner has no provisioned client host",
+                permanent=True,
+            )
         return self.client_ssh
 
     # -- cancel and close --------------------------------------------------
@@ -183,7 +193,7 @@ class CellContext:
             except RunnerError:
                 pass  # a host that vanished has nothing left to close
 
-    def __enter__(self) -> CellContext:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

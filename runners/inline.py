@@ -51,13 +51,15 @@ def secret_resolver(files: dict[str, str] | None = None) -> Callable[[str], str]
             try:
                 return Path(files[name]).read_text().rstrip("\n")
             except OSError as exc:
-                raise RunnerError(f"credential {name}: cannot read its file ({exc.strerror})",
-                                  permanent=True) from None
+                raise RunnerError(
+                    f"credential {name}: cannot read its file ({exc.strerror})", permanent=True
+                ) from None
         variable = env_secret_name(name)
         if variable in os.environ:
             return os.environ[variable]
-        raise RunnerError(f"credential {name!r}: set {variable} or pass --secret {name}=@FILE",
-                          permanent=True)
+        raise RunnerError(
+            f"credential {name!r}: set {variable} or pass --secret {name}=@FILE", permanent=True
+        )
 
     return resolve
 
@@ -132,8 +134,15 @@ def run_plan(
     last_of_target = {cell.target: cell.index for cell in cells}
     resolved, failed = _provisioned(plan, provision)
     documents = []
-    with CellContext(plan, resolve_secret=resolve_secret or secret_resolver(),
-                     targets=resolved, cancel_event=cancel_event) as ctx, _watch_cancel(ctx):
+    with (
+        CellContext(
+            plan,
+            resolve_secret=resolve_secret or secret_resolver(),
+            targets=resolved,
+            cancel_event=cancel_event,
+        ) as ctx,
+        _watch_cancel(ctx),
+    ):
         for cell in cells:
             if on_progress:
                 on_progress(cell, len(cells), None)
@@ -175,11 +184,16 @@ def _one_cell(plan, cell, ctx, provision_error, on_output) -> CellOutcome:
     if ctx.cancelled:
         return CellOutcome(status="cancelled", error="cancelled", started=now, finished=now)
     if provision_error is not None:
-        return CellOutcome(status="failed", error=provision_error.message,
-                           permanent=provision_error.permanent, started=now, finished=now)
+        return CellOutcome(
+            status="failed",
+            error=provision_error.message,
+            permanent=provision_error.permanent,
+            started=now,
+            finished=now,
+        )
     forward = None
     if on_output is not None:
-        forward = lambda phase, stream, chunk: on_output(cell, phase, stream, chunk)  # noqa: E731
+        forward = lambda phase, stream, chunk: on_output(cell, phase, stream, chunk)
     return run_cell(plan, cell, ctx, on_output=forward)
 
 
@@ -195,7 +209,7 @@ def _final_cleanup(plan, target: str, ctx, document: dict) -> None:
 
 
 def progress_line(cell: CellSpec, total: int, outcome: CellOutcome | None) -> str:
-    """"[3/12] load_type=read target=local rep 1 ... ok 1.2s" (two halves)."""
+    """The two halves of "[3/12] load_type=read target=local rep 1 ... ok 1.2s"."""
     if outcome is None:
         axes = " ".join(f"{k}={_show(v)}" for k, v in cell.axes.items()) or cell.target
         if "target" not in cell.axes:

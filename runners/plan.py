@@ -20,19 +20,21 @@ import yaml
 
 from runners.errors import ValidationError
 from runners.planspec import (
-    STRESS_AXES,
     PATTERN_HELP,
+    STRESS_AXES,
     ClientSpec,
     Doc,
-    canonical,
-    convert_param as _convert_param,
     PrepareSpec,
     TargetSpec,
+    canonical,
     check_no_inline_secrets,
     read_client,
     read_prepare,
     read_stress,
     read_targets,
+)
+from runners.planspec import (
+    convert_param as _convert_param,
 )
 from runners.tools import MEASURED_TOOLS, get_tool
 
@@ -132,7 +134,9 @@ def load_plan(source: str | bytes | dict) -> Plan:
     plan = replace(plan, overrides=_read_overrides(doc, tool, plan.axes, names))
     doc.done()
     if len(targets) > 1 and "target" not in plan.axes:
-        raise ValidationError("axes", "several targets: add a `target` axis listing the ones to run")
+        raise ValidationError(
+            "axes", "several targets: add a `target` axis listing the ones to run"
+        )
     _check_combinations(plan, tool)
     return plan
 
@@ -199,8 +203,9 @@ def _read_axes(doc: Doc, tool, target_names: list[str]) -> dict[str, list[Any]]:
         path = f"axes.{name}"
         if not isinstance(values, list) or not values:
             raise ValidationError(path, "expected a non-empty list of values")
-        typed = [_axis_value(tool, name, v, f"{path}[{i}]", target_names)
-                 for i, v in enumerate(values)]
+        typed = [
+            _axis_value(tool, name, v, f"{path}[{i}]", target_names) for i, v in enumerate(values)
+        ]
         for i, value in enumerate(typed):
             if value in typed[:i]:
                 raise ValidationError(f"{path}[{i}]", f"{values[i]!r} is listed twice")
@@ -212,7 +217,9 @@ def _axis_value(tool, name: str, value: Any, path: str, target_names: list[str])
     """One axis value typed like the thing it varies."""
     if name == "target":
         if value not in target_names:
-            raise ValidationError(path, f"{value!r} is not a target; targets: {', '.join(target_names)}")
+            raise ValidationError(
+                path, f"{value!r} is not a target; targets: {', '.join(target_names)}"
+            )
         return value
     if name in STRESS_AXES:
         hi = 100 if name != "stress.cpu" else 4096
@@ -220,7 +227,9 @@ def _axis_value(tool, name: str, value: Any, path: str, target_names: list[str])
     if name == "volumes":
         return Doc({name: value}, "").integer(name, lo=1, hi=128, path=path)
     if name.startswith("stress."):
-        raise ValidationError(path.split("[")[0], f"unknown axis; known stress axes: {', '.join(STRESS_AXES)}")
+        raise ValidationError(
+            path.split("[")[0], f"unknown axis; known stress axes: {', '.join(STRESS_AXES)}"
+        )
     if isinstance(value, (list, dict)):
         raise ValidationError(path, "an axis value must be a single value")
     return _convert_param(tool, name, value, path)[1]
@@ -246,8 +255,9 @@ def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: li
             if typed not in axes[axis]:
                 raise ValidationError(path, f"{value!r} is not one of the axis values")
             typed_when[axis] = typed
-        typed_set = dict(_convert_param(tool, n, v, f"overrides[{i}].set.{n}")
-                         for n, v in sets.items())
+        typed_set = dict(
+            _convert_param(tool, n, v, f"overrides[{i}].set.{n}") for n, v in sets.items()
+        )
         pairs.append((typed_when, typed_set))
     return tuple(pairs)
 
@@ -299,14 +309,16 @@ def _cell_params(plan: Plan, tool, combo: dict[str, Any]) -> dict[str, Any]:
         return tool.validate(merged)
     except ValidationError as exc:
         where = f" (cell {combination_key(combo)})" if combo else ""
-        raise ValidationError(_param_path(plan, tool, exc.param, combo), exc.message + where) from None
+        raise ValidationError(
+            _param_path(plan, tool, exc.param, combo), exc.message + where
+        ) from None
 
 
 def _param_path(plan: Plan, tool, param: str, combo: dict[str, Any]) -> str:
     """Where a refused parameter came from: an axis, an override or params."""
-    for name in combo:
+    for name, value in combo.items():
         if name not in SPECIAL_AXES and param in (name, canonical(tool, name)):
-            return f"axes.{name}[{plan.axes[name].index(combo[name])}]"
+            return f"axes.{name}[{plan.axes[name].index(value)}]"
     for i, (_, sets) in enumerate(plan.overrides):
         if param in sets:
             return f"overrides[{i}].set.{param}"
@@ -370,8 +382,7 @@ def substitute(value: Any, cell: CellSpec) -> Any:
         return [substitute(v, cell) for v in value]
     if not isinstance(value, str) or "${" not in value:
         return value
-    names = dict(cell.axes)
-    for name, axis_value in names.items():
+    for name, axis_value in cell.axes.items():
         if value == "${" + name + "}":
             return axis_value
         value = value.replace("${" + name + "}", _show(axis_value))

@@ -27,8 +27,9 @@ PATTERN_HELP = {
 }
 CURRENCY = r"[A-Z]{3}"
 CPU_LIST = r"[0-9][0-9,-]*"
-PATTERN_HELP.update({CURRENCY: "a currency code such as USD or JPY",
-                     CPU_LIST: "a CPU list such as 0-3 or 0,2"})
+PATTERN_HELP.update(
+    {CURRENCY: "a currency code such as USD or JPY", CPU_LIST: "a CPU list such as 0-3 or 0,2"}
+)
 STRESS_AXES = ("stress.cpu", "stress.load", "stress.cpu_load")
 TARGET_KINDS = ("mysql", "postgres", "host")
 DEFAULT_PORTS = {"mysql": 3306, "postgres": 5432}
@@ -37,10 +38,28 @@ TOOL_KINDS = {"mysqlslap": "mysql", "sysbench": "mysql", "pgbench": "postgres", 
 REQUIRED_KIND = {"mysqlslap": ("mysql",), "pgbench": ("postgres",)}
 LOCAL_HOSTS = (None, "127.0.0.1", "localhost", "::1")
 # Directories a data-directory snapshot must never rsync --delete into.
-FORBIDDEN_DIRS = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/proc", "/root",
-                  "/run", "/sbin", "/sys", "/tmp", "/usr", "/var", "/var/lib"}
-SECRET_HINT = ("secrets are never inline: use credential (the name of a stored credential) "
-               "or password_env (the name of an environment variable)")
+FORBIDDEN_DIRS = {
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+    "/var/lib",
+}
+SECRET_HINT = (
+    "secrets are never inline: use credential (the name of a stored credential) "
+    "or password_env (the name of an environment variable)"
+)
 
 
 class Doc:
@@ -77,7 +96,9 @@ class Doc:
             raise ValidationError(self.where(key), "expected a text value")
         if len(value) > max_len or (pattern and not re.fullmatch(pattern, value)):
             expected = PATTERN_HELP.get(pattern, f"at most {max_len} characters")
-            raise ValidationError(self.where(key), f"{value[:60]!r} is not allowed: expected {expected}")
+            raise ValidationError(
+                self.where(key), f"{value[:60]!r} is not allowed: expected {expected}"
+            )
         return value
 
     def integer(self, key: str, *, required=False, default=None, lo=None, hi=None, path=None):
@@ -113,8 +134,9 @@ class Doc:
         if not self._need(key, value, required):
             return default
         if value not in choices:
-            raise ValidationError(self.where(key), f"{value!r} is not allowed: expected one of "
-                                  + ", ".join(choices))
+            raise ValidationError(
+                self.where(key), f"{value!r} is not allowed: expected one of " + ", ".join(choices)
+            )
         return value
 
     def mapping(self, key: str, *, required=False, default=None) -> dict:
@@ -131,16 +153,19 @@ class Doc:
             raise ValidationError(self.where(key), "expected a list")
         for i, item in enumerate(value):
             if not isinstance(item, str) or not re.fullmatch(pattern, item):
-                raise ValidationError(f"{self.where(key)}[{i}]", f"{item!r} is not allowed: "
-                                      f"expected {PATTERN_HELP.get(pattern, 'plain text')}")
+                raise ValidationError(
+                    f"{self.where(key)}[{i}]",
+                    f"{item!r} is not allowed: expected {PATTERN_HELP.get(pattern, 'plain text')}",
+                )
         return tuple(value)
 
     def done(self) -> None:
         """Refuse keys nobody read: typos must not be silently ignored."""
         for key in self.data:
             if key not in self.known:
-                raise ValidationError(self.where(str(key)),
-                                      "unknown key; known: " + ", ".join(sorted(self.known)))
+                raise ValidationError(
+                    self.where(str(key)), "unknown key; known: " + ", ".join(sorted(self.known))
+                )
 
 
 # ---------------------------------------------------------------- secrets
@@ -148,8 +173,11 @@ class Doc:
 
 def _is_secret_key(key: str) -> bool:
     key = str(key).lower()
-    return (key in ("password", "passwd", "pass", "pgpassword", "private_key", "token")
-            or key.endswith(("_password", "_passwd", "_token")) or "secret" in key)
+    return (
+        key in ("password", "passwd", "pass", "pgpassword", "private_key", "token")
+        or key.endswith(("_password", "_passwd", "_token"))
+        or "secret" in key
+    )
 
 
 def check_no_inline_secrets(data: Any, path: str = "") -> None:
@@ -274,7 +302,9 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
     if kind != "host" and host is None and provision is None and doc.data.get("socket") is None:
         raise ValidationError(f"{path}.host", "required for a database target (or provision:)")
     target = TargetSpec(
-        name=name, kind=kind, host=host,
+        name=name,
+        kind=kind,
+        host=host,
         port=doc.integer("port", default=DEFAULT_PORTS.get(kind), lo=1, hi=65535),
         user=doc.text("user"),
         database=doc.text("database"),
@@ -337,13 +367,19 @@ def read_client(doc: Doc, target_names: list[str]) -> ClientSpec:
         return ClientSpec()
     client = Doc(raw, "client") if isinstance(raw, dict) else None
     if client is None or len(raw) != 1:
-        raise ValidationError("client", "expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}")
+        raise ValidationError(
+            "client", "expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}"
+        )
     on = client.text("on")
     if on is not None and on != CELL_TARGET and on not in target_names:
-        raise ValidationError("client.on", f"{on!r} is not a target; expected `target` "
-                              f"(each cell's own) or one of: {', '.join(target_names)}")
-    spec = ClientSpec(kind=next(iter(raw)), target=on, ssh=read_ssh(client),
-                      provision=client.mapping("provision"))
+        raise ValidationError(
+            "client.on",
+            f"{on!r} is not a target; expected `target` "
+            f"(each cell's own) or one of: {', '.join(target_names)}",
+        )
+    spec = ClientSpec(
+        kind=next(iter(raw)), target=on, ssh=read_ssh(client), provision=client.mapping("provision")
+    )
     client.done()
     return spec
 
@@ -399,8 +435,9 @@ def read_prepare(doc: Doc, tool) -> PrepareSpec:
         datadir=_safe_dir(prep, "datadir", "/var/lib/mysql"),
         snapshot_dir=_safe_dir(prep, "snapshot_dir", None),
         service=prep.text("service", default="mysql"),
-        service_manager=prep.choice("service_manager", ("systemctl", "service", "none"),
-                                    default="systemctl"),
+        service_manager=prep.choice(
+            "service_manager", ("systemctl", "service", "none"), default="systemctl"
+        ),
         params=dict(convert_param(tool, n, v, f"prepare.params.{n}") for n, v in params.items()),
     )
     prep.done()

@@ -21,16 +21,24 @@ PASSWORD_ENV = "BB_TEST_CELL_PASSWORD"
 
 
 def _db_target(endpoint, **extra) -> dict:
-    target = {"name": "db", "kind": endpoint.kind, "host": endpoint.host, "port": endpoint.port,
-              "user": endpoint.user, "database": endpoint.database, **extra}
+    target = {
+        "name": "db",
+        "kind": endpoint.kind,
+        "host": endpoint.host,
+        "port": endpoint.port,
+        "user": endpoint.user,
+        "database": endpoint.database,
+        **extra,
+    }
     if endpoint.password:
         target["password_env"] = PASSWORD_ENV
     return target
 
 
 def _plan(tool: str, target: dict, params: dict, **extra):
-    return load_plan({"name": "t", "tool": tool, "targets": [target], "params": params,
-                      "timeout": 120, **extra})
+    return load_plan(
+        {"name": "t", "tool": tool, "targets": [target], "params": params, "timeout": 120, **extra}
+    )
 
 
 def _run_all(plan, **ctx_args):
@@ -44,12 +52,17 @@ def _phases(outcome) -> list[str]:
 
 
 def _mariadb(sql: str) -> str:
-    return subprocess.run(["mariadb", "-h127.0.0.1", "-uroot", "-N", "-e", sql], check=True,
-                          capture_output=True, text=True, timeout=30).stdout
+    return subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-uroot", "-N", "-e", sql],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
 
 
 def _children(pid: int) -> list[int]:
-    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
     return [int(child) for child in found.stdout.split()]
 
 
@@ -63,18 +76,26 @@ def _gone(pattern: str, within: float) -> bool:
 
 
 def _pids(pattern: str) -> list[int]:
-    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False)
     return [int(pid) for pid in found.stdout.split()]
 
 
 # ---------------------------------------------------------------- tools
 
 
-def test_run_cell_mysqlslap_succeeds_with_masked_password(mariadb_target, monkeypatch):
+def test_run_cell_mysqlslap_succeeds_with_masked_password(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
-    plan = _plan("mysqlslap", _db_target(mariadb_target),
-                 {"number_of_queries": 100, "concurrency": 2, "iterations": 2,
-                  "load_type": "key", "add_autoincrement": True})
+    plan = _plan(
+        "mysqlslap",
+        _db_target(mariadb_target),
+        {
+            "number_of_queries": 100,
+            "concurrency": 2,
+            "iterations": 2,
+            "load_type": "key",
+            "add_autoincrement": True,
+        },
+    )
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.error) == ("succeeded", "")
     assert outcome.result.metrics["clients"] == 2
@@ -89,12 +110,22 @@ def test_run_cell_mysqlslap_succeeds_with_masked_password(mariadb_target, monkey
     assert isinstance(outcome.facts["client_bound"], bool)
 
 
-def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_target, monkeypatch):
+def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
-    plan = _plan("sysbench", _db_target(mariadb_target),
-                 {"test": "oltp_read_write", "tables": 1, "table_size": 500, "threads": 2,
-                  "time": 1, "report_interval": 1, "forced_shutdown": 5},
-                 warmup={"threads": 1, "read_only": True, "time": 1})
+    plan = _plan(
+        "sysbench",
+        _db_target(mariadb_target),
+        {
+            "test": "oltp_read_write",
+            "tables": 1,
+            "table_size": 500,
+            "threads": 2,
+            "time": 1,
+            "report_interval": 1,
+            "forced_shutdown": 5,
+        },
+        warmup={"threads": 1, "read_only": True, "time": 1},
+    )
     phases = []
     with CellContext(plan) as ctx:
         outcome = run_cell(plan, expand(plan)[0], ctx, on_phase=phases.append)
@@ -110,12 +141,22 @@ def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_targ
     assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == ""  # cleanup dropped sbtest1
 
 
-def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monkeypatch):
+def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
-    plan = _plan("sysbench", _db_target(mariadb_target),
-                 {"test": "oltp_point_select", "tables": 1, "table_size": 200, "time": 1,
-                  "forced_shutdown": 5},
-                 axes={"threads": [1, 2]}, prepare={"once": True}, cleanup=True)
+    plan = _plan(
+        "sysbench",
+        _db_target(mariadb_target),
+        {
+            "test": "oltp_point_select",
+            "tables": 1,
+            "table_size": 200,
+            "time": 1,
+            "forced_shutdown": 5,
+        },
+        axes={"threads": [1, 2]},
+        prepare={"once": True},
+        cleanup=True,
+    )
     with CellContext(plan) as ctx:
         outcomes = [run_cell(plan, cell, ctx) for cell in expand(plan)]
         assert ctx.prepared == {"db"}
@@ -128,9 +169,11 @@ def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monk
 
 
 def test_run_cell_fio_on_a_tmp_dir(tmp_path):
-    plan = _plan("fio", {"name": "disk", "kind": "host"},
-                 {"directory": str(tmp_path), "rw": "randwrite", "bs": "4k", "size": "4M",
-                  "runtime": 1})
+    plan = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        {"directory": str(tmp_path), "rw": "randwrite", "bs": "4k", "size": "4M", "runtime": 1},
+    )
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.error) == ("succeeded", "")
     assert outcome.result.metrics["write_iops"] > 0
@@ -138,9 +181,12 @@ def test_run_cell_fio_on_a_tmp_dir(tmp_path):
     assert outcome.tool_version.startswith("3.")
 
 
-def test_run_cell_pgbench_initialises_and_runs(postgres_target):
-    plan = _plan("pgbench", _db_target(postgres_target),
-                 {"scale": 1, "client": 2, "time": 1, "builtin": "select-only"})
+def test_run_cell_pgbench_initialises_and_runs(postgres_target):  # noqa: F811
+    plan = _plan(
+        "pgbench",
+        _db_target(postgres_target),
+        {"scale": 1, "client": 2, "time": 1, "builtin": "select-only"},
+    )
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.error) == ("succeeded", "")
     assert _phases(outcome) == ["prepare", "measure"]
@@ -152,24 +198,30 @@ def test_run_cell_pgbench_initialises_and_runs(postgres_target):
 # ---------------------------------------------------------------- failures
 
 
-def test_run_cell_wrong_password_fails_with_clear_error(mariadb_target, monkeypatch):
+def test_run_cell_wrong_password_fails_with_clear_error(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, "not-the-password")
     plan = _plan("mysqlslap", _db_target(mariadb_target), {"number_of_queries": 10})
     (outcome,) = _run_all(plan)
     assert outcome.status == "failed"
     assert outcome.error.startswith("measure failed (exit 1): ")
     # MariaDB names the client host as it resolved it: localhost or 127.0.0.1.
-    assert re.search(rf"Access denied for user '{mariadb_target.user}'@'(localhost|127\.0\.0\.1)' "
-                     r"\(using password: YES\)$", outcome.error)
+    assert re.search(
+        rf"Access denied for user '{mariadb_target.user}'@'(localhost|127\.0\.0\.1)' "
+        r"\(using password: YES\)$",
+        outcome.error,
+    )
     measure = outcome.phases[0]
     assert "Access denied" in measure.stdout + measure.stderr  # the raw output is kept
     assert "not-the-password" not in repr(outcome)
 
 
-def test_run_cell_wrong_password_in_sysbench_prepare_is_masked(mariadb_target, monkeypatch):
+def test_run_cell_wrong_password_in_sysbench_prepare_is_masked(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, "wrong-pw-123")
-    plan = _plan("sysbench", _db_target(mariadb_target),
-                 {"test": "oltp_read_only", "tables": 1, "table_size": 10, "time": 1})
+    plan = _plan(
+        "sysbench",
+        _db_target(mariadb_target),
+        {"test": "oltp_read_only", "tables": 1, "table_size": 10, "time": 1},
+    )
     (outcome,) = _run_all(plan)
     assert outcome.status == "failed"
     assert outcome.error.startswith("prepare failed (exit 1): FATAL: error 1045: Access denied")
@@ -178,7 +230,7 @@ def test_run_cell_wrong_password_in_sysbench_prepare_is_masked(mariadb_target, m
     assert "wrong-pw-123" not in repr(outcome)
 
 
-def test_run_cell_missing_password_env_is_permanent(mariadb_target, monkeypatch):
+def test_run_cell_missing_password_env_is_permanent(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.delenv(PASSWORD_ENV, raising=False)
     plan = _plan("mysqlslap", _db_target(mariadb_target), {"number_of_queries": 10})
     (outcome,) = _run_all(plan)
@@ -191,14 +243,25 @@ def test_run_cell_target_to_provision_fails_permanently():
     plan = _plan("mysqlslap", {"name": "rds", "provision": {"provider": "aws_rds"}}, {})
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.permanent) == ("failed", True)
-    assert outcome.error == ("target rds needs provisioning (provider aws_rds); this runner has "
-                             "no provisioned address for it")
+    assert outcome.error == (
+        "target rds needs provisioning (provider aws_rds); this runner has "
+        "no provisioned address for it"
+    )
 
 
 def test_run_cell_timeout_fails_the_cell(tmp_path):
-    plan = _plan("fio", {"name": "disk", "kind": "host"},
-                 {"directory": str(tmp_path), "size": "1M", "runtime": 30, "time_based": True,
-                  "rate_iops": 10}, timeout=2)
+    plan = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        {
+            "directory": str(tmp_path),
+            "size": "1M",
+            "runtime": 30,
+            "time_based": True,
+            "rate_iops": 10,
+        },
+        timeout=2,
+    )
     started = time.monotonic()
     (outcome,) = _run_all(plan)
     assert time.monotonic() - started < 15
@@ -207,9 +270,19 @@ def test_run_cell_timeout_fails_the_cell(tmp_path):
 
 
 def test_run_cell_cancel_stops_measure_and_stress(tmp_path):
-    plan = _plan("fio", {"name": "disk", "kind": "host"},
-                 {"directory": str(tmp_path), "size": "1M", "runtime": 60, "time_based": True,
-                  "rate_iops": 10}, stress={"cpu": 1, "cpu_load": 10}, timeout=4242)
+    plan = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        {
+            "directory": str(tmp_path),
+            "size": "1M",
+            "runtime": 60,
+            "time_based": True,
+            "rate_iops": 10,
+        },
+        stress={"cpu": 1, "cpu_load": 10},
+        timeout=4242,
+    )
     with CellContext(plan) as ctx:
         timer = threading.Timer(1.5, ctx.cancel)
         timer.start()
@@ -227,10 +300,20 @@ def test_run_cell_cancel_stops_measure_and_stress(tmp_path):
 
 def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(tmp_path):
     # fio capped at 20 IOPS is nearly idle: the busy CPU is stress-ng's.
-    params = {"directory": str(tmp_path), "size": "1M", "runtime": 2, "time_based": True,
-              "rate_iops": 20}
-    stressed = _plan("fio", {"name": "disk", "kind": "host"}, params,
-                     stress={"cpu": 2, "cpu_load": 100}, timeout=4243)
+    params = {
+        "directory": str(tmp_path),
+        "size": "1M",
+        "runtime": 2,
+        "time_based": True,
+        "rate_iops": 20,
+    }
+    stressed = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        params,
+        stress={"cpu": 2, "cpu_load": 100},
+        timeout=4243,
+    )
     seen = {}
 
     def on_phase(phase):
@@ -250,21 +333,27 @@ def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(tmp_path):
 
 
 def test_run_cell_stress_zero_cores_starts_nothing(tmp_path):
-    plan = _plan("fio", {"name": "disk", "kind": "host"},
-                 {"directory": str(tmp_path), "size": "1M", "runtime": 1},
-                 stress={"cpu_load": 90}, axes={"stress.cpu": [0]})
+    plan = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        stress={"cpu_load": 90},
+        axes={"stress.cpu": [0]},
+    )
     (outcome,) = _run_all(plan)
     assert outcome.status == "succeeded"
     assert _phases(outcome) == ["measure"] and outcome.stress_result is None
 
 
-def test_run_cell_stress_on_an_unreachable_host_fails_clearly(mariadb_target):
+def test_run_cell_stress_on_an_unreachable_host_fails_clearly(mariadb_target):  # noqa: F811
     target = {"name": "far", "kind": "mysql", "host": "db.example.internal", "user": "root"}
     plan = _plan("mysqlslap", target, {"number_of_queries": 10}, stress={"cpu": 1})
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.permanent) == ("failed", True)
-    assert outcome.error == ("target far: its host db.example.internal is not reachable (add ssh: "
-                             "{host, user, credential} to the target)")
+    assert outcome.error == (
+        "target far: its host db.example.internal is not reachable (add ssh: "
+        "{host, user, credential} to the target)"
+    )
 
 
 # ---------------------------------------------------------------- snapshots
@@ -277,11 +366,18 @@ def test_run_cell_snapshot_restores_the_data_directory_before_each_cell(tmp_path
     datadir = tmp_path / "data"
     datadir.mkdir()
     (datadir / "ibdata1").write_text("original")
-    plan = _plan("fio", {"name": "disk", "kind": "host"},
-                 {"directory": str(tmp_path), "size": "1M", "runtime": 1},
-                 axes={"bs": ["4k", "8k"]},
-                 prepare={"once": True, "snapshot_datadir": True, "datadir": str(datadir),
-                          "service_manager": "none"})
+    plan = _plan(
+        "fio",
+        {"name": "disk", "kind": "host"},
+        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        axes={"bs": ["4k", "8k"]},
+        prepare={
+            "once": True,
+            "snapshot_datadir": True,
+            "datadir": str(datadir),
+            "service_manager": "none",
+        },
+    )
     cells = expand(plan)
     with CellContext(plan) as ctx:
         first = run_cell(plan, cells[0], ctx)
@@ -291,8 +387,9 @@ def test_run_cell_snapshot_restores_the_data_directory_before_each_cell(tmp_path
     assert [first.status, second.status] == ["succeeded", "succeeded"]
     assert _phases(first) == ["snapshot:copy", "measure"]
     assert _phases(second) == ["restore:copy", "measure"]
-    assert second.phases[0].command == (f"rsync -a --delete {tmp_path}/data.benchboard-snapshot/ "
-                                        f"{datadir}/")
+    assert second.phases[0].command == (
+        f"rsync -a --delete {tmp_path}/data.benchboard-snapshot/ {datadir}/"
+    )
     assert sorted(p.name for p in datadir.iterdir()) == ["ibdata1"]
     assert (datadir / "ibdata1").read_text() == "original"
 
@@ -304,22 +401,38 @@ def test_snapshot_commands_stop_and_start_the_service():
     steps = snapshot_steps(PrepareSpec(snapshot_datadir=True, service="mariadb"), "restore")
     assert [(name, command.argv) for name, command in steps] == [
         ("stop", ["systemctl", "stop", "mariadb"]),
-        ("copy", ["rsync", "-a", "--delete", "/var/lib/mysql.benchboard-snapshot/", "/var/lib/mysql/"]),
+        (
+            "copy",
+            ["rsync", "-a", "--delete", "/var/lib/mysql.benchboard-snapshot/", "/var/lib/mysql/"],
+        ),
         ("start", ["systemctl", "start", "mariadb"]),
     ]
 
 
-@pytest.mark.parametrize(("output", "line"), [
-    ("FATAL: unable to connect to MySQL server on host '127.0.0.1', port 3306, aborting...\n"
-     "FATAL: error 1045: Access denied for user 'u'@'localhost' (using password: YES)\n",
-     "FATAL: error 1045: Access denied for user 'u'@'localhost' (using password: YES)"),
-    ("pgbench: error: connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database "
-     "\"nope\" does not exist\n",
-     "pgbench: error: connection to server at \"127.0.0.1\", port 5432 failed: FATAL: database "
-     "\"nope\" does not exist"),
-    ("something\nlast words\n", "last words"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        (
+            (
+                "FATAL: unable to connect to MySQL server on host '127.0.0.1', port 3306, aborting...\n"
+                "FATAL: error 1045: Access denied for user 'u'@'localhost' (using password: YES)\n"
+            ),
+            "FATAL: error 1045: Access denied for user 'u'@'localhost' (using password: YES)",
+        ),
+        (
+            (
+                'pgbench: error: connection to server at "127.0.0.1", port 5432 failed: FATAL:  database '
+                '"nope" does not exist\n'
+            ),
+            (
+                'pgbench: error: connection to server at "127.0.0.1", port 5432 failed: FATAL: database '
+                '"nope" does not exist'
+            ),
+        ),
+        ("something\nlast words\n", "last words"),
+        ("", ""),
+    ],
+)
 def test_error_line_picks_the_cause(output, line):
     from runners.phases import error_line
 
@@ -332,11 +445,26 @@ def test_error_line_picks_the_cause(output, line):
 def test_run_cell_on_target_host_over_ssh_with_stress(sshd, tmp_path):  # noqa: F811
     # client: {on: target}: fio and stress-ng both run on the target's host,
     # reached over the fixture's sshd with a key resolved by name.
-    target = {"name": "box", "kind": "host", "host": sshd.host,
-              "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,
-                      "credential": "box-key", "known_host_key": sshd.host_key}}
-    plan = _plan("fio", target, {"directory": str(tmp_path), "size": "1M", "runtime": 1},
-                 client={"on": "target"}, stress={"cpu": 1, "cpu_load": 50}, timeout=4244)
+    target = {
+        "name": "box",
+        "kind": "host",
+        "host": sshd.host,
+        "ssh": {
+            "host": sshd.host,
+            "port": sshd.port,
+            "user": sshd.user,
+            "credential": "box-key",
+            "known_host_key": sshd.host_key,
+        },
+    }
+    plan = _plan(
+        "fio",
+        target,
+        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        client={"on": "target"},
+        stress={"cpu": 1, "cpu_load": 50},
+        timeout=4244,
+    )
     keys = {"box-key": sshd.client_key}
     (outcome,) = _run_all(plan, resolve_secret=keys.__getitem__)
     assert (outcome.status, outcome.error) == ("succeeded", "")
@@ -348,12 +476,24 @@ def test_run_cell_on_target_host_over_ssh_with_stress(sshd, tmp_path):  # noqa: 
 
 
 def test_run_cell_unknown_host_key_fails_permanently(sshd, tmp_path):  # noqa: F811
-    target = {"name": "box", "kind": "host", "host": sshd.host,
-              "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,
-                      "credential": "box-key",
-                      "known_host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDeadBeefDeadBeef"}}
-    plan = _plan("fio", target, {"directory": str(tmp_path), "size": "1M", "runtime": 1},
-                 client={"on": "target"})
+    target = {
+        "name": "box",
+        "kind": "host",
+        "host": sshd.host,
+        "ssh": {
+            "host": sshd.host,
+            "port": sshd.port,
+            "user": sshd.user,
+            "credential": "box-key",
+            "known_host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDeadBeefDeadBeef",
+        },
+    }
+    plan = _plan(
+        "fio",
+        target,
+        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        client={"on": "target"},
+    )
     (outcome,) = _run_all(plan, resolve_secret={"box-key": sshd.client_key}.__getitem__)
     assert (outcome.status, outcome.permanent) == ("failed", True)
     assert "host key" in outcome.error

@@ -17,16 +17,26 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def _cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "runners", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("tool", "name"), [
-    ("fio", "fio_randread_4k_json"),
-    ("sysbench", "sysbench_oltp_read_write_run_interval_histogram"),
-    ("mysqlslap", "mysqlslap_multi_engine_multi_concurrency"),
-    ("pgbench", "pgbench_run_c2_j2_T5"),
-])
+@pytest.mark.parametrize(
+    ("tool", "name"),
+    [
+        ("fio", "fio_randread_4k_json"),
+        ("sysbench", "sysbench_oltp_read_write_run_interval_histogram"),
+        ("mysqlslap", "mysqlslap_multi_engine_multi_concurrency"),
+        ("pgbench", "pgbench_run_c2_j2_T5"),
+    ],
+)
 def test_cli_parse_prints_the_result_as_json(tool, name):
     output = FIXTURES / tool / f"{name}.out"
     done = _cli("parse", tool, str(output))
@@ -57,7 +67,9 @@ def test_cli_run_demo_prints_a_result_document():
     cells = document["cells"]
     assert [(c["axes"], c["repeat"], c["status"], c["error"]) for c in cells] == [
         ({"load_type": load, "concurrency": clients}, 1, "succeeded", "")
-        for load in ("read", "key") for clients in (1, 4)]
+        for load in ("read", "key")
+        for clients in (1, 4)
+    ]
     for cell in cells:
         assert cell["metrics"]["avg_s"] > 0
         assert cell["groups"][0]["metrics"] == cell["metrics"]
@@ -65,10 +77,12 @@ def test_cli_run_demo_prints_a_result_document():
         assert cell["facts"]["db"]["server_version"].startswith("10.11")
     lines = done.stderr.splitlines()
     assert len(lines) == 4
-    assert lines[0].startswith("[1/4] load_type=read concurrency=1 target=local-mariadb rep 1 ... ok ")
+    assert lines[0].startswith(
+        "[1/4] load_type=read concurrency=1 target=local-mariadb rep 1 ... ok "
+    )
 
 
-def test_cli_run_exits_1_when_a_cell_fails(tmp_path, mariadb_target):
+def test_cli_run_exits_1_when_a_cell_fails(tmp_path, mariadb_target):  # noqa: F811
     plan = tmp_path / "plan.yaml"
     plan.write_text(f"""
 name: wrong-password
@@ -87,7 +101,7 @@ params: {{number_of_queries: 10}}
     assert "FAILED" in done.stderr and "not-it" not in done.stdout + done.stderr
 
 
-def test_cli_run_reads_credentials_from_the_environment(tmp_path, mariadb_target):
+def test_cli_run_reads_credentials_from_the_environment(tmp_path, mariadb_target):  # noqa: F811
     plan = tmp_path / "plan.yaml"
     plan.write_text(f"""
 name: env-password
@@ -101,11 +115,16 @@ params: {{number_of_queries: 10}}
     assert json.loads(done.stdout)["cells"][0]["status"] == "succeeded"
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("name: x\ntool: mysqlslap\n", "targets: expected a non-empty list of targets"),
-    ("name: x\ntool: fio\ntargets: [{name: t, kind: host, password: hunter2}]\n",
-     "targets[0].password: secrets are never inline"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("name: x\ntool: mysqlslap\n", "targets: expected a non-empty list of targets"),
+        (
+            "name: x\ntool: fio\ntargets: [{name: t, kind: host, password: hunter2}]\n",
+            "targets[0].password: secrets are never inline",
+        ),
+    ],
+)
 def test_cli_run_exits_2_on_a_bad_plan(tmp_path, content, message):
     plan = tmp_path / "bad.yaml"
     plan.write_text(content)

@@ -93,8 +93,9 @@ repeat: 3
 }
 
 
-@pytest.mark.parametrize(("scenario", "cells"), [("S1", 10), ("S2", 10), ("S3", 20), ("S4", 20),
-                                                 ("S5", 6)])
+@pytest.mark.parametrize(
+    ("scenario", "cells"), [("S1", 10), ("S2", 10), ("S3", 20), ("S4", 20), ("S5", 6)]
+)
 def test_scenario_plan_expands_to_its_cell_count(scenario, cells):
     plan = load_plan(SCENARIOS[scenario])
     assert count_cells(plan) == cells
@@ -124,7 +125,8 @@ def test_s2_stress_axis_and_repeats_are_sequential():
     plan = load_plan(SCENARIOS["S2"])
     cells = expand(plan)
     assert [(c.stress["cpu"], c.repeat) for c in cells] == [
-        (cpu, rep) for cpu in (0, 2, 4, 6, 8) for rep in (1, 2)]
+        (cpu, rep) for cpu in (0, 2, 4, 6, 8) for rep in (1, 2)
+    ]
     assert {c.stress["cpu_load"] for c in cells} == {90}
     assert plan.client.kind == "on" and plan.client.target == "target"
     assert plan.prepare.once and plan.prepare.snapshot_datadir
@@ -153,14 +155,23 @@ def test_s4_uses_legacy_sysbench_and_warmup():
 def test_s5_repeats_each_write_number_three_times():
     cells = expand(load_plan(SCENARIOS["S5"]))
     assert [(c.params["auto_generate_sql_write_number"], c.repeat) for c in cells] == [
-        (10000, 1), (10000, 2), (10000, 3), (1000000, 1), (1000000, 2), (1000000, 3)]
+        (10000, 1),
+        (10000, 2),
+        (10000, 3),
+        (1000000, 1),
+        (1000000, 2),
+        (1000000, 3),
+    ]
 
 
 # ---------------------------------------------------------------- refusals
 
-BASE = {"name": "x", "tool": "mysqlslap",
-        "targets": [{"name": "a", "host": "127.0.0.1", "user": "root"}],
-        "params": {"number_of_queries": 10}}
+BASE = {
+    "name": "x",
+    "tool": "mysqlslap",
+    "targets": [{"name": "a", "host": "127.0.0.1", "user": "root"}],
+    "params": {"number_of_queries": 10},
+}
 
 
 def _with(path: str, value):
@@ -179,53 +190,104 @@ def _with(path: str, value):
     return document
 
 
-SECRET_HINT = ("secrets are never inline: use credential (the name of a stored credential) "
-               "or password_env (the name of an environment variable)")
+SECRET_HINT = (
+    "secrets are never inline: use credential (the name of a stored credential) "
+    "or password_env (the name of an environment variable)"
+)
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    (_with("targets.+", {"name": "b", "host": "h", "port": "x"}),
-     "targets[1].port: expected an integer, got 'x'"),
-    (_with("targets.0.password", "s3cret"), f"targets[0].password: {SECRET_HINT}"),
-    (_with("targets.0.ssh", {"user": "x", "password": "y"}), f"targets[0].ssh.password: {SECRET_HINT}"),
-    (_with("params.mysql_password", "y"), f"params.mysql_password: {SECRET_HINT}"),
-    (_with("tool", "hammerdb"),
-     "tool: 'hammerdb' is not allowed: expected one of mysqlslap, sysbench, fio, pgbench"),
-    (_with("tool", None), "tool: required"),
-    (_with("targets", None), "targets: expected a non-empty list of targets"),
-    (_with("axes", {"load_type": ["read", "scan"]}),
-     "axes.load_type[1]: 'scan' is not allowed: expected one of read, write, key, update, mixed"),
-    (_with("axes", {"load_type": ["read", "key"]}),
-     "axes.load_type[1]: key needs add_autoincrement: true (or auto_generate_sql_guid_primary) "
-     "(cell load_type=key)"),
-    (_with("axes", {"target": ["a", "nope"]}), "axes.target[1]: 'nope' is not a target; targets: a"),
-    (_with("axes", {"concurrency": []}), "axes.concurrency: expected a non-empty list of values"),
-    (_with("axes", {"concurrency": [1, 1]}), "axes.concurrency[1]: 1 is listed twice"),
-    (_with("axes", {"stress.cpu": [-1]}),
-     "axes.stress.cpu[0]: -1 is out of range: expected between 0 and 4096"),
-    (_with("client", {"on": "nope"}),
-     "client.on: 'nope' is not a target; expected `target` (each cell's own) or one of: a"),
-    (_with("client", "remote"),
-     "client: expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}"),
-    (_with("order", "random"),
-     "order: 'random' is not allowed: expected one of sequential, interleaved, shuffled"),
-    (_with("repeat", 0), "repeat: 0 is out of range: expected between 1 and 1000"),
-    (_with("targets.+", {"name": "b", "host": "h"}),
-     "axes: several targets: add a `target` axis listing the ones to run"),
-    (_with("targets.+", {"name": "a", "host": "h"}), "targets[1].name: 'a' is used twice"),
-    (_with("targets.0.kind", "postgres"), "targets[0].kind: mysqlslap needs a mysql target"),
-    (_with("targets.0.host", "a;rm -rf /"),
-     "targets[0].host: 'a;rm -rf /' is not allowed: expected a host name or IP address"),
-    (_with("targets.0.password_env", "1X"), "targets[0].password_env: '1X' is not allowed: "
-     "expected an environment variable name (letters, digits, _)"),
-    (_with("overrides", [{"when": {"load_type": "key"}, "set": {"number_of_queries": 5}}]),
-     "overrides[0].when.load_type: not an axis; axes: none"),
-    (_with("prepare", {"datadir": "/"}), "prepare.datadir: '/' is not allowed for a data snapshot"),
-    (_with("stress", {"cpu": 2, "load": 3}), "stress.load: unknown key; known: cpu, cpu_load, taskset"),
-    (_with("params.concurrency", "many"),
-     "params.concurrency: 'many' is not allowed: expected an integer >= 1 <= 100000"),
-    (_with("sysbench_version", "0.4"), "sysbench_version: only allowed with tool: sysbench"),
-])
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            _with("targets.+", {"name": "b", "host": "h", "port": "x"}),
+            "targets[1].port: expected an integer, got 'x'",
+        ),
+        (_with("targets.0.password", "s3cret"), f"targets[0].password: {SECRET_HINT}"),
+        (
+            _with("targets.0.ssh", {"user": "x", "password": "y"}),
+            f"targets[0].ssh.password: {SECRET_HINT}",
+        ),
+        (_with("params.mysql_password", "y"), f"params.mysql_password: {SECRET_HINT}"),
+        (
+            _with("tool", "hammerdb"),
+            "tool: 'hammerdb' is not allowed: expected one of mysqlslap, sysbench, fio, pgbench",
+        ),
+        (_with("tool", None), "tool: required"),
+        (_with("targets", None), "targets: expected a non-empty list of targets"),
+        (
+            _with("axes", {"load_type": ["read", "scan"]}),
+            "axes.load_type[1]: 'scan' is not allowed: expected one of read, write, key, update, mixed",
+        ),
+        (
+            _with("axes", {"load_type": ["read", "key"]}),
+            (
+                "axes.load_type[1]: key needs add_autoincrement: true (or auto_generate_sql_guid_primary) "
+                "(cell load_type=key)"
+            ),
+        ),
+        (
+            _with("axes", {"target": ["a", "nope"]}),
+            "axes.target[1]: 'nope' is not a target; targets: a",
+        ),
+        (
+            _with("axes", {"concurrency": []}),
+            "axes.concurrency: expected a non-empty list of values",
+        ),
+        (_with("axes", {"concurrency": [1, 1]}), "axes.concurrency[1]: 1 is listed twice"),
+        (
+            _with("axes", {"stress.cpu": [-1]}),
+            "axes.stress.cpu[0]: -1 is out of range: expected between 0 and 4096",
+        ),
+        (
+            _with("client", {"on": "nope"}),
+            "client.on: 'nope' is not a target; expected `target` (each cell's own) or one of: a",
+        ),
+        (
+            _with("client", "remote"),
+            "client: expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}",
+        ),
+        (
+            _with("order", "random"),
+            "order: 'random' is not allowed: expected one of sequential, interleaved, shuffled",
+        ),
+        (_with("repeat", 0), "repeat: 0 is out of range: expected between 1 and 1000"),
+        (
+            _with("targets.+", {"name": "b", "host": "h"}),
+            "axes: several targets: add a `target` axis listing the ones to run",
+        ),
+        (_with("targets.+", {"name": "a", "host": "h"}), "targets[1].name: 'a' is used twice"),
+        (_with("targets.0.kind", "postgres"), "targets[0].kind: mysqlslap needs a mysql target"),
+        (
+            _with("targets.0.host", "a;rm -rf /"),
+            "targets[0].host: 'a;rm -rf /' is not allowed: expected a host name or IP address",
+        ),
+        (
+            _with("targets.0.password_env", "1X"),
+            (
+                "targets[0].password_env: '1X' is not allowed: "
+                "expected an environment variable name (letters, digits, _)"
+            ),
+        ),
+        (
+            _with("overrides", [{"when": {"load_type": "key"}, "set": {"number_of_queries": 5}}]),
+            "overrides[0].when.load_type: not an axis; axes: none",
+        ),
+        (
+            _with("prepare", {"datadir": "/"}),
+            "prepare.datadir: '/' is not allowed for a data snapshot",
+        ),
+        (
+            _with("stress", {"cpu": 2, "load": 3}),
+            "stress.load: unknown key; known: cpu, cpu_load, taskset",
+        ),
+        (
+            _with("params.concurrency", "many"),
+            "params.concurrency: 'many' is not allowed: expected an integer >= 1 <= 100000",
+        ),
+        (_with("sysbench_version", "0.4"), "sysbench_version: only allowed with tool: sysbench"),
+    ],
+)
 def test_load_plan_refuses_with_key_path(document, message):
     with pytest.raises(ValidationError) as caught:
         load_plan(document)
@@ -245,11 +307,17 @@ def test_load_plan_lists_known_params_for_an_unknown_one():
     assert "unknown mysqlslap parameter; known: add_autoincrement," in str(caught.value)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("name: [x", "cannot read the plan at line 1, column 9: expected ',' or ']', but got '<stream end>'"),
-    ("- a\n- b", "a plan must be a mapping of keys (name, tool, targets, ...)"),
-    ("", "a plan must be a mapping of keys (name, tool, targets, ...)"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "name: [x",
+            "cannot read the plan at line 1, column 9: expected ',' or ']', but got '<stream end>'",
+        ),
+        ("- a\n- b", "a plan must be a mapping of keys (name, tool, targets, ...)"),
+        ("", "a plan must be a mapping of keys (name, tool, targets, ...)"),
+    ],
+)
 def test_load_plan_refuses_unreadable_text(text, message):
     with pytest.raises(ValidationError) as caught:
         load_plan(text)
@@ -274,18 +342,28 @@ def _order(order: str, seed: int | None = None) -> list[tuple[str, int]]:
 
 def test_expand_sequential_keeps_repeats_together():
     assert _order("sequential") == [
-        ("concurrency=1,iterations=1", 1), ("concurrency=1,iterations=1", 2),
-        ("concurrency=1,iterations=2", 1), ("concurrency=1,iterations=2", 2),
-        ("concurrency=2,iterations=1", 1), ("concurrency=2,iterations=1", 2),
-        ("concurrency=2,iterations=2", 1), ("concurrency=2,iterations=2", 2)]
+        ("concurrency=1,iterations=1", 1),
+        ("concurrency=1,iterations=1", 2),
+        ("concurrency=1,iterations=2", 1),
+        ("concurrency=1,iterations=2", 2),
+        ("concurrency=2,iterations=1", 1),
+        ("concurrency=2,iterations=1", 2),
+        ("concurrency=2,iterations=2", 1),
+        ("concurrency=2,iterations=2", 2),
+    ]
 
 
 def test_expand_interleaved_runs_each_repeat_across_all_combinations():
     assert _order("interleaved") == [
-        ("concurrency=1,iterations=1", 1), ("concurrency=1,iterations=2", 1),
-        ("concurrency=2,iterations=1", 1), ("concurrency=2,iterations=2", 1),
-        ("concurrency=1,iterations=1", 2), ("concurrency=1,iterations=2", 2),
-        ("concurrency=2,iterations=1", 2), ("concurrency=2,iterations=2", 2)]
+        ("concurrency=1,iterations=1", 1),
+        ("concurrency=1,iterations=2", 1),
+        ("concurrency=2,iterations=1", 1),
+        ("concurrency=2,iterations=2", 1),
+        ("concurrency=1,iterations=1", 2),
+        ("concurrency=1,iterations=2", 2),
+        ("concurrency=2,iterations=1", 2),
+        ("concurrency=2,iterations=2", 2),
+    ]
 
 
 def test_expand_shuffled_is_reproducible_from_the_seed():
@@ -308,16 +386,25 @@ def test_expand_indexes_are_one_based_run_order():
 
 
 def test_expand_typed_axis_values_match_overrides():
-    plan = load_plan({**BASE, "axes": {"concurrency": ["1", 4]},
-                      "overrides": [{"when": {"concurrency": 1}, "set": {"iterations": 3}}]})
+    plan = load_plan(
+        {
+            **BASE,
+            "axes": {"concurrency": ["1", 4]},
+            "overrides": [{"when": {"concurrency": 1}, "set": {"iterations": 3}}],
+        }
+    )
     assert [(c.axes["concurrency"], c.params.get("iterations")) for c in expand(plan)] == [
-        (1, 3), (4, None)]
+        (1, 3),
+        (4, None),
+    ]
 
 
 def test_plan_accepts_on_key_read_by_yaml_as_boolean():
     # YAML 1.1 reads `on` as true; `client: {on: target}` must still mean the target.
-    plan = load_plan("name: x\ntool: fio\ntargets: [{name: t, kind: host}]\n"
-                     "client: {on: target}\nparams: {filename: /tmp/f}\n")
+    plan = load_plan(
+        "name: x\ntool: fio\ntargets: [{name: t, kind: host}]\n"
+        "client: {on: target}\nparams: {filename: /tmp/f}\n"
+    )
     assert plan.document["client"] == {"on": "target"}
     assert load_plan(dump_plan(plan)) == plan
 
@@ -334,4 +421,6 @@ def test_example_plan_loads_and_expands(path):
 
 def test_example_s4_legacy_plan_expands_like_the_scenario():
     legacy = load_plan((EXAMPLES / "s4-managed-mysql-threads-0.4.yaml").read_text())
-    assert [c.params for c in expand(legacy)] == [c.params for c in expand(load_plan(SCENARIOS["S4"]))]
+    assert [c.params for c in expand(legacy)] == [
+        c.params for c in expand(load_plan(SCENARIOS["S4"]))
+    ]
