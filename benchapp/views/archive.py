@@ -52,7 +52,8 @@ class ImportForm(forms.Form):
     run = forms.ModelChoiceField(queryset=None, required=False,
                                  help_text="or add this output to an earlier import")
     axes = forms.CharField(required=False, help_text="axis values, e.g. target=micro, load_type=read")
-    output = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}))
+    output = forms.CharField(required=False, strip=False,
+                             widget=forms.Textarea(attrs={"rows": 10}))
     file = forms.FileField(required=False)
 
     def __init__(self, team, *args, **kwargs):

@@ -1,0 +1,164 @@
+"""Archive: search, tags and notes, import of real outputs, exports without secrets."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from benchapp import archive
+from benchapp.models import Cell, Credential, Measurement, Run, SeriesPoint, Target
+from tests.benchapp.results_data import make_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CANARY = "canary-Pa55w0rd-9f3e1c"
+
+
+def _fixture(tool, name):
+    return (FIXTURES / tool / name).read_text()
+
+
+def test_import_sysbench_output_creates_measurements_and_series(owner_client, team):
+    text = _fixture("sysbench", "sysbench_oltp_read_write_run_interval_histogram.out")
+    response = owner_client.post("/archive/import/", {
+        "tool": "sysbench", "name": "old oltp study", "axes": "threads=2, target=db8",
+        "output": text})
+    run = Run.objects.get(team=team)
+    assert response.status_code == 302 and response.url == f"/runs/{run.pk}/results/"
+    assert (run.origin, run.tool, run.name, run.status) == ("import", "sysbench",
+                                                          "old oltp study", "succeeded")
+    cell = run.cells.get()
+    assert (cell.key, cell.axes, cell.target_name, cell.tool_version) == (
+        "target=db8,threads=2", {"threads": 2, "target": "db8"}, "db8", "1.0.20")
+    values = dict(cell.measurements.filter(group="").values_list("metric", "value"))
+    assert values["tps"] == 555.23 and values["qps"] == 11104.57
+    assert values["latency_avg_ms"] == 3.59 and values["latency_p95_ms"] == 5.09
+    assert SeriesPoint.objects.filter(cell=cell, metric="tps").count() == 5
+    assert cell.artifacts.get().stdout == text
+
+
+def test_import_mysqlslap_outputs_as_repeats_of_one_run(owner_client, team):
+    for name in ("mysqlslap_load_update.out", "mysqlslap_load_update.out"):
+        run = Run.objects.filter(team=team).first()
+        owner_client.post("/archive/import/", {
+            "tool": "mysqlslap", "name": "myisam-update", "run": run.pk if run else "",
+            "axes": "auto_generate_sql_write_number=10000",
+            "output": _fixture("mysqlslap", name)})
+    run = Run.objects.get(team=team)
+    assert list(run.cells.values_list("key", "repeat")) == [
+        ("auto_generate_sql_write_number=10000", 1), ("auto_generate_sql_write_number=10000", 2)]
+    assert run.document["axes"] == {"auto_generate_sql_write_number": [10000]}
+    qps = Measurement.objects.filter(run=run, metric="qps").values_list("value", flat=True)
+    assert list(qps) == [pytest.approx(9090.909)] * 2
+    assert list(Measurement.objects.filter(run=run, metric="avg_s").values_list(
+        "value", flat=True)) == [0.033, 0.033]
+
+
+def test_import_multi_engine_mysqlslap_keeps_blocks_as_groups(team):
+    cell = archive.import_output(team, "mysqlslap",
+                                 _fixture("mysqlslap", "mysqlslap_multi_engine.out"),
+                                 {"load_type": "mixed"})
+    groups = sorted(set(cell.measurements.exclude(group="").values_list("group", flat=True)))
+    assert len(groups) == 2 and all(g.startswith("engine=") for g in groups)
+
+
+def test_import_refuses_unreadable_output(owner_client, team):
+    response = owner_client.post("/archive/import/", {"tool": "fio", "output": "hello",
+                                                      "axes": "rw=read"})
+    assert response.status_code == 200
+    assert "could not read this output" in response.content.decode()
+    assert not Run.objects.exists()
+    response = owner_client.post("/archive/import/", {"tool": "fio", "output": "x",
+                                                      "axes": "no-equals"})
+    assert "is not name=value" in response.content.decode()
+
+
+def test_archive_search_filters(owner_client, team, django_assert_max_num_queries):
+    a = make_run(team, name="oltp nightly", tool="sysbench", tags=["nightly", "s2"],
+                 cells=[({"target": "db8"}, 1, {"tps": 1.0})])
+    b = make_run(team, name="fio ebs", tool="fio", notes="striped volumes", status=Run.FAILED,
+                 cells=[({"target": "c1-medium"}, 1, {"read_iops": 1.0})])
+    for query, expected in [("", [b, a]), ("?tool=fio", [b]), ("?tag=nightly", [a]),
+                            ("?tag=night", []), ("?target=db8", [a]), ("?status=failed", [b]),
+                            ("?q=striped", [b]), ("?q=OLTP", [a]), ("?since=2000-01-01", [b, a]),
+                            ("?until=2000-01-01", [])]:
+        # session, user, team, runs, tags, team switcher + the session write (3)
+        with django_assert_max_num_queries(9):
+            response = owner_client.get("/archive/" + query)
+        assert response.context["runs"] == expected, query
+    assert response.context["tags"] == ["nightly", "s2"]
+
+
+def test_tags_and_notes(owner_client, member_client, team, outsider, client):
+    run = make_run(team)
+    owner_client.post(f"/runs/{run.pk}/annotate/", {"tags": "s2, nightly s2", "notes": "burst"})
+    run.refresh_from_db()
+    assert (run.tags, run.notes) == (["s2", "nightly"], "burst")
+    member_client.post(f"/runs/{run.pk}/annotate/", {"tags": "", "notes": ""})
+    run.refresh_from_db()
+    assert run.tags == []
+    client.force_login(outsider)
+    assert client.post(f"/runs/{run.pk}/annotate/", {"tags": "x"}).status_code == 404
+
+
+def test_archive_pages_outsider_sees_nothing(team, outsider, client):
+    run = make_run(team, name="secret-study")
+    client.force_login(outsider)
+    assert "secret-study" not in client.get("/archive/").content.decode()
+    for url in (f"/runs/{run.pk}/export.csv", f"/runs/{run.pk}/export.json"):
+        assert client.get(url).status_code == 404
+
+
+@pytest.fixture
+def run_with_canary(team):
+    """A run against a target whose credential password is a canary; its cell's
+    command and facts carry the secret as if an unmasked line had slipped in."""
+    cred = Credential(team=team, name="db-pw", kind=Credential.PASSWORD)
+    cred.set_secret(CANARY)
+    cred.save()
+    Target.objects.create(team=team, name="db8", host="127.0.0.1", user="sb", credential=cred)
+    run = make_run(team, name="oltp", cells=[
+        ({"target": "db8", "threads": 4}, 1, {"tps": 100.0},
+         {"command": "sysbench oltp_read_write --mysql-password=**** --threads=4",
+          "facts": {"client": {"cpus": 8}, "note": f"pw {CANARY}"}}),
+        ({"target": "db8", "threads": 8}, 1, {"tps": 150.0},
+         {"command": f"sysbench oltp_read_write --mysql-password={CANARY} --threads=8"}),
+    ])
+    run.document = {**run.document, "targets": [{"name": "db8", "host": "127.0.0.1",
+                                                  "credential": "db-pw",
+                                                  "password_env": "DB_PASSWORD"}]}
+    run.save()
+    return run
+
+
+def test_exports_contain_measurements_and_no_secrets(owner_client, run_with_canary):
+    run = run_with_canary
+    response = owner_client.get(f"/runs/{run.pk}/export.csv")
+    assert response["Content-Type"] == "text/csv"
+    assert response["Content-Disposition"] == f'attachment; filename="run-{run.pk}.csv"'
+    body = response.content.decode()
+    assert CANARY not in body
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert [(r["axis:threads"], r["metric"], float(r["value"])) for r in rows] == [
+        ("4", "tps", 100.0), ("8", "tps", 150.0)]
+    body = owner_client.get(f"/runs/{run.pk}/export.json").content.decode()
+    assert CANARY not in body
+    doc = json.loads(body)
+    cells = doc["runs"][0]["cells"]
+    assert [c["command"] for c in cells] == [
+        "sysbench oltp_read_write --mysql-password=**** --threads=4",
+        "sysbench oltp_read_write --mysql-password=**** --threads=8"]
+    assert cells[0]["measurements"] == [{"group": "", "metric": "tps", "value": 100.0,
+                                         "unit": ""}]
+    assert "password_env" not in json.dumps(doc["runs"][0]["plan"])
+    assert doc["runs"][0]["plan"]["targets"][0]["credential"] == "db-pw"  # a name, not a secret
+
+
+def test_export_skips_earlier_attempts(owner_client, team):
+    run = make_run(team, cells=[({"threads": 1}, 1, {"tps": 5.0}, {"attempt": 2})])
+    Measurement.objects.filter(run=run).update(attempt=2)
+    Measurement.objects.create(run=run, cell=Cell.objects.get(run=run), attempt=1,
+                               metric="tps", value=999.0)
+    doc = json.loads(owner_client.get(f"/runs/{run.pk}/export.json").content)
+    assert [m["value"] for m in doc["runs"][0]["cells"][0]["measurements"]] == [5.0]
