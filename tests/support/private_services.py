@@ -1,0 +1,83 @@
+"""Private Redis and MariaDB servers that a fault test may stop and restart
+without disturbing the machine's shared services (or other tests)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@dataclass
+class Server:
+    argv: list[str]
+    port: int
+    log: Path
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv, stdout=open(self.log, "a"),
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        wait_port(self.port)
+
+    def stop(self, sig=signal.SIGKILL) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=30)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A throw-away redis-server (no persistence); `.url` is its broker URL."""
+    port = free_port()
+    server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--dir", str(tmp_path)], port, tmp_path / "redis.log")
+    server.start()
+    server.url = f"redis://127.0.0.1:{port}/0"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def private_mariadb(tmp_path):
+    """A throw-away mariadbd (root without password) on its own port and datadir."""
+    datadir, port = tmp_path / "mariadb", free_port()
+    subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
+                    "--auth-root-authentication-method=normal", "--skip-test-db"],
+                   check=True, capture_output=True, timeout=120)
+    server = Server(["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={datadir}",
+                     f"--port={port}", "--bind-address=127.0.0.1", "--user=root",
+                     f"--socket={tmp_path / 'mariadb.sock'}", "--skip-log-bin",
+                     f"--pid-file={tmp_path / 'mariadb.pid'}"], port, tmp_path / "mariadb.log")
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(datadir, ignore_errors=True)
