@@ -166,13 +166,19 @@ def metric_names(observations) -> list[str]:
     return sorted({o.metric for o in observations})
 
 
-def dimension_names(cells) -> list[str]:
-    """Axis names of the cells (plan order) followed by the built-in dimensions."""
+def axis_names(cells: dict) -> list[str]:
+    """Axis names of the cells, in plan order."""
     names = []
-    for c in cells.values() if isinstance(cells, dict) else cells:
+    for c in cells.values():
         for key in c.axes:
             if key not in names:
                 names.append(key)
+    return names
+
+
+def dimension_names(cells: dict) -> list[str]:
+    """Axis names followed by the built-in dimensions."""
+    names = axis_names(cells)
     return names + [d for d in BUILTIN_DIMENSIONS if d not in names]
 
 
@@ -378,7 +384,7 @@ def resolve_view(tool: str, cells: dict[int, CellInfo], metrics: list[str],
     user picked (empty values keep the default); metrics not in the data fall
     back to the first one that is."""
     dims = dimension_names(cells)
-    view = default_settings(tool, dims[: -len(BUILTIN_DIMENSIONS)])
+    view = default_settings(tool, axis_names(cells))
     requested = dict(requested or {})
     for key in ("rows", "columns"):
         if key in requested:
