@@ -1,13 +1,60 @@
 """Provisioning of run targets and client hosts (issue 6).
 
-Hooks that orchestration and recording call; static and local targets need
-nothing, so each hook is a no-op for plans without `provision:` specs.
+Orchestration and recording call the hooks below; static and local targets
+need nothing, so each hook is a no-op for plans without `provision:` specs.
+
+The lifecycle of a provisioned run:
+
+- `check_budget` (in start_run, before the Run row exists) refuses a plan
+  over the team's quota of live cloud resources or its per-run budget, so a
+  refused plan makes no create call and no row.
+- `provision_run` (task) claims the run (QUEUED -> PROVISIONING), brings up
+  every slot (a target, one per distinct `${volumes}` value, and the client),
+  then sets RUNNING and dispatches. A CloudResource row is written BEFORE
+  each create call (the provider's on_create) and gets its cloud id after
+  (on_created), so a worker killed between the two leaves a row to reap.
+- `teardown_run` (task, retried; also called on failure and cancel) tears
+  down each slot through its provider, then sweeps everything tagged with
+  the run in each region it used (runners.providers.reaper), so resources
+  whose handle was never stored are deleted too.
+- `reap_cloud` (beat) fails runs stuck in PROVISIONING (their worker died),
+  tears down finished runs that still hold resources (e.g. cancelled after
+  provisioning) and deletes expired tagged resources per region.
+
+connect_via in a provision spec points the tool at another address than the
+one the cloud gives (a tunnel, a private address, local MariaDB in tests);
+`{host: 127.0.0.1}` on an EC2 host or client means "this worker", so the
+tool runs locally. Nothing ever connects to an address moto invents.
 """
 
 from __future__ import annotations
 
-from benchapp.models import CloudResource, Run, Team
+import json
+import logging
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from benchapp.models import Cell, CloudResource, Credential, Run, Team
+from runners.errors import RunnerError, ValidationError
 from runners.plan import Plan as PlanSpec
+from runners.plan import expand, load_plan, substitute
+from runners.planspec import LOCAL_HOSTS, ClientSpec, SSHSpec, TargetSpec
+
+log = logging.getLogger(__name__)
+
+CLIENT = "@client"  # target_name of the client's rows (not a valid target name)
+PRIMARY_KINDS = ("rds_instance", "ec2_instance")
+COUNTED_KINDS = ("rds_instance", "ec2_instance", "volume")  # what the quota counts
+LIVE_STATES = ("creating", "live")
+PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
 
 
 def needs_provisioning(spec: PlanSpec) -> bool:
@@ -15,23 +62,552 @@ def needs_provisioning(spec: PlanSpec) -> bool:
     return any(t.provision for t in spec.targets) or spec.client.provision is not None
 
 
+# ------------------------------------------------------------------ slots
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One thing to provision: a target (one per variant when its spec uses
+    ${axis} placeholders, e.g. S3's volumes count) or the client.
+
+    variant: "" or "volumes=2" (the axis values substituted); spec: the
+    provider's spec after substitution, with name and region filled in.
+    """
+
+    target: str
+    variant: str
+    spec: dict = field(hash=False, compare=False)
+
+    @property
+    def role(self) -> str:
+        return "client" if self.target == CLIENT else "target"
+
+    @property
+    def region(self) -> str:
+        return self.spec["region"]
+
+    @property
+    def label(self) -> str:
+        """The target name, with the variant when there are several."""
+        return f"{self.target} {self.variant}".strip()
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "variant": self.variant, "spec": self.spec}
+
+
+def region_of(spec: dict) -> str:
+    """The spec's region, else its availability zone's, else AWS_DEFAULT_REGION."""
+    zone = str(spec.get("availability_zone") or "")
+    return spec.get("region") or (zone[:-1] if zone[-1:].isalpha() else "") or (
+        settings.AWS_DEFAULT_REGION)
+
+
+def variant_of(provision: dict, axes: dict) -> str:
+    """"volumes=2" for a spec using ${volumes} in a cell with volumes 2; "" if none."""
+    names = sorted(set(PLACEHOLDER.findall(json.dumps(provision))))
+    return ",".join(f"{name}={axes.get(name)}" for name in names)
+
+
+def _slot_spec(provision: dict, name: str) -> dict:
+    spec = {**provision, "name": name}
+    spec["region"] = region_of(spec)
+    return spec
+
+
+def planned_slots(plan: PlanSpec) -> list[Slot]:
+    """Every slot the plan needs, targets in plan order then the client."""
+    slots: dict[tuple[str, str], Slot] = {}
+    cells = expand(plan)
+    for target in plan.targets:
+        if not target.provision:
+            continue
+        for cell in (c for c in cells if c.target == target.name):
+            variant = variant_of(target.provision, cell.axes)
+            if (target.name, variant) not in slots:
+                name = f"{target.name}-{variant.replace('=', '')}" if variant else target.name
+                spec = _slot_spec(substitute(target.provision, cell), name)
+                slots[target.name, variant] = Slot(target.name, variant, spec)
+    if plan.client.provision:
+        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(plan.client.provision, "client"))
+    return list(slots.values())
+
+
+def counted_resources(slot: Slot) -> int:
+    """Instances, DB instances and volumes the slot creates (what the quota counts)."""
+    volumes = slot.spec.get("volumes") or {}
+    count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
+    return 1 + (count if isinstance(count, int) else 0)
+
+
+# ----------------------------------------------------------------- budget
+
+
 def check_budget(team: Team, spec: PlanSpec) -> None:
     """Refuse (PlanRefused) a plan over the team's quota or per-run budget,
     before any create call. No-op for plans without provisioning."""
-    return None
+    if not needs_provisioning(spec):
+        return
+    from benchapp import pricing
+    from benchapp.orchestration import PlanRefused
+
+    wanted = sum(counted_resources(slot) for slot in planned_slots(spec))
+    live = CloudResource.objects.filter(team=team, kind__in=COUNTED_KINDS,
+                                        state__in=LIVE_STATES).count()
+    if live + wanted > team.max_cloud_resources:
+        raise PlanRefused("targets", (
+            f"this run needs {wanted} cloud resources (instances, DB instances, volumes) and "
+            f"the team has {live} live; the team's quota is {team.max_cloud_resources}. "
+            "Remove targets or axis values, wait for active runs to finish, or ask an "
+            "administrator to raise the quota."))
+    estimate = pricing.estimate_plan(spec)
+    if estimate["total"] > float(team.max_run_cost):
+        raise PlanRefused("targets", (
+            f"the estimated cost of this run is {estimate['total']:.2f} {estimate['currency']}, "
+            f"over the team's per-run budget of {team.max_run_cost} {estimate['currency']} "
+            f"({estimate['hours']:g} h of {len(estimate['lines'])} priced items). "
+            "Use smaller classes, fewer targets or axis values, or ask an administrator "
+            "to raise the budget."))
+
+
+# ------------------------------------------------------------ provisioning
+
+
+def run_tag(run: Run) -> str:
+    """The run's value for the `run` tag and resource names: unique across
+    installations that share an account (ids alone would collide)."""
+    return f"{run.pk}-{run.created_at:%y%m%d%H%M%S}"
+
+
+def _safe_tag(text: str) -> str:
+    return re.sub(r"[^\w .:/=+@-]", "_", text)[:200]
+
+
+def _aws_keys(team_id: int, credential: str | None) -> tuple[str | None, str | None]:
+    """(access key id, secret key) of the team's "aws" Credential, or (None, None)
+    for the worker's own IAM role / environment."""
+    if not credential:
+        return None, None
+    cred = Credential.objects.filter(team_id=team_id, name=credential, kind=Credential.AWS).first()
+    if cred is None:
+        raise RunnerError(f"aws_credential {credential!r}: no AWS credential of that name in "
+                          "this team", permanent=True)
+    return cred.username, cred.secret()
+
+
+def _context(team_id: int, tag: str, region: str, credential: str | None, **kw):
+    """A ProvisionContext with the team's keys and the configured waits."""
+    from runners.providers import ProvisionContext
+
+    key_id, secret = _aws_keys(team_id, credential)
+    fields = {
+        "run_id": tag, "team": "", "owner": "", "expires_at": timezone.now(), "region": region,
+        "aws_access_key_id": key_id, "aws_secret_access_key": secret,
+        "endpoint_url": settings.AWS_ENDPOINT_URL or None,
+        "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
+        "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
+        "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS}
+    fields.update(kw)
+    return ProvisionContext(**fields)
+
+
+class _Recorder:
+    """The provider callbacks of one slot: rows before/after create calls, secrets."""
+
+    def __init__(self, run: Run, slot: Slot, expires_at):
+        self.run, self.slot, self.expires_at = run, slot, expires_at
+
+    def on_create(self, kind: str, token: str, tags: dict) -> None:
+        if CloudResource.objects.filter(kind=kind, token=token).exists():
+            return  # a retried provision, or the run's shared group / key pair
+        from benchapp import pricing
+
+        spec = self.slot.spec.get("volumes") if kind == "volume" else self.slot.spec
+        spec = spec if kind in COUNTED_KINDS else {}
+        CloudResource.objects.create(
+            team_id=self.run.team_id, run=self.run, target_name=self.slot.target,
+            provider=self.slot.spec["provider"], kind=kind, token=token,
+            region=self.slot.region, state="creating", expires_at=self.expires_at,
+            price_per_hour=pricing.hourly_price(kind, spec),
+            handle={"spec": spec, "run_tag": tags.get("run", ""),
+                    "aws_credential": self.slot.spec.get("aws_credential")})
+
+    def on_created(self, kind: str, token: str, cloud_id: str) -> None:
+        CloudResource.objects.filter(kind=kind, token=token, state__in=LIVE_STATES).update(
+            cloud_id=cloud_id, state="live")
+
+    def secret_sink(self, name: str, value: str) -> None:
+        cred = (Credential.objects.filter(team_id=self.run.team_id, name=name).first()
+                or Credential(team_id=self.run.team_id, name=name))
+        cred.kind = (Credential.SSH_KEY if value.lstrip().startswith("-----BEGIN")
+                     else Credential.PASSWORD)
+        cred.set_secret(value)
+        cred.save()
+
+
+class _CancelWatcher(threading.Thread):
+    """Turns Run.cancel_requested into the providers' cancel event."""
+
+    def __init__(self, run_id: int):
+        super().__init__(daemon=True, name=f"provision-cancel-{run_id}")
+        self.run_id = run_id
+        self.event = threading.Event()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            interval = min(1.0, settings.BENCHBOARD_CLOUD_POLL_SECONDS)
+            while not self._stop_event.wait(interval):
+                if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+                    self.event.set()
+                    return
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+
+
+def _expiry(plan: PlanSpec):
+    """When the run's resources count as expired: twice the estimate, plus an hour."""
+    from benchapp import pricing
+
+    return timezone.now() + timedelta(seconds=2 * pricing.run_seconds(plan) + 3600)
 
 
 def provision_run(run_id: int) -> None:
-    """Bring up the run's targets and client, then dispatch its cells."""
-    raise NotImplementedError("provisioning is not implemented yet")
+    """Bring up the run's targets and client, then dispatch its cells.
+
+    Claims the run (QUEUED -> PROVISIONING) so a redelivered message does
+    nothing. On failure or cancel: the run is failed (or cancelled), its
+    queued cells say why, and everything is torn down.
+    """
+    if not Run.objects.filter(pk=run_id, status=Run.QUEUED, cancel_requested=False).update(
+            status=Run.PROVISIONING, started_at=timezone.now()):
+        return
+    run = Run.objects.select_related("team", "created_by").get(pk=run_id)
+    watcher = _CancelWatcher(run_id)
+    watcher.start()
+    try:
+        plan = load_plan(run.document)
+        expires_at = _expiry(plan)
+        for slot in planned_slots(plan):
+            _provision_slot(run, slot, expires_at, watcher.event)
+    except Exception as exc:  # noqa: BLE001 - every failure ends the same way
+        watcher.stop()
+        _provisioning_failed(run_id, exc)
+        return
+    watcher.stop()
+    if not Run.objects.filter(pk=run_id, status=Run.PROVISIONING,
+                              cancel_requested=False).update(status=Run.RUNNING):
+        _provisioning_failed(run_id, RunnerError("cancelled while provisioning"))
+        return
+    from benchapp import orchestration
+
+    orchestration.dispatch(run_id)
 
 
-def runtime_overrides(run: Run) -> tuple[dict, object | None]:
-    """(targets name -> TargetSpec, client SSHSpec | None) from what provisioning made."""
-    return {}, None
+def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -> None:
+    from runners.providers import get_provider
+
+    recorder = _Recorder(run, slot, expires_at)
+    owner = run.created_by.get_username() if run.created_by else ""
+    ctx = _context(run.team_id, run_tag(run), slot.region, slot.spec.get("aws_credential"),
+                   team=_safe_tag(run.team.name), owner=_safe_tag(owner), expires_at=expires_at,
+                   on_create=recorder.on_create, on_created=recorder.on_created,
+                   secret_sink=recorder.secret_sink, cancel=cancel)
+    ctx.check_cancel("provisioning")
+    handle = get_provider(slot.spec["provider"]).provision(slot.spec, ctx)
+    stored = {**handle.to_dict(), "slot": slot.to_dict(), "spec": slot.spec, "run_tag": run_tag(run),
+              "aws_credential": slot.spec.get("aws_credential")}
+    stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
+    primary = handle.ids.get("db_instance") or handle.ids.get("instance")
+    CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(
+        cloud_id=primary).update(handle=stored)
+
+
+def _prepare_storage(run: Run, slot: Slot, handle) -> str:
+    """Assemble the slot's EBS volumes as RAID0 + filesystem + mount, over SSH.
+
+    A host reached through connect_via is not the cloud instance (in tests:
+    this worker and a local directory), so the script is skipped and the
+    skip recorded in the run's notes. Returns what was done, for the record.
+    """
+    volumes = slot.spec.get("volumes") or {}
+    if slot.spec.get("provider") != "aws_ec2" or not volumes.get("count"):
+        return ""
+    if handle.extra.get("connect_via"):
+        note = (f"{slot.label}: RAID0 assembly of {volumes['count']} volume(s) skipped "
+                "(reached through connect_via; the tool runs against that address instead).")
+        _append_note(run.pk, note)
+        return "skipped: connect_via"
+    from runners.command import Command
+    from runners.executors import SSHExecutor
+    from runners.providers.aws_ec2 import raid0_script
+
+    lines = raid0_script(handle.extra["devices"], volumes.get("mount", "/data"),
+                         volumes.get("filesystem", "xfs"))
+    key = Credential.objects.get(team_id=run.team_id, name=handle.ssh["credential"]).secret()
+    with SSHExecutor(handle.ssh["host"], handle.ssh["port"], handle.ssh["user"],
+                     private_key=key) as executor:
+        done = executor.run(Command(argv=["sudo", "sh", "-c", " && ".join(lines)]), timeout=900)
+    if done.exit_code != 0:
+        raise RunnerError(f"{slot.label}: RAID0 assembly failed (exit {done.exit_code}): "
+                          f"{done.stderr.strip()[-300:]}", permanent=True)
+    return "raid0: " + "; ".join(lines)
+
+
+def _append_note(run_id: int, note: str) -> None:
+    run = Run.objects.get(pk=run_id)
+    run.notes = (run.notes + "\n" + note).strip()
+    run.save(update_fields=["notes"])
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, (RunnerError, ValidationError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _provisioning_failed(run_id: int, exc: BaseException) -> None:
+    """Fail (or cancel) the run and its queued cells, then tear down."""
+    now = timezone.now()
+    if Run.objects.filter(pk=run_id, cancel_requested=True).exists():
+        Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+            status=Run.CANCELLED, finished_at=now)
+        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+            status=Cell.CANCELLED, finished_at=now, error="cancelled during provisioning")
+    else:
+        message = f"provisioning failed: {_error_text(exc)}"
+        log.warning("run %s: %s", run_id, message)
+        Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+            status=Run.FAILED, finished_at=now, error=message)
+        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+            status=Cell.FAILED, finished_at=now, error=message)
+    _teardown_or_enqueue(run_id)
+
+
+def _teardown_or_enqueue(run_id: int) -> None:
+    """Tear down now; if that fails, leave it to the retried teardown task."""
+    try:
+        teardown_run(run_id)
+    except Exception:
+        log.warning("run %s: teardown failed; retrying as a task", run_id, exc_info=True)
+        from benchapp import tasks
+
+        tasks.teardown_run.delay(run_id)
+
+
+# ---------------------------------------------------------------- runtime
+
+
+def _live_handles(run: Run) -> list[dict]:
+    rows = CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS, state="live")
+    return [row.handle for row in rows if row.handle.get("provider")]
+
+
+def _pick(handles: list[dict], target: str, variant: str | None) -> dict | None:
+    for handle in handles:
+        slot = handle.get("slot") or {}
+        if slot.get("target") == target and variant in (None, slot.get("variant")):
+            return handle
+    return None
+
+
+def _via(handle: dict) -> dict:
+    return (handle.get("slot") or {}).get("spec", {}).get("connect_via") or {}
+
+
+def on_worker(handle: dict) -> bool:
+    """A host reached through connect_via {host: loopback} (no ssh): this worker."""
+    via = _via(handle)
+    return bool(via) and "ssh" not in via and via.get("host") in LOCAL_HOSTS
+
+
+def _ssh(handle: dict) -> SSHSpec | None:
+    """Where to log in to the handle's host; None for this worker.
+
+    connect_via {host} without ssh: the cloud's own SSH address is not used
+    (private, or invented by moto); the via address is, unless it is loopback.
+    """
+    ssh, via = handle.get("ssh"), _via(handle)
+    if not ssh or on_worker(handle):
+        return None
+    host = via["host"] if via and "ssh" not in via and "host" in via else ssh["host"]
+    return SSHSpec(host=host, port=ssh.get("port") or 22, user=ssh.get("user") or "root",
+                   credential=ssh.get("credential"), known_host_key=ssh.get("known_host_key"))
+
+
+def _target_spec(target: TargetSpec, handle: dict) -> TargetSpec:
+    """The plan's target with the provisioned address, login and credential."""
+    endpoint = handle.get("endpoint") or {}
+    via = _via(handle)
+    credential = via.get("credential") if "host" in via else (
+        handle.get("extra") or {}).get("password_secret")
+    return replace(
+        target, host=endpoint.get("host"),
+        port=endpoint.get("port") if target.kind != "host" else None,
+        user=endpoint.get("user") or target.user,
+        database=endpoint.get("database") or target.database,
+        credential=credential, password_env=None, ssh=_ssh(handle), provision=None,
+        connect_via=None)
+
+
+def runtime_overrides(run: Run, cell: Cell | None = None) -> tuple[dict, SSHSpec | None]:
+    """(targets name -> TargetSpec, client SSHSpec | None) from what provisioning made.
+
+    cell picks the variant of a target provisioned once per `${volumes}`
+    value (S3); without it the first variant is used.
+    """
+    plan = load_plan(run.document)
+    if not needs_provisioning(plan):
+        return {}, None
+    handles = _live_handles(run)
+    targets = {}
+    for target in plan.targets:
+        if not target.provision:
+            continue
+        variant = variant_of(target.provision, cell.axes) if cell is not None else None
+        handle = _pick(handles, target.name, variant)
+        if handle is not None:
+            targets[target.name] = _target_spec(target, handle)
+    client = _pick(handles, CLIENT, None)
+    return targets, (_ssh(client) if client else None)
+
+
+def runtime_plan(run: Run) -> PlanSpec:
+    """The run's plan; a provisioned client reached as this worker runs locally."""
+    plan = load_plan(run.document)
+    if plan.client.provision:
+        client = _pick(_live_handles(run), CLIENT, None)
+        if client is not None and on_worker(client):
+            plan = replace(plan, client=ClientSpec())
+    return plan
+
+
+# --------------------------------------------------------------- teardown
 
 
 def teardown_run(run_id: int) -> int:
-    """Tear down every live cloud resource of the run; return how many."""
-    live = CloudResource.objects.filter(run_id=run_id, state__in=("creating", "live"))
-    return live.count()
+    """Tear down every live cloud resource of the run; return how many rows
+    were still live. Idempotent; raises (so the task retries) while some
+    resource of the run may remain."""
+    rows = CloudResource.objects.filter(run_id=run_id).exclude(state="deleted")
+    count = rows.count()
+    if count:
+        teardown_rows(list(rows))
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        _forget_secrets(run)
+    return count
+
+
+def teardown_rows(rows: list[CloudResource]) -> None:
+    """Provider teardown of each slot, then a sweep by run tag per account and region.
+
+    The sweep deletes what has no stored handle (a worker killed between a
+    create call and its response) and is what marks the rows deleted.
+    """
+    from runners.providers import Handle, get_provider
+
+    for row in rows:
+        if row.kind not in PRIMARY_KINDS or not row.handle.get("provider"):
+            continue
+        ctx = _context(row.team_id, row.handle.get("run_tag", ""), row.region,
+                       row.handle.get("aws_credential"))
+        try:
+            get_provider(row.provider).teardown(Handle.from_dict(row.handle), ctx)
+        except Exception as exc:  # noqa: BLE001 - the sweep below tries again
+            log.warning("teardown of %s %s failed: %s", row.kind, row.cloud_id, _error_text(exc))
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row.team_id, row.handle.get("aws_credential"), row.region].append(row)
+    for (team_id, credential, region), members in groups.items():
+        tags = {row.handle.get("run_tag") for row in members} - {"", None}
+        _sweep(team_id, credential, region, tags)
+        CloudResource.objects.filter(pk__in=[r.pk for r in members], deleted_at__isnull=True
+                                     ).update(state="deleted", deleted_at=timezone.now())
+        CloudResource.objects.filter(pk__in=[r.pk for r in members]).update(state="deleted")
+
+
+def _sweep(team_id: int, credential: str | None, region: str, tags: set[str]) -> list:
+    """runners' reaper in one account and region for these run tags (and expired ones)."""
+    from runners.providers import aws_common, reaper
+
+    ctx = _context(team_id, "reaper", region, credential)
+    session = aws_common.session(ctx, region)
+    return reaper.reap(session, runs=tags, endpoint_url=ctx.endpoint_url,
+                       wait_timeout=ctx.wait_timeout, poll_interval=ctx.poll_interval)
+
+
+def _forget_secrets(run: Run) -> None:
+    """Generated master passwords and private keys die with their resources."""
+    from runners.providers.aws_common import resource_name
+
+    if not CloudResource.objects.filter(run=run).exclude(state="deleted").exists():
+        prefix = resource_name(run_tag(run)) + "-"
+        Credential.objects.filter(team_id=run.team_id, name__startswith=prefix).delete()
+
+
+# ----------------------------------------------------------------- reaper
+
+
+def reap_cloud() -> dict:
+    """The periodic clean-up (beat): returns counts for logs and tests.
+
+    1. Runs PROVISIONING for longer than BENCHBOARD_PROVISION_TIMEOUT lost
+       their worker: they are failed.
+    2. Runs that are over but still hold resources (failed, lost, cancelled
+       after provisioning, or whose teardown task gave up) are torn down.
+    3. In every account and region with live or recent rows, runners'
+       reaper deletes expired tagged resources.
+    """
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.BENCHBOARD_PROVISION_TIMEOUT)
+    lost = list(Run.objects.filter(status=Run.PROVISIONING, started_at__lt=cutoff)
+                .values_list("pk", flat=True))
+    for run_id in lost:
+        message = ("provisioning failed: no progress for "
+                   f"{settings.BENCHBOARD_PROVISION_TIMEOUT} s (worker lost?)")
+        Run.objects.filter(pk=run_id, status=Run.PROVISIONING).update(
+            status=Run.FAILED, finished_at=now, error=message)
+        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+            status=Cell.FAILED, finished_at=now, error=message)
+    leftover = CloudResource.objects.exclude(state="deleted").exclude(run__status__in=Run.ACTIVE)
+    torn = errors = 0
+    for run_id in set(leftover.values_list("run_id", flat=True)):
+        try:
+            if run_id is None:
+                teardown_rows(list(leftover.filter(run__isnull=True)))
+            else:
+                teardown_run(run_id)
+            torn += 1
+        except Exception:
+            errors += 1
+            log.warning("reap_cloud: teardown of run %s failed", run_id, exc_info=True)
+    reaped = _reap_expired(now)
+    return {"lost_runs": len(lost), "torn_down": torn, "errors": errors, "reaped": reaped}
+
+
+def _reap_expired(now) -> int:
+    """Expired tagged resources in each account/region used within the last day."""
+    recent = CloudResource.objects.exclude(state="deleted") | CloudResource.objects.filter(
+        deleted_at__gt=now - timedelta(days=1))
+    accounts = {(row.team_id, row.handle.get("aws_credential"), row.region)
+                for row in recent.only("team_id", "handle", "region")}
+    seen, reaped = set(), 0
+    for team_id, credential, region in accounts:
+        key = (team_id if credential else None, credential, region)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            found = _sweep(team_id, credential, region, set())
+        except Exception:
+            log.warning("reap_cloud: sweep of %s failed", region, exc_info=True)
+            continue
+        reaped += len(found)
+        for item in found:
+            CloudResource.objects.filter(kind=item.kind, state__in=LIVE_STATES).filter(
+                Q(cloud_id=item.id) | Q(token=item.id)).update(state="deleted", deleted_at=now)
+    return reaped

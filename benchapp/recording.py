@@ -18,7 +18,7 @@ from benchapp.models import Artifact, Cell, Credential, Measurement, Run, Series
 from runners.cell import run_cell
 from runners.context import CellContext
 from runners.errors import RunnerError
-from runners.plan import CellSpec, load_plan
+from runners.plan import CellSpec
 from runners.results import Result
 
 MASK = "****"
@@ -61,9 +61,9 @@ def cell_spec(cell: Cell, plan) -> CellSpec:
 def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
     """Run one stored cell through runners; return (CellOutcome, SecretBook)."""
     run = cell.run
-    plan = load_plan(run.document)
+    plan = provisioning.runtime_plan(run)
     book = SecretBook(run.team_id)
-    targets, client_ssh = provisioning.runtime_overrides(run)
+    targets, client_ssh = provisioning.runtime_overrides(run, cell)
     ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event, targets=targets,
                       client_ssh=client_ssh)
     ctx.prepared = set(run.prepared_targets)

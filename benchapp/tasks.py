@@ -66,3 +66,11 @@ def start_plan(plan_id: int, origin: str = "schedule") -> int:
 
     plan = Plan.objects.select_related("team").get(pk=plan_id)
     return orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin).pk
+
+
+@shared_task(name="benchapp.reap_cloud")
+def reap_cloud() -> dict:
+    """Tear down cloud resources of lost or finished runs; delete expired tagged ones."""
+    from benchapp import provisioning
+
+    return provisioning.reap_cloud()

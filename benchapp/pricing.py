@@ -1,0 +1,178 @@
+"""Cost: the estimate shown before a run, the actual cost after, price-performance.
+
+The arithmetic is runners.providers.pricing's (pure functions over a price
+table); this module supplies the table (PriceEntry rows over the
+illustrative DEFAULT_PRICES, so a deleted row falls back to its default),
+the run's expected length, and the run's resources and figures.
+
+Billing is approximated the way the scenarios' studies were billed: every
+provisioned item is up for the whole run, rounded up to whole hours.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import defaultdict
+from decimal import Decimal
+from statistics import mean
+
+from benchapp.models import Cell, CloudResource, Measurement, PriceEntry, Run, Team
+from runners.plan import Plan as PlanSpec
+from runners.plan import expand
+from runners.providers import pricing as cost
+
+CURRENCY = "USD"
+# Seconds a cell takes when its params name no duration (mysqlslap), and the
+# overhead of each cell (prepare, collect) and of provisioning itself.
+DEFAULT_CELL_SECONDS = 60
+CELL_OVERHEAD_SECONDS = 30
+PROVISION_SECONDS = 900
+DURATION_PARAMS = ("time", "runtime", "max_time")
+# Figures that grow with the money's worth: divided by the target's $/h.
+THROUGHPUT_METRICS = ("tps", "qps", "read_iops", "write_iops", "read_bw_kib_s", "write_bw_kib_s",
+                      "bogo_ops_per_s")
+NOTE = cost.NOTE + " Every provisioned item is counted for the whole run, in whole hours."
+
+
+def price_table() -> dict[str, dict[str, float]]:
+    """DEFAULT_PRICES with the edited PriceEntry rows on top."""
+    table = copy.deepcopy(cost.DEFAULT_PRICES)
+    for entry in PriceEntry.objects.all():
+        table.setdefault(entry.table, {})[entry.key] = float(entry.price)
+    return table
+
+
+def run_seconds(plan: PlanSpec) -> float:
+    """Expected length of a run: its cells one after the other, plus provisioning."""
+    total = PROVISION_SECONDS
+    for cell in expand(plan):
+        duration = next((cell.params[p] for p in DURATION_PARAMS if cell.params.get(p)), None)
+        total += (duration or DEFAULT_CELL_SECONDS) + CELL_OVERHEAD_SECONDS
+    return float(total)
+
+
+def run_hours(plan: PlanSpec) -> float:
+    """Billed hours: the expected length rounded up to whole hours (at least 1)."""
+    return float(max(1, math.ceil(run_seconds(plan) / 3600)))
+
+
+def _static_spec(target) -> dict | None:
+    """A priced static target as a spec runners' pricing understands, or None."""
+    hourly = target.price_per_hour
+    if hourly is None and target.price_per_month is not None:
+        hourly = target.price_per_month / cost.HOURS_PER_MONTH
+    if not hourly or target.currency != CURRENCY:
+        return None
+    return {"name": target.name, "price_per_hour": hourly}
+
+
+def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
+    """The estimate of a validated plan: dict(total, currency, lines, note, hours, resources).
+
+    Raises runners ValidationError naming a class or type missing from the table.
+    """
+    from benchapp.provisioning import counted_resources, planned_slots
+
+    prices = prices or price_table()
+    hours = run_hours(plan)
+    labelled = [(slot.label, slot.spec) for slot in planned_slots(plan)]
+    labelled += [(t.name, spec) for t in plan.targets if not t.provision
+                 for spec in [_static_spec(t)] if spec]
+    total = cost.estimate([spec for _, spec in labelled], hours, prices).total
+    lines = [dict(vars(line), target=label) for label, spec in labelled
+             for line in cost.spec_lines(spec, hours, prices)]
+    return {"total": total, "currency": CURRENCY, "lines": lines, "note": NOTE, "hours": hours,
+            "resources": sum(counted_resources(s) for s in planned_slots(plan))}
+
+
+def estimate_run(team: Team, document: dict | str) -> dict:
+    """The cost shown before a run starts: dict(total, currency, lines, note, hours, resources).
+
+    document: a plan document (stored targets resolved for team). Raises
+    runners ValidationError for a bad plan or an unpriced class.
+    """
+    from benchapp.orchestration import validate_document
+
+    return estimate_plan(validate_document(document, team))
+
+
+def hourly_price(kind: str, spec: dict | None) -> Decimal | None:
+    """$/h of one CloudResource (instance, DB instance, volume), or None."""
+    if kind not in ("rds_instance", "ec2_instance", "volume") or not spec:
+        return None
+    resource = {"kind": kind, "spec": spec, "started": _EPOCH, "ended": _EPOCH_PLUS_HOUR}
+    try:
+        total = cost.actual([resource], price_table()).total
+    except Exception:  # noqa: BLE001 - an unpriced item has no hourly price
+        return None
+    return Decimal(str(round(total, 4)))
+
+
+def _epochs():
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2000, 1, 1, tzinfo=UTC)
+    return start, start + timedelta(hours=1)
+
+
+_EPOCH, _EPOCH_PLUS_HOUR = _epochs()
+
+
+def actual_cost(run: Run) -> dict:
+    """What the run's resources cost from their lifetimes (still-live ones up to now):
+    dict(total, currency, lines, note)."""
+    rows = CloudResource.objects.filter(run=run, kind__in=("rds_instance", "ec2_instance",
+                                                           "volume"))
+    resources = [{"kind": row.kind, "spec": row.handle.get("spec") or {},
+                  "started": row.created_at, "ended": row.deleted_at} for row in rows]
+    result = cost.actual([r for r in resources if r["spec"]], price_table()).to_dict()
+    return {**result, "currency": CURRENCY, "note": cost.NOTE}
+
+
+def target_prices(run: Run) -> dict[str, float]:
+    """$/h of each target of the run (label -> price): provisioned slots from the
+    price table, static targets from their price_per_hour / price_per_month."""
+    from benchapp.provisioning import CLIENT, Slot
+    from runners.plan import load_plan
+
+    prices = price_table()
+    result = {}
+    for row in CloudResource.objects.filter(run=run, kind__in=("rds_instance", "ec2_instance")):
+        slot = row.handle.get("slot")
+        if slot and slot["target"] != CLIENT:
+            label = Slot(slot["target"], slot["variant"], slot["spec"]).label
+            result[label] = cost.estimate([slot["spec"]], 1.0, prices).total
+    for target in load_plan(run.document).targets:
+        spec = None if target.provision else _static_spec(target)
+        if spec:
+            result[target.name] = float(spec["price_per_hour"])
+    return result
+
+
+def price_performance(run: Run) -> dict[str, dict[str, float]]:
+    """Throughput per dollar-hour of each target: {label: {"tps_per_dollar_hour": ...,
+    "dollars_per_hour": ...}}. The mean over the target's succeeded cells is
+    divided by the target's own $/h (the client is not counted: it is the
+    same for every target). Targets provisioned per `${volumes}` value are
+    labelled "c1-medium volumes=2"."""
+    from benchapp.provisioning import variant_of
+    from runners.plan import load_plan
+
+    prices = target_prices(run)
+    provision = {t.name: t.provision for t in load_plan(run.document).targets}
+    values = defaultdict(list)
+    rows = Measurement.objects.filter(
+        run=run, group="", metric__in=THROUGHPUT_METRICS, cell__status=Cell.SUCCEEDED
+    ).values_list("cell__target_name", "cell__axes", "metric", "value")
+    for target, axes, metric, value in rows:
+        variant = variant_of(provision[target], axes) if provision.get(target) else ""
+        values[f"{target} {variant}".strip(), metric].append(value)
+    result: dict[str, dict[str, float]] = {}
+    for (label, metric), samples in sorted(values.items()):
+        per_hour = prices.get(label)
+        figure = cost.price_performance(mean(samples), per_hour or 0)
+        if figure is not None:
+            result.setdefault(label, {"dollars_per_hour": per_hour})
+            result[label][f"{metric}_per_dollar_hour"] = figure
+    return result
