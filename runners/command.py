@@ -61,8 +61,12 @@ class Command:
         return text
 
     def masked(self) -> str:
-        """The command line as it may be shown and stored."""
-        return self.mask(shlex.join(self.argv))
+        """The command line as it may be shown and stored.
+
+        Masks each argument before quoting: a secret with quotes or spaces
+        changes form when quoted and would slip past a mask of the joined line.
+        """
+        return shlex.join(self.mask(a) for a in self.argv)
 
     def resolved(self, workdir: str) -> Command:
         """A copy with WORKDIR replaced by the executor's real directory."""

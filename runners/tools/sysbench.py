@@ -162,12 +162,12 @@ def _check_values(clean: dict) -> None:
     codes = clean.get("mysql_ignore_errors")
     if codes is not None:
         codes = [c for item in (codes if isinstance(codes, list) else [codes]) for c in item.split(",")]
-        if not all(_ERROR_CODE.match(c) for c in codes):
+        if not all(_ERROR_CODE.fullmatch(c) for c in codes):
             raise ValidationError("mysql_ignore_errors", "expected MySQL error codes such as "
                                   "1213, 1205, 2013 (a list), or all")
         clean["mysql_ignore_errors"] = codes
     engine = clean.get("mysql_storage_engine")
-    if engine is not None and not _ENGINE.match(engine):
+    if engine is not None and not _ENGINE.fullmatch(engine):
         raise ValidationError("mysql_storage_engine", f"{engine!r} is not allowed: expected an engine "
                               "name such as innodb")
 
@@ -202,7 +202,7 @@ def _check_modern(clean: dict) -> None:
     if test is None:
         raise ValidationError("test", "required: one of " + ", ".join(OLTP_TESTS + HOST_TESTS)
                               + ", a Lua script path, or `script`")
-    if test != "custom" and test not in OLTP_TESTS + HOST_TESTS and not _LUA_PATH.match(test):
+    if test != "custom" and test not in OLTP_TESTS + HOST_TESTS and not _LUA_PATH.fullmatch(test):
         raise ValidationError("test", f"{test!r} is not allowed: expected one of "
                               + ", ".join(OLTP_TESTS + HOST_TESTS) + " or an absolute .lua path")
 
@@ -283,7 +283,7 @@ def _db_options(endpoint: Endpoint, test: str) -> tuple[list[str], list[str]]:
         if key == "socket" and prefix == "pgsql":
             raise ValidationError("endpoint.socket", "the pgsql driver connects by host/port only")
         text = str(value)
-        if not SAFE_TEXT.match(text) or text.startswith("-"):
+        if not SAFE_TEXT.fullmatch(text) or text.startswith("-"):
             raise ValidationError(f"endpoint.{key}", f"{text!r} is not allowed: plain text only")
         argv.append(f"--{prefix}-{'db' if key == 'database' else key}={text}")
     secrets = []

@@ -308,7 +308,7 @@ def test_build_argv_holds_only_validated_values(params, password):
         assert not (_SHELL & set(element)), element
     if f"--mysql-password={password}" in cmd.argv:
         assert cmd.secrets == [password]
-        assert "--mysql-password=****" in cmd.mask(" ".join(cmd.argv))
+        assert password not in cmd.masked()
     else:
         assert cmd.secrets == [] and cmd.argv[-2] in sysbench.HOST_TESTS
 
