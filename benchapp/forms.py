@@ -412,6 +412,9 @@ def initial_from_document(document: dict, team) -> dict:
                "seed": document.get("seed")}
     for name, value in (document.get("params") or {}).items():
         key = canonical(tool, name) if tool else name
+        param = tool.PARAMS.get(key) if tool else None
+        if param is not None and param.kind == "bool":
+            value = _bool_or_raw(param, value)  # `direct: 1` is the choice "true"
         initial[param_field_name(tool_name, key)] = _show(value)
     initial["axes"] = [(name, ", ".join(_show(v) for v in values))
                        for name, values in (document.get("axes") or {}).items()]
@@ -529,6 +532,13 @@ def _pairs(text: str, field: str) -> dict:
     if not pairs:
         raise ValidationError(field, "write name=value pairs, separated by commas")
     return {k: _scalar(v) if "," not in v else v for k, v in pairs.items()}
+
+
+def _bool_or_raw(param, value):
+    try:
+        return param.convert(value)
+    except ValidationError:
+        return value
 
 
 def _show(value) -> str:

@@ -25,6 +25,7 @@ import socket
 import threading
 from datetime import timedelta
 
+import yaml
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -53,9 +54,10 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     team's stored Target of that name, so the web form and API can refer to
     stored targets. Raises ValidationError with a message naming the key.
     """
-    spec = load_plan(document)
     if team is not None:
-        spec = load_plan(resolve_stored_targets(spec.document, team))
+        # Resolve before validating: a bare {name: X} is not a valid target on its own.
+        document = resolve_stored_targets(_parsed(document), team)
+    spec = load_plan(document)
     cells = count_cells(spec)
     limit = settings.BENCHBOARD_CELL_LIMIT
     if cells > limit:
@@ -64,11 +66,26 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     return spec
 
 
+def _parsed(document):
+    """A YAML/JSON text as data (left as is when unparseable: load_plan reports it)."""
+    if not isinstance(document, (str, bytes)):
+        return document
+    try:
+        return yaml.safe_load(document)
+    except yaml.YAMLError:
+        return document
+
+
 def resolve_stored_targets(document: dict, team: Team) -> dict:
     """Replace target entries that name a stored Target by its plan form."""
+    if not isinstance(document, dict) or not isinstance(document.get("targets"), list):
+        return document
     stored = {t.name: t for t in team.targets.select_related("credential", "ssh_credential")}
     targets = []
     for entry in document.get("targets") or []:
+        if not isinstance(entry, (str, dict)):
+            targets.append(entry)  # load_plan names the problem
+            continue
         name = entry if isinstance(entry, str) else entry.get("name")
         bare = isinstance(entry, str) or set(entry) == {"name"}
         if bare and name in stored:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from runners.plan import load_plan
 
 FOLDER = Path(__file__).resolve().parent
 
@@ -29,4 +29,5 @@ def get_template(slug: str) -> dict | None:
 def _read(path: Path) -> dict:
     text = path.read_text()
     title = text.splitlines()[0].lstrip("# ").strip()
-    return {"slug": path.stem, "title": title, "document": yaml.safe_load(text)}
+    # load_plan's plain document: YAML 1.1 reads `on:` as True, load_plan as "on".
+    return {"slug": path.stem, "title": title, "document": load_plan(text).document}

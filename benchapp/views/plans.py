@@ -84,7 +84,7 @@ def plan_preview(request):
     spec = form.spec
     cells = expand(spec)
     return JsonResponse({
-        "valid": True, "count": len(cells), "yaml": dump_plan(load_plan(form.document)),
+        "valid": True, "count": len(cells), "yaml": dump_plan(spec),
         "cells": [{"index": c.index, "key": c.key or "(single cell)", "target": c.target,
                    "repeat": c.repeat} for c in cells[:PREVIEW_CELLS]],
         "estimate": estimate(spec, len(cells))})

@@ -1,0 +1,261 @@
+"""Plan builder and plan pages: generated parameter form, axes, overrides,
+preview, inline errors, templates, import/export, clone, run now."""
+
+import json
+
+import pytest
+import yaml
+
+from benchapp.forms import PlanForm, initial_from_document
+from benchapp.models import Plan, Run
+from benchapp.orchestration import save_plan
+from benchapp.templates_plans import plan_templates
+from runners.plan import load_plan
+from tests.benchapp.ui_data import DEMO, assert_no_canary, form_data, make_credential, make_target
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored(team):
+    return make_target(team)
+
+
+@pytest.fixture
+def plan(team, stored, owner):
+    return save_plan(team, DEMO, user=owner)
+
+
+def builder_data(team, **over):
+    data = {"name": "two-axis", "tool": "mysqlslap", "targets": ["local-mariadb"], "repeat": "1",
+            "order": "sequential", "extra": "",
+            "param-mysqlslap-auto_generate_sql_add_autoincrement": "true",
+            "param-mysqlslap-number_of_queries": "20",
+            "axis-0-name": "load_type", "axis-0-values": "read, key",
+            "axis-1-name": "concurrency", "axis-1-values": "1, 2"}
+    return {**data, **over}
+
+
+@pytest.mark.parametrize("persona", ["owner_client", "member_client"])
+def test_plan_pages_for_team_members(request, persona, plan):
+    client = request.getfixturevalue(persona)
+    assert plan.name in client.get("/plans/").content.decode()
+    for url in ("/plans/new/", f"/plans/{plan.pk}/", f"/plans/{plan.pk}/edit/",
+                f"/plans/{plan.pk}/yaml/", "/plans/import/"):
+        assert client.get(url).status_code == 200, url
+
+
+def test_plan_list_outsider_sees_own_team_only(outsider_client, plan):
+    html = outsider_client.get("/plans/").content.decode()
+    assert plan.name not in html and "No plans yet" in html
+
+
+@pytest.mark.parametrize("method,url", [
+    ("get", "/plans/{pk}/"), ("get", "/plans/{pk}/edit/"), ("post", "/plans/{pk}/edit/"),
+    ("get", "/plans/{pk}/yaml/"), ("post", "/plans/{pk}/clone/"), ("post", "/plans/{pk}/delete/"),
+    ("post", "/plans/{pk}/run/"), ("post", "/plans/{pk}/schedule/")])
+def test_plan_object_pages_outsider_gets_404(outsider_client, plan, method, url):
+    assert getattr(outsider_client, method)(url.format(pk=plan.pk)).status_code == 404
+    assert Plan.objects.filter(pk=plan.pk).exists() and not Run.objects.exists()
+
+
+def test_plan_list_query_count(owner_client, team, stored, django_assert_max_num_queries):
+    for i in range(15):
+        save_plan(team, {**DEMO, "name": f"plan-{i}"})
+    with django_assert_max_num_queries(8):
+        response = owner_client.get("/plans/")
+    assert response.content.decode().count("plan-") >= 15
+
+
+def test_builder_fields_come_from_tool_params(owner_client):
+    html = owner_client.get("/plans/new/").content.decode()
+    from runners.tools import MEASURED_TOOLS, get_tool
+
+    for tool in MEASURED_TOOLS:
+        for name, param in get_tool(tool).PARAMS.items():
+            assert f'name="param-{tool}-{name}"' in html
+    # types, defaults, help text and choices of one parameter
+    assert "Load type of the generated SQL" in html and "default (mixed)" in html
+    assert '<option value="key">key</option>' in html
+    assert "an integer &gt;= 1" in html  # Param.describe() of iterations
+
+
+def test_builder_creates_the_plan_document(owner_client, team, stored, owner):
+    response = owner_client.post("/plans/new/", builder_data(team, **{
+        "override-0-when": "load_type=key", "override-0-set": "number_of_queries=40",
+        "repeat": "2", "order": "interleaved"}))
+    plan = Plan.objects.get(team=team, name="two-axis")
+    assert response.url == f"/plans/{plan.pk}/"
+    doc = plan.document
+    assert doc["params"] == {"auto_generate_sql_add_autoincrement": True, "number_of_queries": 20}
+    assert doc["axes"] == {"load_type": ["read", "key"], "concurrency": [1, 2]}
+    assert doc["overrides"] == [{"when": {"load_type": "key"}, "set": {"number_of_queries": 40}}]
+    assert (doc["repeat"], doc["order"]) == (2, "interleaved")
+    assert doc["targets"][0]["host"] == "127.0.0.1"  # the stored target, filled in
+    assert plan.created_by == owner
+
+
+@pytest.mark.parametrize("over,field,message", [
+    ({"axis-0-values": "read, bogus"}, "axis-0-values", "&#x27;bogus&#x27; is not allowed"),
+    ({"param-mysqlslap-number_of_queries": "lots"}, "param-mysqlslap-number_of_queries",
+     "expected an integer"),
+    ({"param-mysqlslap-auto_generate_sql_add_autoincrement": ""}, None, "key needs add_autoincrement"),
+    ({"axis-1-values": ""}, "axis-1-values", "give both an axis"),
+    ({"override-0-when": "load_type=key", "override-0-set": "nonsense"}, "override-0-set",
+     "name=value"),
+    ({"repeat": "0"}, "repeat", "greater than or equal to 1"),
+    ({"extra": "timeout: [oops"}, "extra", "not valid YAML"),
+    ({"extra": "axes: {}"}, "extra", "with the form fields above"),
+    ({"targets": []}, "targets", ""),
+])
+def test_builder_errors_are_inline(owner_client, team, stored, over, field, message):
+    response = owner_client.post("/plans/new/", builder_data(team, **over))
+    html = response.content.decode()
+    assert response.status_code == 200 and not Plan.objects.exists()
+    assert message in html
+    if field:
+        start = html.index(f'id="field-{field}"')
+        assert "has-error" in html[start - 40:start] and message in html[start:start + 3000]
+
+
+def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
+    response = owner_client.post("/plans/preview.json", builder_data(team, repeat="3"))
+    data = response.json()
+    assert data["valid"] and data["count"] == 12
+    assert [c["key"] for c in data["cells"][:3]] == ["concurrency=1,load_type=read"] * 3
+    assert len(data["cells"]) == 8
+    assert load_plan(data["yaml"]).axes == {"load_type": ["read", "key"], "concurrency": [1, 2]}
+    assert data["estimate"]["seconds"] == 12 * 10 and data["estimate"]["cost"] is None
+
+
+def test_preview_errors_name_the_field(owner_client, team, stored):
+    data = owner_client.post("/plans/preview.json", builder_data(
+        team, **{"axis-1-values": "1, zero"})).json()
+    assert data == {"valid": False, "errors": {"axis-1-values": [
+        "'zero' is not allowed: expected an integer >= 1 <= 100000"]}}
+
+
+def test_preview_estimate_uses_duration_and_prices(owner_client, team):
+    make_target(team, name="pg", kind="postgres", port=5432, user="postgres",
+                price_per_hour="3.60")
+    data = owner_client.post("/plans/preview.json", {
+        "name": "pg", "tool": "pgbench", "targets": ["pg"], "repeat": "1", "order": "sequential",
+        "param-pgbench-time": "57", "axis-0-name": "client", "axis-0-values": "1, 2"}).json()
+    assert data["count"] == 2
+    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12}
+
+
+def test_preview_refuses_plans_over_the_cell_limit(owner_client, team, stored, settings):
+    settings.BENCHBOARD_CELL_LIMIT = 3
+    data = owner_client.post("/plans/preview.json", builder_data(team)).json()
+    assert not data["valid"] and "the limit is 3" in json.dumps(data)
+
+
+def test_preview_needs_post_and_login(owner_client):
+    from django.test import Client
+
+    assert owner_client.get("/plans/preview.json").status_code == 405
+    assert Client().post("/plans/preview.json", {}).status_code == 302  # to login
+
+
+@pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
+def test_scenario_templates_load_into_the_builder_and_round_trip(owner_client, team, template):
+    page = owner_client.get(f"/plans/new/?template={template['slug']}")
+    assert page.status_code == 200
+    assert f'value="{template["document"]["name"]}"' in page.content.decode()
+    form = PlanForm(initial=initial_from_document(template["document"], team), team=team)
+    response = owner_client.post("/plans/new/", form_data(form))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    saved = Plan.objects.get(team=team, name=template["document"]["name"])
+    assert load_plan(saved.document) == load_plan(template["document"])
+
+
+def test_edit_round_trips_a_saved_plan(owner_client, team, plan):
+    form = PlanForm(initial=initial_from_document(plan.document, team), team=team)
+    data = form_data(form)
+    assert data["targets"] == ["local-mariadb"]  # the stored target stays a reference
+    data["axis-1-values"] = "1, 2, 4"
+    assert owner_client.post(f"/plans/{plan.pk}/edit/", data).status_code == 302
+    plan.refresh_from_db()
+    assert plan.document["axes"]["concurrency"] == [1, 2, 4]
+    assert load_plan(plan.document).params == load_plan(DEMO | {"targets": [
+        {"name": "local-mariadb", "kind": "mysql", "host": "127.0.0.1"}]}).params
+
+
+def test_yaml_mode_saves_the_document(owner_client, team, plan):
+    text = yaml.safe_dump({**plan.document, "repeat": 3})
+    response = owner_client.post(f"/plans/{plan.pk}/edit/", {"mode": "yaml", "text": text})
+    assert response.status_code == 302
+    plan.refresh_from_db()
+    assert plan.document["repeat"] == 3
+
+
+def test_yaml_mode_errors_name_the_key(owner_client, plan):
+    text = yaml.safe_dump({**plan.document, "axes": {"concurrency": [0]}})
+    html = owner_client.post(f"/plans/{plan.pk}/edit/", {"mode": "yaml", "text": text}).content.decode()
+    assert "axes.concurrency[0]: 0 is not allowed" in html
+
+
+def test_import_paste_and_upload(owner_client, team, stored):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = owner_client.post("/plans/import/", {"text": yaml.safe_dump(DEMO)})
+    assert response.status_code == 302
+    upload = SimpleUploadedFile("p.yaml", yaml.safe_dump({**DEMO, "name": "uploaded"}).encode())
+    assert owner_client.post("/plans/import/", {"file": upload}).status_code == 302
+    assert set(team.plans.values_list("name", flat=True)) == {"demo-mysqlslap", "uploaded"}
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "Paste a plan or choose a file"), ("- a\n- b", "A plan is a mapping"),
+    ("name: x\ntool: nope", "tool: "), ("name: [x", "not valid YAML"),
+    ("name: x\ntool: mysqlslap\ntargets: [{name: a, host: h, password: s3cret}]",
+     "secrets are never inline")])
+def test_import_errors(owner_client, stored, text, message):
+    response = owner_client.post("/plans/import/", {"text": text})
+    assert response.status_code == 200 and message in response.content.decode()
+
+
+def test_export_is_the_plan_file(member_client, plan):
+    response = member_client.get(f"/plans/{plan.pk}/yaml/")
+    assert response["Content-Disposition"] == 'attachment; filename="demo-mysqlslap.yaml"'
+    assert load_plan(response.content.decode()) == load_plan(plan.document)
+
+
+def test_export_and_pages_never_hold_secrets(owner_client, team):
+    cred = make_credential(team)
+    make_target(team, credential=cred)
+    plan = save_plan(team, DEMO)
+    for url in (f"/plans/{plan.pk}/yaml/", f"/plans/{plan.pk}/", f"/plans/{plan.pk}/edit/"):
+        response = owner_client.get(url)
+        assert_no_canary(response)
+    assert "credential: db-pw" in owner_client.get(f"/plans/{plan.pk}/yaml/").content.decode()
+
+
+def test_clone_opens_the_copy_in_the_builder(owner_client, team, plan):
+    response = owner_client.post(f"/plans/{plan.pk}/clone/")
+    copy = Plan.objects.get(name="demo-mysqlslap (copy)")
+    assert response.url == f"/plans/{copy.pk}/edit/"
+    assert load_plan(copy.document).axes == load_plan(plan.document).axes
+
+
+def test_delete_keeps_runs(owner_client, team, plan):
+    from benchapp.orchestration import start_run
+
+    run = start_run(team, plan.document, plan=plan)
+    assert owner_client.post(f"/plans/{plan.pk}/delete/").status_code == 302
+    assert not Plan.objects.filter(pk=plan.pk).exists() and Run.objects.filter(pk=run.pk).exists()
+
+
+def test_run_now_starts_a_run_and_opens_it(member_client, member, plan):
+    response = member_client.post(f"/plans/{plan.pk}/run/")
+    run = Run.objects.get(plan=plan)
+    assert response.url == f"/runs/{run.pk}/"
+    assert (run.created_by, run.cells.count(), run.origin) == (member, 4, "manual")
+
+
+def test_run_now_refused_plan_shows_why(owner_client, plan, settings):
+    settings.BENCHBOARD_CELL_LIMIT = 2
+    response = owner_client.post(f"/plans/{plan.pk}/run/", follow=True)
+    assert "This plan cannot start" in response.content.decode()
+    assert not Run.objects.exists()
