@@ -107,7 +107,7 @@ class _RunFilterMixin:
 
 @extend_schema_view(list=extend_schema(parameters=[
     TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]))
-class CellViewSet(TeamScoped, _RunFilterMixin, viewsets.ReadOnlyModelViewSet):
+class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     queryset = Cell.objects.order_by("run_id", "index")
     serializer_class = s.CellSerializer
 
@@ -116,7 +116,7 @@ class CellViewSet(TeamScoped, _RunFilterMixin, viewsets.ReadOnlyModelViewSet):
     TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("cell", int),
     OpenApiParameter("metric", str),
     OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows")]))
-class MeasurementViewSet(TeamScoped, _RunFilterMixin, viewsets.ReadOnlyModelViewSet):
+class MeasurementViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     """Measurements of each cell's latest attempt (all_attempts=true for every row)."""
 
     queryset = Measurement.objects.order_by("cell_id", "group", "metric")

@@ -67,6 +67,10 @@ class TargetSerializer(serializers.ModelSerializer):
         merged = {**current, **attrs}
         data = {k: v for k, v in merged.items() if k in forms.TargetForm.Meta.fields
                 and v is not None}
+        for name in forms.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
+            field = Target._meta.get_field(name)
+            if name not in data and field.has_default():
+                data[name] = field.get_default()
         for key in ("credential", "ssh_credential"):
             value = merged.get(key)
             data[key] = getattr(value, "pk", None) or (
