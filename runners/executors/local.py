@@ -18,6 +18,19 @@ from runners.errors import RunnerError
 from runners.executors.base import Background, Executor, check_upload_name, not_installed
 
 READ_SIZE = 65536
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGKILL the tool if the thread
+    that started it dies. A worker killed with -9 then leaves no benchmark
+    running (the tool's own session is outside the worker's process group)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux/glibc: the tool outlives a killed worker, as before
 # After the leader exits, how long its pipes may stay open (held by a
 # straggler it forked) before the rest of the group is killed.
 STRAGGLER_WAIT = 2.0
@@ -58,6 +71,7 @@ class LocalExecutor(Executor):
                 env=env,
                 cwd=self.workdir,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except (FileNotFoundError, PermissionError) as exc:
             raise not_installed(command, self.host) from exc
