@@ -258,7 +258,7 @@ def script_figures(script: str, *args: str) -> dict | None:
             return json.loads(line)
         except ValueError:
             continue
-    return {"output": proc.stdout[-2000:], "exit_code": proc.returncode}
+    return {"output": proc.stdout.strip().splitlines()[-12:], "exit_code": proc.returncode}
 
 
 # ------------------------------------------------------------------- main
@@ -287,7 +287,7 @@ def main() -> int:
         log("cell throughput over 4 targets:")
         results["cell_throughput"] = cell_throughput(team, workdir, workdir, env)
     log("parser throughput:")
-    results["parsers"] = script_figures("bench_parsers.py", "--json")
+    results["parsers"] = script_figures("bench_parsers.py")
     if not args.skip_pages:
         log("results pages at 10k/100k/1M measurements:")
         results["pages"] = script_figures("bench_results.py", "--json")
