@@ -54,14 +54,25 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh browser context and page (1280x900); console errors are collected
-    in page.console_errors so tests can assert the page's scripts ran clean."""
+    """A fresh browser context and page (1280x900). Script errors and failed
+    responses (but /favicon.ico) are collected in page.console_errors, so tests
+    can assert that a page ran clean."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(15_000)
     new_page = context.new_page()
     new_page.console_errors = []
-    new_page.on("console", lambda msg: msg.type == "error" and
-                new_page.console_errors.append(msg.text))
+
+    def on_console(msg):
+        # A missing resource is reported by on_response with its URL instead.
+        if msg.type == "error" and not msg.text.startswith("Failed to load resource"):
+            new_page.console_errors.append(msg.text)
+
+    def on_response(response):
+        if response.status >= 400 and not response.url.endswith("/favicon.ico"):
+            new_page.console_errors.append(f"{response.status} {response.url}")
+
+    new_page.on("console", on_console)
+    new_page.on("response", on_response)
     new_page.on("pageerror", lambda exc: new_page.console_errors.append(str(exc)))
     try:
         yield new_page
