@@ -163,7 +163,8 @@ def check_budget(team: Team, spec: PlanSpec) -> None:
     if estimate["total"] > float(team.max_run_cost):
         raise PlanRefused("targets", (
             f"the estimated cost of this run is {estimate['total']:.2f} {estimate['currency']}, "
-            f"over the team's per-run budget of {team.max_run_cost} {estimate['currency']} "
+            f"over the team's per-run budget of {float(team.max_run_cost):.2f} "
+            f"{estimate['currency']} "
             f"({estimate['hours']:g} h of {len(estimate['lines'])} priced items). "
             "Use smaller classes, fewer targets or axis values, or ask an administrator "
             "to raise the budget."))
