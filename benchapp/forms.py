@@ -176,6 +176,12 @@ def param_field_name(tool: str, name: str) -> str:
 
 def _param_field(param) -> forms.Field:
     """A form field for one runners.params.Param: typed text in, value out."""
+    field = _param_widget_field(param)
+    field.label = param.name  # the name a plan file uses, so form and YAML read alike
+    return field
+
+
+def _param_widget_field(param) -> forms.Field:
     help_text = f"{param.help}. Expected: {param.describe()}" if param.help else param.describe()
     default = "" if param.default is None else _show(param.default)
     if param.kind == "bool":
@@ -251,9 +257,14 @@ class PlanForm(forms.Form):
     # -- rendering helpers (templates) --
 
     def tool_params(self):
-        """[(tool, [bound field, ...])] for the per-tool parameter fieldsets."""
-        return [(tool, [self[param_field_name(tool, n)] for n in get_tool(tool).PARAMS])
-                for tool in MEASURED_TOOLS]
+        """[(tool, fields with a value, the other fields)] for the per-tool fieldsets:
+        the parameters in use first, the rest of the allow-list folded away."""
+        result = []
+        for tool in MEASURED_TOOLS:
+            fields = [self[param_field_name(tool, n)] for n in get_tool(tool).PARAMS]
+            used = [f for f in fields if f.value() not in (None, "")]
+            result.append((tool, used, [f for f in fields if f not in used]))
+        return result
 
     def axis_rows(self):
         return [(self[f"axis-{i}-name"], self[f"axis-{i}-values"]) for i in range(self.axis_count)]

@@ -84,7 +84,7 @@ def plan_preview(request):
     spec = form.spec
     cells = expand(spec)
     return JsonResponse({
-        "valid": True, "count": len(cells), "yaml": dump_plan(spec),
+        "valid": True, "count": len(cells), "yaml": _dump(spec.document),
         "cells": [{"index": c.index, "key": c.key or "(single cell)", "target": c.target,
                    "repeat": c.repeat} for c in cells[:PREVIEW_CELLS]],
         "estimate": estimate(spec, len(cells))})
@@ -161,13 +161,22 @@ def plan_run(request, pk):
     return redirect("run_detail", pk=run.pk)
 
 
+# The order people write plan files in (PostgreSQL's jsonb does not keep key order).
+KEY_ORDER = ("name", "tool", "sysbench_version", "targets", "client", "params", "axes",
+             "overrides", "repeat", "order", "seed", "prepare", "warmup", "stress", "cleanup",
+             "timeout")
+
+
 def _dump(document: dict) -> str:
+    """The plan file as YAML, keys in the usual order."""
+    rank = {key: i for i, key in enumerate(KEY_ORDER)}
+    ordered = dict(sorted(document.items(), key=lambda item: rank.get(item[0], len(rank))))
     try:
-        return dump_plan(load_plan(document))
+        return dump_plan(load_plan(ordered))
     except ValidationError:
         import yaml
 
-        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        return yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True)
 
 
 def _slug(name: str) -> str:

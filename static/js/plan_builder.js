@@ -58,6 +58,8 @@
         return;
       }
       field.classList.add("has-error");
+      const folded = field.closest("details");
+      if (folded) folded.open = true;
       const list = field.querySelector(".errorlist");
       messages.forEach((text) => {
         const item = document.createElement("li");
