@@ -100,6 +100,27 @@ def test_parse_collapsed_spacing_still_matches():
     assert sysbench.parse(line).series[0]["latency_p95_ms"] == 1234.56
 
 
+
+def test_parse_odd_lines_among_canonical_ones_keep_every_row():
+    """Canonical 1.x lines (block reader) mixed with odd ones (per-line reader)."""
+    lines = [line for line in read("sysbench_oltp_read_write_run_interval_histogram").splitlines()
+             if line.startswith("[")]
+    odd = lines[2].replace(": ", ":  ")  # extra spaces: not the canonical shape
+    mixed = "\n".join([lines[0], lines[1], "FATAL: something in between", odd, *lines[3:]]) + "\n"
+    one_by_one = [sysbench.parse(line).series[0] for line in lines]
+    assert sysbench.parse(mixed).series == one_by_one
+    assert sysbench.parse("\n".join(lines)).series == one_by_one
+    assert [list(row) for row in sysbench.parse(mixed).series] == [list(one_by_one[0])] * len(lines)
+
+
+@pytest.mark.parametrize("number", ["00.5", "1."])
+def test_parse_malformed_number_in_canonical_shape_is_not_misread(number):
+    line = f"[ 1s ] thds: 2 tps: {number} qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 " \
+           "err/s: 0.00 reconn/s: 0.00\n"
+    assert sysbench.parse(line).series == [
+        {"t": 1, "threads": 2, "tps": float(number), "qps": 1.0, "reads": 1.0, "writes": 0.0,
+         "other": 0.0, "latency_p95_ms": 1.0, "err_s": 0.0, "reconn_s": 0.0}]
+
 def test_parse_histogram_goes_to_facts():
     facts = sysbench.parse(read("sysbench_oltp_read_write_run_interval_histogram")).facts
     assert facts["histogram"][:2] == [[1.469, 6], [1.523, 5]]
