@@ -48,9 +48,9 @@ class CredentialForm(forms.ModelForm):
 
     class Meta:
         model = Credential
-        fields = ["name", "kind", "username"]
-        labels = {"username": "User / access key id"}
-        help_texts = {"name": "Plans refer to it by this name (credential: NAME).",
+        fields = ("name", "kind", "username")
+        labels = {"username": "User / access key id"}  # noqa: RUF012
+        help_texts = {"name": "Plans refer to it by this name (credential: NAME).",  # noqa: RUF012
                       "username": "Optional; the AWS access key id for AWS keys."}
 
     def __init__(self, *args, team, **kwargs):
@@ -92,12 +92,12 @@ class TargetForm(forms.ModelForm):
 
     class Meta:
         model = Target
-        fields = ["name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
-                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "notes"]
-        labels = {"credential": "Database password", "ssh_credential": "SSH key or password",
+        fields = ("name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
+                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "notes")
+        labels = {"credential": "Database password", "ssh_credential": "SSH key or password",  # noqa: RUF012
                   "ssh_host": "SSH host", "ssh_port": "SSH port", "ssh_user": "SSH user",
                   "via": "Reached via", "price_per_hour": "Price per hour"}
-        help_texts = {
+        help_texts = {  # noqa: RUF012
             "name": "Plans refer to it by this name.",
             "host": "Address of the database or machine.",
             "credential": "Leave empty to connect without a password.",
@@ -105,7 +105,7 @@ class TargetForm(forms.ModelForm):
             "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
             "price_per_hour": "For price-performance and cost estimates.",
         }
-        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}  # noqa: RUF012
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)

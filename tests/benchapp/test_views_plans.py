@@ -72,7 +72,7 @@ def test_builder_fields_come_from_tool_params(owner_client):
     from runners.tools import MEASURED_TOOLS, get_tool
 
     for tool in MEASURED_TOOLS:
-        for name, param in get_tool(tool).PARAMS.items():
+        for name in get_tool(tool).PARAMS:
             assert f'name="param-{tool}-{name}"' in html
     # types, defaults, help text and choices of one parameter
     assert "Load type of the generated SQL" in html and "default (mixed)" in html

@@ -85,7 +85,7 @@ def test_run_page_shows_progress_and_cells(owner_client, run):
     assert "1 of 4 cells done" in html
     assert "Running for engine innodb" in html  # the live tail
     assert html.count('data-role="bar"') == 4
-    assert "Cancel run" in html and "/runs/%d/results/" % run.pk in html
+    assert "Cancel run" in html and f"/runs/{run.pk}/results/" in html
 
 
 def test_progress_json(member_client, run):

@@ -144,3 +144,24 @@ def test_target_accept_key_without_test_is_refused(owner_client, team):
     assert "No host key is waiting" in response.content.decode()
     target.refresh_from_db()
     assert target.known_host_key == ""
+
+
+def test_team_switcher_scopes_the_lists(owner_client, owner, target):
+    from benchapp.models import Membership, Team
+
+    second = Team.objects.create(name="beta")
+    Membership.objects.create(team=second, user=owner)
+    make_target(second, name="beta-db")
+    html = owner_client.get("/targets/").content.decode()
+    assert "local-mariadb" in html and "beta-db" not in html
+    owner_client.post("/team/switch/", {"team": second.pk, "next": "/targets/"})
+    html = owner_client.get("/targets/").content.decode()
+    assert "beta-db" in html and "local-mariadb" not in html
+    owner_client.post("/targets/new/", valid_post(name="made-in-beta"))
+    assert Target.objects.get(name="made-in-beta").team == second
+
+
+def test_target_test_connection_of_a_provisioned_target(owner_client, team):
+    target = make_target(team, name="rds", host="", provision={"provider": "aws_rds"})
+    html = owner_client.post(f"/targets/{target.pk}/test/").content.decode()
+    assert "provisioned when a run starts" in html
