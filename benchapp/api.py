@@ -7,10 +7,12 @@ first), anything else is a 404. Pages never call this over HTTP.
 
 from django.db.models import Count
 from django.http import Http404
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
 
 from benchapp import comparisons, orchestration, results
@@ -30,8 +32,31 @@ def api_team(request):
     return team
 
 
+_ERROR = {"content": {"application/json": {"schema": {
+    "type": "object", "additionalProperties": True,
+    "properties": {"detail": {"type": "string"}}}}}}
+
+
+class BenchSchema(AutoSchema):
+    """Documents the error answers every operation may give: 401 without a
+    valid token, 404 for another team's (or no) object, 400 for refused input."""
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        responses.setdefault("401", {"description": "Not authenticated", **_ERROR})
+        responses.setdefault("404", {"description": "Not found in your teams", **_ERROR})
+        if self.method in ("POST", "PUT", "PATCH") or self.method == "GET" and \
+                not self._is_list_view():
+            responses.setdefault("400", {"description": "Refused input", **_ERROR})
+        return responses
+
+
 class TeamScoped:
     """Querysets and serializer context of the request's team."""
+
+    schema = BenchSchema()
 
     def get_team(self):
         if not hasattr(self, "_team"):
@@ -159,3 +184,9 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
 
 
 
+
+
+class ObtainToken(ObtainAuthToken):
+    """POST username and password, get the API token (header `Authorization: Token <key>`)."""
+
+    schema = BenchSchema()
