@@ -2,7 +2,7 @@
 
     from tests.support.browser import browser, page, browser_page, login, screenshot  # noqa: F401
 
-`browser` (session scope) launches /usr/bin/chromium headless once;
+`browser` launches /usr/bin/chromium headless for one test;
 `page` (per test) is a fresh context and page at 1280x900, closed after;
 `browser_page` is the same page for tests that prefer that name. Use them
 with pytest-django's `live_server` (which implies a transactional database):
@@ -32,15 +32,19 @@ VIEWPORT = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.fixture(scope="session")
-def browser():
-    """One headless chromium for the session; closed (and its process ended) at the end."""
+@pytest.fixture
+def browser(monkeypatch):
+    """A headless chromium for one test; closed (and its process ended) after it.
+
+    Per test, not per session: while Playwright's sync API is active its event
+    loop counts as running in this thread, and Django's ORM refuses to run
+    there unless DJANGO_ALLOW_ASYNC_UNSAFE is set. Setting it only for the
+    tests that drive a browser keeps it out of every other test (and out of
+    subprocesses such as `manage.py check --deploy`).
+    """
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM}")
-    # Playwright's sync API runs an event loop in this thread; Django's ORM
-    # (used by the test itself and live_server fixtures) refuses to run in a
-    # thread with a running loop unless told it is safe, which it is here.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
