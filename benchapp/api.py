@@ -11,8 +11,8 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
-from rest_framework.decorators import action
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from benchapp import comparisons, orchestration, results
@@ -97,7 +97,7 @@ class RunViewSet(TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin,
 
     queryset = s.Run.objects.annotate(cells_total=Count("cells"))
     serializer_class = s.RunSerializer
-    http_method_names = ["get", "post", "patch", "head", "options"]
+    http_method_names = ("get", "post", "patch", "head", "options")
 
     @extend_schema(request=None, responses=s.RunSerializer)
     @action(detail=True, methods=["post"])

@@ -10,6 +10,7 @@ import io
 import json
 from datetime import date
 
+from cryptography.fernet import InvalidToken
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -163,7 +164,7 @@ class Scrubber:
         for enc in Credential.objects.filter(team_id=team_id).values_list("encrypted", flat=True):
             try:
                 secret = crypto.decrypt(enc)
-            except Exception:  # a key rotated away: nothing to scrub with
+            except InvalidToken:  # a key rotated away: nothing to scrub with
                 continue
             if len(secret) >= 4:
                 self.secrets.append(secret)

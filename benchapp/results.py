@@ -10,8 +10,8 @@ attempts' rows stay in the database for the record).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
-from statistics import fmean, stdev
 
 from django.conf import settings
 
@@ -22,8 +22,10 @@ STATISTICS = ("mean", "n", "min", "max", "stddev", "cv")
 BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
 # Metrics computed from others at load time: name -> (unit, function of a cell's metrics).
 DERIVED = {
-    "iops": ("IOPS", lambda m: _sum(m, "read_iops", "write_iops")),
-    "bw_mb_s": ("MB/s", lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3)),
+    "iops": ("IOPS", ("read_iops", "write_iops"),
+             lambda m: _sum(m, "read_iops", "write_iops")),
+    "bw_mb_s": ("MB/s", ("read_bw_kib_s", "write_bw_kib_s"),
+                lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3)),
 }
 
 
@@ -106,8 +108,10 @@ def describe(values: list[float], threshold: float | None = None) -> Stats:
         threshold = settings.BENCHBOARD_NOISE_CV
     if not values:
         return Stats()
-    mean = fmean(values)
-    sd = stdev(values) if len(values) > 1 else 0.0
+    # Plain floats: statistics.stdev computes with Fractions, 10x slower here.
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     cv = sd / abs(mean) if mean else None
     return Stats(n=len(values), mean=mean, min=min(values), max=max(values), stddev=sd, cv=cv,
                  noisy=cv is not None and cv > threshold, values=list(values))
@@ -117,33 +121,51 @@ def describe(values: list[float], threshold: float | None = None) -> Stats:
 
 
 def cell_infos(runs: list[Run], cell_ids=None) -> dict[int, CellInfo]:
-    """CellInfo by cell id for the runs (one query)."""
+    """CellInfo by cell id for the runs (one query; tuples, not model
+    instances: a comparison page reads a thousand cells)."""
     labels = {r.pk: run_label(r) for r in runs}
-    qs = Cell.objects.filter(run_id__in=list(labels)).only(
-        "id", "run_id", "key", "repeat", "target_name", "axes", "status", "error",
-        "client_bound", "attempt", "tool_version", "facts")
+    qs = Cell.objects.filter(run_id__in=list(labels))
     if cell_ids:
         qs = qs.filter(pk__in=cell_ids)
-    infos = {}
-    for c in qs.order_by("run_id", "index"):
-        infos[c.pk] = CellInfo(c.pk, c.run_id, labels[c.run_id], c.key, c.repeat,
-                               c.target_name, c.axes or {}, c.status, c.error,
-                               c.client_bound, c.attempt, c.tool_version, c.facts or {})
-    return infos
+    rows = qs.order_by("run_id", "index").values_list(
+        "id", "run_id", "key", "repeat", "target_name", "axes", "status", "error",
+        "client_bound", "attempt", "tool_version", "facts")
+    return {row[0]: CellInfo(row[0], row[1], labels[row[1]], row[2], row[3], row[4],
+                             row[5] or {}, row[6], row[7], row[8], row[9], row[10],
+                             row[11] or {})
+            for row in rows}
 
 
 def run_label(run: Run) -> str:
     return f"#{run.pk} {run.name}"
 
 
-def load_observations(cells: dict[int, CellInfo], all_groups: bool = False) -> list[Observation]:
+def available_metrics(run_ids) -> list[str]:
+    """Metric names stored for the runs, plus the DERIVED ones they allow
+    (one index-only query on (run, metric))."""
+    names = set(Measurement.objects.filter(run_id__in=list(run_ids)).values_list(
+        "metric", flat=True).distinct())
+    names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
+    return sorted(names)
+
+
+def load_observations(cells: dict[int, CellInfo], metrics=None,
+                      all_groups: bool = False) -> list[Observation]:
     """Measurements of the cells' latest attempts, plus DERIVED metrics (one query).
 
-    Reads by run (index run, metric) and drops earlier attempts in Python:
-    a join on cell.attempt would make PostgreSQL scan the cells table.
+    metrics: the names to read (None: all); a page reads only what it shows,
+    which on a 10,000-measurement run is a twentieth of the rows.
+    Reads by (run, metric) index and drops earlier attempts in Python: a join
+    on cell.attempt would make PostgreSQL scan the cells table.
     """
     run_ids = sorted({c.run_id for c in cells.values()})
     qs = Measurement.objects.filter(run_id__in=run_ids)
+    wanted = None
+    if metrics is not None:
+        wanted = set(metrics)
+        for name in metrics:
+            wanted |= set(DERIVED.get(name, ("", ()))[1])
+        qs = qs.filter(metric__in=sorted(wanted))
     if not all_groups:
         qs = qs.filter(group="")
     observations, per_cell = [], {}
@@ -154,10 +176,12 @@ def load_observations(cells: dict[int, CellInfo], all_groups: bool = False) -> l
             continue
         observations.append(Observation(cell, group, metric, value))
         per_cell.setdefault((cell_id, group), {})[metric] = value
-    for (cell_id, group), metrics in per_cell.items():
-        for name, (_unit, fn) in DERIVED.items():
-            value = fn(metrics)
-            if value is not None and name not in metrics:
+    for name, (_unit, _sources, fn) in DERIVED.items():
+        if wanted is not None and name not in wanted:
+            continue
+        for (cell_id, group), values in per_cell.items():
+            value = fn(values)
+            if value is not None and name not in values:
                 observations.append(Observation(cells[cell_id], group, name, value))
     return observations
 
@@ -185,12 +209,18 @@ def dimension_names(cells: dict) -> list[str]:
 # -------------------------------------------------------------------- pivot
 
 
+_RUN_LABEL = re.compile(r"#(\d+) ")
+
+
 def _sort_key(value):
-    """Numbers numerically, then everything else as text."""
+    """Numbers numerically, run labels ("#12 name") by run id, then text."""
     if isinstance(value, bool):
         return (1, str(value))
     if isinstance(value, (int, float)):
         return (0, value)
+    match = _RUN_LABEL.match(str(value))
+    if match:
+        return (0, int(match.group(1)))
     return (1, str(value))
 
 
@@ -252,6 +282,13 @@ def chart_data(observations, view: dict) -> dict:
                   for r in table["rows"])
     return {"x_dim": x, "line_dims": lines, "metric": metrics[0], "numeric_x": numeric,
             **pivot_json(table)}
+
+
+def cell_choices(cells: dict[int, CellInfo], several_runs: bool) -> list[list]:
+    """[id, label] of every cell, for the series picker (sent as JSON: a
+    thousand <option>s rendered by the template engine cost 100 ms)."""
+    return [[c.id, (f"{c.run_label} " if several_runs else "") + f"{c.key} #{c.repeat}"]
+            for c in cells.values()]
 
 
 def failed_cells(cells: dict[int, CellInfo]) -> list[CellInfo]:
@@ -414,9 +451,10 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
     cells = cell_infos(runs, cell_ids)
     requested = dict(requested or {})
     all_groups = "group" in (requested.get("rows") or []) + (requested.get("columns") or [])
-    observations = load_observations(cells, all_groups=all_groups)
-    metrics = metric_names(observations)
+    metrics = available_metrics(r.pk for r in runs)
     view = resolve_view(runs[0].tool if runs else "", cells, metrics, requested)
+    shown = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
+    observations = load_observations(cells, shown, all_groups=all_groups)
     if len(runs) > 1 and "run" not in view["rows"] + view["columns"]:
         view["columns"] = ["run"] + view["columns"]
     table = pivot(observations, view["rows"], view["columns"], view["metric"] or [],

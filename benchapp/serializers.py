@@ -22,8 +22,8 @@ class CredentialSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Credential
-        fields = ["id", "name", "kind", "username", "secret", "fingerprint", "updated_at"]
-        read_only_fields = ["fingerprint", "updated_at"]
+        fields = ("id", "name", "kind", "username", "secret", "fingerprint", "updated_at")
+        read_only_fields = ("fingerprint", "updated_at")
 
     def validate(self, attrs):
         data = {"name": attrs.get("name", getattr(self.instance, "name", "")),
@@ -56,10 +56,10 @@ class TargetSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Target
-        fields = ["id", "name", "kind", "host", "port", "user", "database", "credential",
+        fields = ("id", "name", "kind", "host", "port", "user", "database", "credential",
                   "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "nodes",
-                  "provision", "price_per_hour", "notes", "created_at"]
-        read_only_fields = ["created_at"]
+                  "provision", "price_per_hour", "notes", "created_at")
+        read_only_fields = ("created_at",)
 
     def validate(self, attrs):
         current = TargetSerializer(self.instance, context=self.context).data if self.instance \
@@ -101,8 +101,8 @@ class PlanSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Plan
-        fields = ["id", "name", "tool", "document", "created_at", "updated_at"]
-        read_only_fields = ["name", "tool", "created_at", "updated_at"]
+        fields = ("id", "name", "tool", "document", "created_at", "updated_at")
+        read_only_fields = ("name", "tool", "created_at", "updated_at")
 
     def validate_document(self, document):
         _check_document(document, self.context["team"])
@@ -125,11 +125,11 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "name", "tool", "plan", "document", "status", "origin", "concurrency",
+        fields = ("id", "name", "tool", "plan", "document", "status", "origin", "concurrency",
                   "tags", "notes", "error", "created_at", "started_at", "finished_at",
-                  "cells_total"]
-        read_only_fields = ["name", "tool", "status", "origin", "error", "created_at",
-                            "started_at", "finished_at"]
+                  "cells_total")
+        read_only_fields = ("name", "tool", "status", "origin", "error", "created_at",
+                            "started_at", "finished_at")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -168,16 +168,16 @@ class RunSerializer(serializers.ModelSerializer):
 class CellSerializer(serializers.ModelSerializer):
     class Meta:
         model = Cell
-        fields = ["id", "run", "index", "key", "repeat", "axes", "target_name", "status", "phase",
+        fields = ("id", "run", "index", "key", "repeat", "axes", "target_name", "status", "phase",
                   "attempt", "started_at", "finished_at", "command", "tool_version", "facts",
-                  "client_bound", "error"]
+                  "client_bound", "error")
         read_only_fields = fields
 
 
 class MeasurementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Measurement
-        fields = ["id", "run", "cell", "attempt", "iteration", "group", "metric", "value", "unit"]
+        fields = ("id", "run", "cell", "attempt", "iteration", "group", "metric", "value", "unit")
         read_only_fields = fields
 
 
@@ -189,9 +189,9 @@ class ComparisonSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Comparison
-        fields = ["id", "name", "runs", "cells", "chart_settings", "created_at", "shared",
-                  "shared_at"]
-        read_only_fields = ["created_at", "shared_at"]
+        fields = ("id", "name", "runs", "cells", "chart_settings", "created_at", "shared",
+                  "shared_at")
+        read_only_fields = ("created_at", "shared_at")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

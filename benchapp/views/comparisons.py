@@ -7,7 +7,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import comparisons
+from benchapp import comparisons, results
 from benchapp.access import current_team, get_comparison
 from benchapp.views.archive import SearchForm
 from benchapp.views.results import PivotForm, _requested, series_payload
@@ -139,7 +139,8 @@ def shared_series(request, token):
 
 def _chart_json(comparison, request) -> dict:
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return {"view": data["view"], "chart": data["chart"]}
+    return {"view": data["view"], "chart": data["chart"],
+            "cells": results.cell_choices(data["cells"], True)}
 
 
 def _series(comparison, request) -> dict:

@@ -49,7 +49,8 @@ def run_results_json(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
     return JsonResponse({"run": run.pk, "view": data["view"], "chart": data["chart"],
-                         "table": results.pivot_json(data["table"])})
+                         "table": results.pivot_json(data["table"]),
+                         "cells": results.cell_choices(data["cells"], False)})
 
 
 @login_required

@@ -88,10 +88,21 @@
     div.classList.add("chart-empty");
   }
 
-  // Wire a page's #charts section: results JSON -> three charts; the series form.
+  function fillCells(select, cells) {
+    cells.forEach(([id, label], i) => {
+      const option = new Option(label, id, i === 0, i === 0);
+      select.add(option);
+    });
+  }
+
+  // Wire a page's #charts section: results JSON -> three charts and the
+  // series form's cell list; then the first cell's series.
   function wire(section) {
     const query = window.location.search;
+    const form = section.querySelector(".series-form");
     getJSON(section.dataset.resultsUrl + query).then((data) => {
+      fillCells(form.cells, data.cells || []);
+      plot();
       const chart = data.chart;
       if (!chart || !chart.rows.length) {
         ["chart-sweep", "chart-bars", "chart-box"].forEach((id) =>
@@ -102,8 +113,7 @@
       bars(document.getElementById("chart-bars"), chart);
       box(document.getElementById("chart-box"), chart);
     });
-    const form = section.querySelector(".series-form");
-    const plot = () => {
+    function plot() {
       const cells = Array.from(form.cells.selectedOptions).map((o) => o.value).join(",");
       const div = document.getElementById("chart-series");
       const width = Math.max(div.clientWidth || 800, 100);
@@ -114,9 +124,8 @@
         div.textContent = "";
         series(div, payload, form.metric.value);
       });
-    };
+    }
     form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
-    plot();
     section.querySelectorAll("button.png").forEach((b) =>
       b.addEventListener("click", () => png(b.dataset.png)));
   }

@@ -11,7 +11,11 @@ from hypothesis import HealthCheck, Phase
 from hypothesis import settings as hsettings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
-from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
+from schemathesis.checks import (
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from benchapp.models import Cell, Credential, Run
 from tests.benchapp.results_data import make_run
