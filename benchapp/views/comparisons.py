@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from benchapp import comparisons, results
 from benchapp.access import current_team, get_comparison
 from benchapp.views.archive import SearchForm
-from benchapp.views.results import PivotForm, _requested, series_payload
+from benchapp.views.results import _requested, pivot_form, series_payload
 
 
 class NewComparisonForm(forms.Form):
@@ -56,7 +56,7 @@ def comparison_detail(request, pk):
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
     return render(request, "comparisons/detail.html", {
         "comparison": comparison, "data": data,
-        "form": PivotForm(request.GET, data["dimensions"], data["metrics"])})
+        "form": pivot_form(data)})
 
 
 @login_required
@@ -126,7 +126,7 @@ def shared(request, token):
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
     return render(request, "comparisons/shared.html", {
         "comparison": comparison, "data": data, "token": token,
-        "form": PivotForm(request.GET, data["dimensions"], data["metrics"])})
+        "form": pivot_form(data)})
 
 
 def shared_json(request, token):

@@ -2,7 +2,7 @@
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 
 from benchapp import results
@@ -39,7 +39,7 @@ class PivotForm(forms.Form):
 def run_results_page(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
-    form = _form(request, data)
+    form = pivot_form(data)
     return render(request, "results/run.html", {"run": run, "data": data, "form": form,
                                                 "statistic": data["view"]["statistic"]})
 
@@ -92,5 +92,13 @@ def _requested(request) -> dict:
     return req
 
 
-def _form(request, data):
-    return PivotForm(request.GET, data["dimensions"], data["metrics"])
+def pivot_form(data) -> PivotForm:
+    """The GET form, showing the view in effect (defaults included)."""
+    view = data["view"]
+    query = QueryDict(mutable=True)
+    for key in ("rows", "columns"):
+        query.setlist(key, view[key])
+    metric = view["metric"]
+    query.setlist("metric", metric if isinstance(metric, list) else [metric])
+    query["statistic"], query["chart_x"] = view["statistic"], view.get("chart_x") or ""
+    return PivotForm(query, data["dimensions"], data["metrics"])

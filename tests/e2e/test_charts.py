@@ -1,0 +1,59 @@
+"""Charts in a real browser (Debian's chromium through Playwright): the
+results and share pages draw non-empty Plotly charts and export a PNG."""
+
+import pytest
+
+from benchapp import comparisons
+from tests.benchapp.results_data import add_series, make_run
+from tests.support.browser import browser, login, page, screenshot  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _runs(team):
+    runs = []
+    for name, base in (("before", 100.0), ("after", 120.0)):
+        run = make_run(team, name=name, cells=[
+            ({"stress.cpu": cpu}, rep, {"tps": base - cpu * 5 + rep, "qps": 20 * base,
+                                        "latency_avg_ms": 5.0 + cpu})
+            for cpu in (0, 2, 4, 8) for rep in (1, 2)])
+        add_series(run.cells.first(), "tps", [base + (i % 13) for i in range(1500)])
+        runs.append(run)
+    return runs
+
+
+def _traces(page, div_id) -> int:  # noqa: F811
+    page.wait_for_selector(f"#{div_id} .main-svg", state="attached")
+    return page.locator(f"#{div_id} .main-svg .trace").count()
+
+
+def test_results_page_charts_render_and_png_downloads(page, live_server, owner, team):  # noqa: F811
+    run = _runs(team)[0]
+    login(page, live_server, owner)
+    page.goto(f"{live_server.url}/runs/{run.pk}/results/")
+    assert _traces(page, "chart-sweep") >= 1
+    assert _traces(page, "chart-bars") >= 1
+    assert _traces(page, "chart-box") >= 1
+    # 1,500 points > 1,000: the series comes as scattergl (a WebGL canvas layer).
+    page.wait_for_selector("#chart-series .main-svg", state="attached")
+    assert page.locator("#chart-series .gl-container canvas, #chart-series .trace").count() >= 1
+    with page.expect_download() as info:
+        page.click("button[data-png=chart-sweep]")
+    download = info.value
+    assert download.suggested_filename == "chart-sweep.png"
+    path = download.path()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    screenshot(page, "results-charts")
+    assert page.console_errors == []
+
+
+def test_share_page_renders_charts_logged_out(page, live_server, owner, team):  # noqa: F811
+    before, after = _runs(team)
+    comparison = comparisons.save_comparison(team, "before/after", [before, after])
+    token = comparison.share()
+    page.goto(f"{live_server.url}/share/{token}/")
+    assert _traces(page, "chart-sweep") == 2  # one line per run
+    assert page.locator("nav.mainnav").count() == 0
+    assert page.locator("table.pivot td.num").count() > 0
+    screenshot(page, "shared-comparison")
+    assert page.console_errors == []
