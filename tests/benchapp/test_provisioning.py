@@ -344,3 +344,76 @@ def test_teardown_error_is_retried_by_the_task(team, aws_worker, faults):
     log = worker.output()
     assert "Retry in" in log, [line for line in log.splitlines() if "teardown" in line]
     assert leftovers() == NOTHING
+
+
+# ------------------------------------------------- in-process (no worker)
+
+
+def test_cancel_after_provisioning_is_torn_down_by_reap_cloud(team, broker, moto_endpoint,  # noqa: F811
+                                                              cloud_settings):
+    run = orchestration.start_run(team, example("s3-ebs-raid0-fio-moto.yaml"))
+    provisioning.provision_run(run.pk)  # what the provision_run task does
+    run.refresh_from_db()
+    assert run.status == Run.RUNNING
+    # 3 data volumes and the 2 instances' root volumes
+    assert leftovers() == dict(NOTHING, instances=2, volumes=5, key_pairs=1, groups=1)
+    targets, client = provisioning.runtime_overrides(run, run.cells.get(index=4))
+    assert (targets["c1-medium"].host, targets["c1-medium"].ssh, client) == ("127.0.0.1", None, None)
+    assert targets["c1-medium"].provision is None
+
+    orchestration.cancel_run(run)  # no running cell: the run ends at once, nothing tears down
+    assert leftovers()["instances"] == 2
+    counts = provisioning.reap_cloud()
+    assert (counts["torn_down"], counts["errors"]) == (1, 0)
+    assert leftovers() == NOTHING
+    assert all_deleted(run)
+
+
+def test_team_aws_credential_is_used_and_recorded(team, broker, moto_endpoint,  # noqa: F811
+                                                  cloud_settings):
+    key = Credential(team=team, name="team-aws", kind=Credential.AWS, username="AKIDTEAM")
+    key.set_secret("team-secret-key")
+    key.save()
+    plan = example("s1-rds-classes-moto.yaml")
+    for target in plan["targets"]:
+        target["provision"]["aws_credential"] = "team-aws"
+    plan["client"]["provision"]["aws_credential"] = "team-aws"
+    run = orchestration.start_run(team, plan)
+    provisioning.provision_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.RUNNING
+    rows = CloudResource.objects.filter(run=run)
+    assert {r.handle["aws_credential"] for r in rows} == {"team-aws"}
+    assert "team-secret-key" not in str(list(rows.values()))
+    orchestration.cancel_run(run)
+    assert provisioning.teardown_run(run.pk) == 5
+    assert provisioning.teardown_run(run.pk) == 0  # idempotent
+    assert leftovers() == NOTHING
+
+
+def test_missing_aws_credential_fails_the_run_clearly(team, broker, moto_endpoint,  # noqa: F811
+                                                      cloud_settings):
+    plan = example("s1-rds-classes-moto.yaml")
+    plan["targets"][0]["provision"]["aws_credential"] = "nope"
+    run = orchestration.start_run(team, plan)
+    provisioning.provision_run(run.pk)
+    run.refresh_from_db()
+    message = ("provisioning failed: aws_credential 'nope': no AWS credential of that name "
+               "in this team")
+    assert (run.status, run.error) == (Run.FAILED, message)
+    assert set(run.cells.values_list("status", "error")) == {(Cell.FAILED, message)}
+    assert leftovers() == NOTHING
+
+
+def test_reap_cloud_deletes_expired_tagged_orphans(team, moto_endpoint, cloud_settings):  # noqa: F811
+    ec2 = boto3.Session(region_name=REGION).client("ec2")
+    tags = [{"Key": "app", "Value": "benchboard"}, {"Key": "run", "Value": "9-old"},
+            {"Key": "expires-at", "Value": "2020-01-01T00:00:00Z"}]
+    volume = ec2.create_volume(AvailabilityZone=REGION + "a", Size=20, TagSpecifications=[
+        {"ResourceType": "volume", "Tags": tags}])["VolumeId"]
+    mine = ec2.create_volume(AvailabilityZone=REGION + "a", Size=20)["VolumeId"]  # untagged
+    CloudResource.objects.create(team=team, provider="aws_ec2", kind="volume", token="v",
+                                 cloud_id=volume, region=REGION, state="live")
+    provisioning.reap_cloud()
+    assert [v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]] == [mine]
+    assert CloudResource.objects.get(token="v").state == "deleted"
