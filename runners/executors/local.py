@@ -22,13 +22,15 @@ PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGKILL the tool if the thread
+    """In the child, before exec: ask Linux to signal the tool if the thread
     that started it dies. A worker killed with -9 then leaves no benchmark
-    running (the tool's own session is outside the worker's process group)."""
+    running (the tool's own session is outside the worker's process group).
+    SIGTERM, not SIGKILL: fio and stress-ng fork job processes, and only a
+    TERM lets the tool stop them; a KILL would orphan them."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
         pass  # not Linux/glibc: the tool outlives a killed worker, as before
 # After the leader exits, how long its pipes may stay open (held by a
