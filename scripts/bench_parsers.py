@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import runners.tools
 
-SHARED = pathlib.Path("/work/shared/fixtures")
+SHARED = ROOT.parent / "shared" / "fixtures"  # ../shared beside the clone
 SYSBENCH_SUMMARY = (ROOT / "tests/fixtures/sysbench/sysbench_oltp_read_write_run_p99.out").read_text()
 SYSBENCH_SUMMARY = SYSBENCH_SUMMARY[SYSBENCH_SUMMARY.index("SQL statistics:"):]
 
