@@ -46,7 +46,8 @@ bench: system services setup
 	$(TEST_ENV) $(PY) bench/run.py
 
 faults: system services setup
-	$(TEST_ENV) $(PY) -m pytest tests/faults -v
+	$(TEST_ENV) $(PY) -m pytest -v tests/faults \
+		tests/benchapp/test_orchestration.py tests/benchapp/test_provisioning.py
 
 clean:
 	rm -rf var/test .pytest_cache
