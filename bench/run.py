@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,7 +269,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     args = parser.parse_args()
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                            "python": platform.python_version()}}
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:

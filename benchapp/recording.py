@@ -9,7 +9,7 @@ halfway leaves nothing half-written.
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.db import transaction
 
@@ -100,7 +100,7 @@ def _add_prepared(run_id: int, targets: set[str]) -> None:
 
 
 def _when(epoch: float | None):
-    return datetime.fromtimestamp(epoch, tz=dt_timezone.utc) if epoch else None
+    return datetime.fromtimestamp(epoch, tz=UTC) if epoch else None
 
 
 def group_label(labels: dict) -> str:

@@ -198,7 +198,8 @@ class _CellRun:
             raise CellFailed(f"{phase} cancelled", cancelled=True)
         callback = None
         if self.on_output is not None:
-            callback = lambda stream, chunk: self.on_output(phase, stream, chunk)
+            def callback(stream, chunk):
+                self.on_output(phase, stream, chunk)
         execution = executor.run(
             command, timeout=timeout or self._timeout(phase), on_output=callback
         )

@@ -193,7 +193,8 @@ def _one_cell(plan, cell, ctx, provision_error, on_output) -> CellOutcome:
         )
     forward = None
     if on_output is not None:
-        forward = lambda phase, stream, chunk: on_output(cell, phase, stream, chunk)
+        def forward(phase, stream, chunk):
+            on_output(cell, phase, stream, chunk)
     return run_cell(plan, cell, ctx, on_output=forward)
 
 

@@ -25,7 +25,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import runners.tools
+import runners.tools  # noqa: E402 (after the sys.path line above)
 
 SHARED = ROOT.parent / "shared" / "fixtures"  # ../shared beside the clone
 SYSBENCH_SUMMARY = (ROOT / "tests/fixtures/sysbench/sysbench_oltp_read_write_run_p99.out").read_text()

@@ -223,7 +223,7 @@ def _decode(text: str, start: int) -> tuple[dict, int]:
     try:
         doc, end = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"truncated or malformed fio JSON: {exc.msg} at offset {exc.pos}")
+        raise ParseError(f"truncated or malformed fio JSON: {exc.msg} at offset {exc.pos}") from None
     except RecursionError:
         raise ParseError("malformed fio JSON: nested too deeply") from None
     if not isinstance(doc, dict):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
-from django.test import RequestFactory
 from django.http import Http404
+from django.test import RequestFactory
 
 from benchapp import access
 from benchapp.models import Cell, Credential, Measurement, Run

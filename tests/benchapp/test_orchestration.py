@@ -137,7 +137,7 @@ def test_cell_that_kills_its_worker_every_time_fails_after_capped_attempts(
     run = orchestration.start_run(team, fio_plan(tmp_path, runtime=20, axes={"rw": ["read"]}))
     for attempt in (1, 2):
         worker = start_worker(f"w{attempt}", BENCHBOARD_MAX_ATTEMPTS=2, **FAST)
-        wait_for(lambda: running_cell(run, attempt=attempt), reap=True, step=0.5)
+        wait_for(lambda n=attempt: running_cell(run, attempt=n), reap=True, step=0.5)
         worker.kill()
     wait_for(lambda: finished(run), reap=True, step=1)
     cell = run.cells.get()
