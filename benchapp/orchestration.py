@@ -380,9 +380,13 @@ def cancel_run(run: Run) -> Run:
         status=Cell.CANCELLED, finished_at=now, error="cancelled")
     TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
         holder=None, lease_expires_at=None)
-    if not run.cells.filter(status=Cell.RUNNING).exists():
-        Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
-            status=Run.CANCELLED, finished_at=now)
+    if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
+        # Nothing runs: the run ends now, and what it provisioned goes now too.
+        if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+                status=Run.CANCELLED, finished_at=now):
+            from benchapp import tasks
+
+            transaction.on_commit(lambda: tasks.teardown_run.delay(run.pk))
     run.refresh_from_db()
     return run
 
@@ -427,4 +431,16 @@ def reap() -> dict:
     TargetLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)
     for run_id in Run.objects.active().values_list("pk", flat=True):
         dispatch(run_id)
+    _resend_lost_provisioning(now)
     return {"requeued": requeued, "failed": failed}
+
+
+def _resend_lost_provisioning(now) -> None:
+    """A run that needs provisioning and is still QUEUED a while after its
+    creation lost its provision_run message (e.g. Redis restarted): send it
+    again. provision_run claims the run atomically, so a duplicate is harmless."""
+    stale = Run.objects.filter(status=Run.QUEUED, cancel_requested=False,
+                               created_at__lt=now - timedelta(seconds=60))
+    for run in stale.only("pk", "document"):
+        if provisioning.needs_provisioning(load_plan(run.document)):
+            _enqueue_provision(run.pk)
