@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 node_modules/.installed: package.json
-	npm install --no-audit --no-fund --silent
+	npm ci --no-audit --no-fund --silent
 	touch $@
 
 static/vendor/plotly.min.js: node_modules/.installed
