@@ -37,7 +37,7 @@ run: setup
 	$(PY) scripts/run.py
 
 test: system services setup
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest --durations=15 $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check benchapp runners tests
