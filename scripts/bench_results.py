@@ -33,9 +33,11 @@ METRICS = ["tps", "qps", "reads", "writes", "other", "transactions", "queries", 
 CELLS_PER_RUN = TARGETS * len(THREADS) * REPEATS  # 500 -> 10,000 measurements per run
 
 
-def database_url() -> str:
+def database_url(runs: int = RUNS) -> str:
+    """One database per size, so each size is generated once and kept."""
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/benchboard")
-    return base.rsplit("/", 1)[0] + "/benchboard_bench"
+    suffix = "" if runs == RUNS else f"_{runs}"
+    return base.rsplit("/", 1)[0] + "/benchboard_bench" + suffix
 
 
 def create_database(url: str) -> None:
@@ -47,7 +49,7 @@ def create_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def generate(regenerate: bool) -> None:
+def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
@@ -55,7 +57,7 @@ def generate(regenerate: bool) -> None:
 
     if regenerate:
         Run.objects.all().delete()
-    if Measurement.objects.count() >= RUNS * CELLS_PER_RUN * len(METRICS):
+    if Measurement.objects.count() >= runs_wanted * CELLS_PER_RUN * len(METRICS):
         return
     Run.objects.all().delete()
     team, _ = Team.objects.get_or_create(name="bench")
@@ -69,7 +71,7 @@ def generate(regenerate: bool) -> None:
                       "params": {"test": "oltp_read_write", "time": 60},
                       "axes": {"target": [f"db{t}" for t in range(TARGETS)],
                                "threads": list(THREADS)}, "repeat": REPEATS})
-        for i in range(RUNS))
+        for i in range(runs_wanted))
     pg = connection.connection  # the psycopg connection under Django's
     with connection.cursor() as cursor:
         with cursor.cursor.copy(
@@ -135,9 +137,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--regenerate", action="store_true")
+    parser.add_argument("--runs", type=int, default=RUNS,
+                        help="runs of 10,000 measurements in the database (100 = 1,000,000)")
+    parser.add_argument("--json", action="store_true", help="also print the rows as one JSON line")
     args = parser.parse_args()
 
-    url = database_url()
+    url = database_url(args.runs)
     create_database(url)
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
@@ -151,7 +156,7 @@ def main() -> int:
 
     settings.ALLOWED_HOSTS = ["*"]
     call_command("migrate", verbosity=0)
-    generate(args.regenerate)
+    generate(args.regenerate, args.runs)
 
     from django.contrib.auth.models import User
 
@@ -173,8 +178,11 @@ def main() -> int:
         ("comparison results.json", f"/comparisons/{comparison.pk}/results.json"),
         ("run results page", f"/runs/{runs[0].pk}/results/"),
         ("run results.json", f"/runs/{runs[0].pk}/results.json"),
+        ("run page", f"/runs/{runs[0].pk}/"),
     ]:
         rows.append(report(name, *timed(client, page, args.requests)))
+    if args.json:
+        print(json.dumps({"measurements": total, "pages": rows}))
     ok = rows[0]["p95_ms"] <= 200 and rows[0]["queries"] <= 10
     print("comparison page target (p95 <= 200 ms, <= 10 queries):", "met" if ok else "NOT met")
     return 0 if ok else 1
