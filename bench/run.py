@@ -59,7 +59,7 @@ JOBS = {
     "sysbench": ({"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2,
                   "time": 3}, "tps"),
     "mysqlslap": ({"auto_generate_sql": True, "add_autoincrement": True, "load_type": "key",
-                   "number_of_queries": 3000, "concurrency": 2, "iterations": 1}, "qps"),
+                   "number_of_queries": 30000, "concurrency": 2, "iterations": 1}, "qps"),
     "fio": ({"rw": "randread", "bs": "4k", "size": "32M", "runtime": 3, "time_based": True},
             "read_iops"),
 }
