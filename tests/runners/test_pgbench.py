@@ -211,7 +211,8 @@ def test_pgbench_real_init_and_run(pg_database, tmp_path):
     database, _, _ = pg_database
     endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=5432, user="postgres",
                         database=database)  # fmt: skip
-    params = {"scale": 1, "client": 2, "jobs": 2, "time": 2, "progress": 1}
+    # 3 s with -P 1: progress at 1 s and 2 s for sure (the one at 3 s races the end).
+    params = {"scale": 1, "client": 2, "jobs": 2, "time": 3, "progress": 1}
     init = pgbench.parse(run_local(pgbench.build(params, endpoint, "init"), tmp_path))
     assert init.metrics["init_time_s"] > 0
     result = pgbench.parse(run_local(pgbench.build(params, endpoint, "run"), tmp_path))
