@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import statistics
 import sys
 import time
@@ -62,7 +63,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     Run.objects.all().delete()
     team, _ = Team.objects.get_or_create(name="bench")
     user = User.objects.filter(username="bench").first() or User.objects.create_user(
-        "bench", password="bench-pw-123")
+        "bench", password=secrets.token_urlsafe(16))  # the script logs in with force_login
     Membership.objects.get_or_create(team=team, user=user)
     started = time.perf_counter()
     runs = Run.objects.bulk_create(
