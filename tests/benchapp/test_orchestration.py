@@ -8,13 +8,13 @@ every BENCHBOARD_REAP_SECONDS) directly.
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
 from benchapp import orchestration
 from benchapp.models import Cell, Credential, Measurement, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
+from tests.support.waiting import finished, wait_for
 
 FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,21 +38,6 @@ def fio_plan(directory, targets=("disk-a",), runtime=1, axes=None, **extra):
     }
 
 
-def wait_for(predicate, timeout=90, step=0.2, reap=False):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if reap:
-            orchestration.reap()
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"condition not met within {timeout} s")
-
-
-def finished(run):
-    run.refresh_from_db()
-    return not run.is_active
 
 
 def running_cell(run, phase="measure", attempt=None):

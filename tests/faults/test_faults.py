@@ -20,6 +20,7 @@ import pytest
 from benchapp import orchestration
 from benchapp.models import Cell, Measurement, Run
 from tests.support.private_services import private_mariadb, private_redis  # noqa: F401
+from tests.support.waiting import finished, wait_for
 from tests.support.worker import ROOT, Worker, worker_env
 
 FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
@@ -32,21 +33,6 @@ def fast_leases(settings):
     settings.BENCHBOARD_LEASE_SECONDS = 4
 
 
-def wait_for(predicate, timeout=120, step=0.3, reap=False):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if reap:
-            orchestration.reap()
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"condition not met within {timeout} s")
-
-
-def finished(run) -> bool:
-    run.refresh_from_db()
-    return not run.is_active
 
 
 def assert_clean(run, tool_pattern: str) -> None:
