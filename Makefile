@@ -8,22 +8,49 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchboard \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \
 	BENCHBOARD_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup system services run test lint bench faults demo clean
+.PHONY: setup setup-app system services run dev test lint bench faults demo clean
 
+# Install output goes to var/log/install.log: `make run` ends with the URL and the login.
+INSTALL_LOG := var/log/install.log
+PIP_QUIET := -q --disable-pip-version-check --no-input
+# uv installs the app's packages (pinned in pyproject.toml) several times faster than pip.
+UV_VERSION := 0.13.8
+
+# What the web app and its workers need (`make run`). INSTALL=0 uses $(VENV) as it is
+# (the fresh-clone test reuses the tests' virtualenv instead of installing one).
+INSTALL ?= 1
+ifeq ($(INSTALL),0)
+APP_STAMP :=
+else
+APP_STAMP := $(VENV)/.installed-app
+endif
+$(VENV)/.installed-app: pyproject.toml
+	@mkdir -p var/log
+	@echo "installing Python packages into $(VENV) (log: $(INSTALL_LOG))"
+	@test -x $(PY) || python3 -m venv $(VENV) >>$(INSTALL_LOG) 2>&1
+	@{ $(PIP) install $(PIP_QUIET) uv==$(UV_VERSION) && \
+	   $(VENV)/bin/uv pip install -q --python $(PY) -e . ; } >>$(INSTALL_LOG) 2>&1 \
+	   || { tail -20 $(INSTALL_LOG); exit 1; }
+	@touch $@
+
+# Plus the test tools (`make test`, `make lint`).
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test]'
-	touch $@
+	$(PIP) install $(PIP_QUIET) -e '.[test]'
+	touch $@ $(VENV)/.installed-app
 
 node_modules/.installed: package.json
-	npm ci --no-audit --no-fund --silent
-	touch $@
+	@echo "installing npm packages (log: $(INSTALL_LOG))"
+	@mkdir -p var/log
+	@npm ci --no-audit --no-fund --silent >>$(INSTALL_LOG) 2>&1 || { tail -20 $(INSTALL_LOG); exit 1; }
+	@touch $@
 
 static/vendor/plotly.min.js: node_modules/.installed
-	scripts/vendor.sh
+	@scripts/vendor.sh
 
 setup: $(VENV)/.installed static/vendor/plotly.min.js
+
+setup-app: $(APP_STAMP) static/vendor/plotly.min.js
 
 system:
 	scripts/system-packages.sh
@@ -31,10 +58,15 @@ system:
 services:
 	scripts/services.sh
 
-run: setup
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py demo_user
-	$(PY) scripts/run.py
+# One machine, for real: gunicorn, DEBUG off, compressed static files; logs in var/log/.
+# The benchmark tools are installed as root; otherwise one line says how.
+run: setup-app
+	@scripts/system-packages.sh --tools
+	@$(PY) scripts/run.py
+
+# Development: Django's runserver with DEBUG on.
+dev: setup-app
+	@BENCHBOARD_DEV=1 $(PY) scripts/run.py
 
 test: system services setup
 	$(TEST_ENV) $(PY) -m pytest --durations=15 $(PYTEST_ARGS)

@@ -13,6 +13,10 @@ Prints a table and writes bench/results.json with:
 - parser throughput (scripts/bench_parsers.py) and the results pages'
   server time (scripts/bench_results.py) when those scripts are present.
 
+BENCH_QUICK=1 runs one pair per tool and skips the 1 M row page bench, so
+the whole script can be smoke-tested in a few minutes; results.json then
+says "quick": true and its figures are not results.
+
 Runs against the PostgreSQL database and Redis of DATABASE_URL and
 CELERY_BROKER_URL (the Makefile sets them); MariaDB on 127.0.0.1:3306.
 """
@@ -269,7 +273,10 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     args = parser.parse_args()
-    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
+        args.pairs, args.skip_pages = 1, True
+    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "quick": quick,
                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                            "python": platform.python_version()}}
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:

@@ -5,10 +5,13 @@ sees only their teams' objects and anything else is a 404, never a 403, so
 the existence of other teams' objects does not leak.
 """
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from benchapp.models import Comparison, Credential, Plan, Run, Target, Team
+from benchapp.models import Comparison, Credential, Membership, Plan, Run, Target, Team
+
+VIEWER, MEMBER, ADMIN = Membership.VIEWER, Membership.MEMBER, Membership.ADMIN
 
 SESSION_KEY = "team_id"
 
@@ -31,25 +34,37 @@ def current_team(request) -> Team:
     return team
 
 
-def _scoped(model, request, **lookup):
-    return get_object_or_404(model, team__membership__user=request.user, **lookup)
+def require_role(user, team, role) -> Membership:
+    """The user's membership of team; 404 for an outsider, 403 below `role`."""
+    membership = Membership.objects.filter(team=team, user=user).first()
+    if membership is None:
+        raise Http404("No such team")
+    if not membership.allows(role):
+        raise PermissionDenied(f"This needs the {role} role in team {team.name}.")
+    return membership
 
 
-def get_target(request, pk) -> Target:
-    return _scoped(Target, request, pk=pk)
+def _scoped(model, request, role, **lookup):
+    obj = get_object_or_404(model, team__membership__user=request.user, **lookup)
+    require_role(request.user, obj.team, role)
+    return obj
 
 
-def get_credential(request, pk) -> Credential:
-    return _scoped(Credential, request, pk=pk)
+def get_target(request, pk, role=VIEWER) -> Target:
+    return _scoped(Target, request, role, pk=pk)
 
 
-def get_plan(request, pk) -> Plan:
-    return _scoped(Plan, request, pk=pk)
+def get_credential(request, pk, role=VIEWER) -> Credential:
+    return _scoped(Credential, request, role, pk=pk)
 
 
-def get_run(request, pk) -> Run:
-    return _scoped(Run, request, pk=pk)
+def get_plan(request, pk, role=VIEWER) -> Plan:
+    return _scoped(Plan, request, role, pk=pk)
 
 
-def get_comparison(request, pk) -> Comparison:
-    return _scoped(Comparison, request, pk=pk)
+def get_run(request, pk, role=VIEWER) -> Run:
+    return _scoped(Run, request, role, pk=pk)
+
+
+def get_comparison(request, pk, role=VIEWER) -> Comparison:
+    return _scoped(Comparison, request, role, pk=pk)

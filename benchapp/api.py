@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from benchapp import comparisons, orchestration, results
 from benchapp import serializers as s
-from benchapp.access import user_teams
+from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, Measurement
 
 TEAM_PARAM = OpenApiParameter("team", OpenApiTypes.INT, description="team id (default: your first team)")
@@ -54,9 +54,24 @@ class BenchSchema(AutoSchema):
 
 
 class TeamScoped:
-    """Querysets and serializer context of the request's team."""
+    """Querysets and serializer context of the request's team. Reads need any
+    role in the team; writes need `write_role` (403 below it)."""
 
     schema = BenchSchema()
+    write_role = MEMBER
+
+    def _check_write_role(self, request):
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            require_role(request.user, self.get_team(), self.write_role)
+
+    def check_permissions(self, request):
+        super().check_permissions(request)
+        if self.lookup_field not in self.kwargs:  # detail routes: 404 first, then the role
+            self._check_write_role(request)
+
+    def check_object_permissions(self, request, obj):
+        super().check_object_permissions(request, obj)
+        self._check_write_role(request)
 
     def get_team(self):
         if not hasattr(self, "_team"):
@@ -76,12 +91,14 @@ class CredentialViewSet(TeamScoped, viewsets.ModelViewSet):
 
     queryset = s.Credential.objects.order_by("name")
     serializer_class = s.CredentialSerializer
+    write_role = ADMIN
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = s.Target.objects.select_related("credential", "ssh_credential")
     serializer_class = s.TargetSerializer
+    write_role = ADMIN
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))

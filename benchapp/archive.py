@@ -20,6 +20,7 @@ from benchapp.models import Artifact, Cell, Credential, Measurement, Run, Series
 from benchapp.recording import MASK, measurement_rows, series_rows
 from runners.errors import ParseError
 from runners.tools import MEASURED_TOOLS, get_tool
+from runners.tools import metric as catalog_metric
 
 # ------------------------------------------------------------------ search
 
@@ -218,19 +219,24 @@ def export_json(team: Team, runs: list[Run], cell_ids=None, comparison=None) -> 
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "plan": run.document,
-            "cells": [_cell_json(c, by_cell.get(c.pk, [])) for c in cells.values()
+            "cells": [_cell_json(c, by_cell.get(c.pk, []), run.tool) for c in cells.values()
                       if c.run_id == run.pk],
         })
     return json.dumps(scrub(doc), indent=1, default=str)
 
 
-def _cell_json(cell: Cell, measurements) -> dict:
+def _unit(tool: str, measurement: Measurement) -> str:
+    """The stored unit, else the metric catalog's (runners.metrics)."""
+    return measurement.unit or catalog_metric(tool, measurement.metric).unit
+
+
+def _cell_json(cell: Cell, measurements, tool: str = "") -> dict:
     return {"id": cell.pk, "key": cell.key, "repeat": cell.repeat, "axes": cell.axes,
             "target": cell.target_name, "status": cell.status, "attempt": cell.attempt,
             "error": cell.error, "command": cell.command, "tool_version": cell.tool_version,
             "client_bound": cell.client_bound, "facts": cell.facts,
             "measurements": [{"group": m.group, "metric": m.metric, "value": m.value,
-                              "unit": m.unit} for m in measurements]}
+                              "unit": _unit(tool, m)} for m in measurements]}
 
 
 def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
@@ -241,6 +247,7 @@ def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
     for c in cells.values():
         axes += [a for a in c.axes if a not in axes]
     names = {r.pk: r.name for r in runs}
+    tools = {r.pk: r.tool for r in runs}
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(EXPORT_COLUMNS[:6] + [f"axis:{a}" for a in axes] + EXPORT_COLUMNS[6:])
@@ -249,5 +256,6 @@ def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
             writer.writerow(scrub([cell.run_id, names[cell.run_id], cell.pk, cell.key,
                                    cell.repeat, cell.target_name]
                                   + [cell.axes.get(a, "") for a in axes]
-                                  + [cell.status, m.group, m.metric, m.value, m.unit]))
+                                  + [cell.status, m.group, m.metric, m.value,
+                                     _unit(tools[cell.run_id], m)]))
     return out.getvalue()

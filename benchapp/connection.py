@@ -3,25 +3,29 @@
 test_connection(target) reaches the target the way a run would — over SSH
 when the target has an SSH host, else from this machine — and returns plain
 data for the page: host facts (CPUs, memory, kernel, tool versions), the
-database's version and key variables, or the exact error. An SSH host whose
+database's version and key variables, whether the user may create tables
+in the target's database (a scratch table is created and dropped) or a
+Redis server answers PING, or the exact error naming what is missing
+("database 'x' does not exist on h:p", "user 'u' cannot CREATE in 'x'").
+An SSH host whose
 key is not yet known is never connected to: its key and fingerprint are
 returned for a person to accept (trust on first use).
 """
 
 from __future__ import annotations
 
-from benchapp.models import Credential, Target
-from runners.command import Endpoint
-from runners.errors import RunnerError
+import secrets
 
-# Tool versions worth knowing per target kind.
-TOOLS = {"mysql": ("mysqlslap", "sysbench"), "postgres": ("pgbench",), "host": ("fio",)}
+from benchapp.models import Credential, Target
+from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.errors import RunnerError
+from runners.tools import tools_for_kind
 
 
 def test_connection(target: Target) -> dict:
     """{"ok", "where", "host": facts, "db": facts, "error", "host_key", "fingerprint"}."""
     result = {"ok": False, "where": _where(target), "host": {}, "db": {}, "error": "",
-              "host_key": "", "fingerprint": ""}
+              "host_key": "", "fingerprint": "", "access": ""}
     if target.provision and not target.host:
         result["error"] = ("This target is provisioned when a run starts; there is nothing "
                            "to reach yet.")
@@ -36,8 +40,13 @@ def test_connection(target: Target) -> dict:
         with _executor(target) as executor:
             from runners.facts import db_facts, host_facts
 
-            result["host"] = host_facts(executor, TOOLS.get(target.kind, ()))
+            result["host"] = host_facts(executor, tools_for_kind(target.kind))  # the registry's
             result["host"]["memory"] = f"{result['host']['memory_kib'] / 1048576:.1f} GiB"
+            # The access check first: its errors name what is missing.
+            if target.kind in ACCESS_CHECKS:
+                result["access"] = ACCESS_CHECKS[target.kind](executor, _endpoint(target))
+            elif target.kind == "host" and target.directory:
+                result["access"] = directory_access(executor, target.directory, result["where"])
             if target.kind in ("mysql", "postgres"):
                 result["db"] = db_facts(executor, _endpoint(target))
     except RunnerError as exc:
@@ -83,3 +92,118 @@ def _endpoint(target: Target) -> Endpoint:
     return Endpoint(kind=target.kind, host=target.host or None, port=target.port,
                     user=target.user or None, database=target.database or None,
                     password=target.credential.secret() if target.credential else None)
+
+
+# -- what the user may do -------------------------------------------------------------
+
+
+def _run(executor, command: Command):
+    """Run command (30 s at most), removing its credential file afterwards."""
+    try:
+        return executor.run(command, timeout=30)
+    finally:
+        for upload in command.uploads:
+            executor.remove(f"{executor.workdir}/{upload.name}")
+
+
+def _last_line(execution) -> str:
+    lines = execution.stderr.strip().splitlines() or execution.stdout.strip().splitlines()
+    return lines[-1] if lines else f"exit code {execution.exit_code}"
+
+
+def _scratch_table() -> str:
+    return f"benchboard_check_{secrets.token_hex(4)}"
+
+
+def mysql_access(executor, endpoint: Endpoint) -> str:
+    """Create and drop a scratch table in endpoint.database; the finding as a
+    sentence, or RunnerError naming what is missing."""
+    from runners.facts import mysql_option_file
+
+    where = f"{endpoint.host}:{endpoint.port or 3306}"
+    if not endpoint.database:
+        return ("No database set: mysqlslap works in a schema of its own; sysbench needs "
+                "a database (give one to check that tables can be created there).")
+    table = f"`{endpoint.database}`.`{_scratch_table()}`"
+    command = Command(
+        argv=["mysql", f"--defaults-extra-file={WORKDIR}/check.my.cnf", "--batch",
+              f"--database={endpoint.database}", "-e",
+              f"CREATE TABLE {table} (id INT); DROP TABLE {table}"],
+        uploads=[Upload("check.my.cnf", mysql_option_file(endpoint), 0o600)],
+        secrets=[endpoint.password] if endpoint.password else [], tool="mysql",
+        package="mariadb-client")
+    execution = _run(executor, command)
+    if execution.exit_code == 0:
+        return f"user '{endpoint.user}' can create and drop tables in '{endpoint.database}'"
+    text = execution.output
+    if "ERROR 1049" in text:  # Unknown database
+        problem = f"database '{endpoint.database}' does not exist on {where}"
+    elif "ERROR 1044" in text:  # Access denied for user to database
+        problem = (f"user '{endpoint.user}' has no privileges on database "
+                   f"'{endpoint.database}' on {where}")
+    elif "ERROR 1142" in text:  # CREATE/DROP command denied
+        verb = "DROP" if "DROP command denied" in text else "CREATE"
+        problem = f"user '{endpoint.user}' cannot {verb} in '{endpoint.database}' on {where}"
+    else:
+        problem = f"mysql on {where}: {_last_line(execution)}"
+    raise RunnerError(problem, permanent=True, output=text)
+
+
+def postgres_access(executor, endpoint: Endpoint) -> str:
+    """As mysql_access, for PostgreSQL (in the user's default schema)."""
+    from runners.facts import pgpass_line
+
+    where = f"{endpoint.host}:{endpoint.port or 5432}"
+    if not endpoint.database:
+        return ("No database set: pgbench and sysbench need one (give one to check that "
+                "tables can be created there).")
+    table = _scratch_table()
+    argv = ["psql", "-X", "-w", "-q", "-v", "ON_ERROR_STOP=1"]
+    for flag, value in (("-h", endpoint.host), ("-p", endpoint.port), ("-U", endpoint.user)):
+        if value:
+            argv += [flag, str(value)]
+    argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
+    command = Command(argv=argv, env={"PGPASSFILE": f"{WORKDIR}/check.pgpass"},
+                      uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
+                      secrets=[endpoint.password] if endpoint.password else [], tool="psql",
+                      package="postgresql-client")
+    execution = _run(executor, command)
+    user = endpoint.user or "(default user)"
+    if execution.exit_code == 0:
+        return f"user '{user}' can create and drop tables in '{endpoint.database}'"
+    text = execution.output
+    if f'database "{endpoint.database}" does not exist' in text:
+        problem = f"database '{endpoint.database}' does not exist on {where}"
+    elif "permission denied for database" in text:
+        problem = f"user '{user}' may not connect to '{endpoint.database}' on {where}"
+    elif "permission denied for schema" in text:
+        problem = f"user '{user}' cannot CREATE in '{endpoint.database}' on {where}"
+    else:
+        problem = f"psql on {where}: {_last_line(execution)}"
+    raise RunnerError(problem, permanent=True, output=text)
+
+
+def redis_access(executor, endpoint: Endpoint) -> str:
+    """PING; the password travels in REDISCLI_AUTH, never argv."""
+    where = f"{endpoint.host}:{endpoint.port or 6379}"
+    command = Command(argv=["redis-cli", "-h", endpoint.host or "127.0.0.1",
+                            "-p", str(endpoint.port or 6379), "PING"],
+                      env={"REDISCLI_AUTH": endpoint.password} if endpoint.password else {},
+                      secrets=[endpoint.password] if endpoint.password else [],
+                      tool="redis-cli", package="redis-tools")
+    execution = _run(executor, command)
+    if execution.exit_code == 0 and execution.stdout.strip() == "PONG":
+        return f"redis on {where} answered PING"
+    raise RunnerError(f"redis on {where} did not answer PING: {_last_line(execution)}",
+                      permanent=False, output=execution.output)
+
+
+def directory_access(executor, directory: str, where: str) -> str:
+    """Whether the host target's directory exists where fio will run."""
+    execution = _run(executor, Command(argv=["test", "-d", directory], tool="test"))
+    if execution.exit_code == 0:
+        return f"directory {directory} exists on {where}"
+    raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
+
+
+ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}

@@ -28,8 +28,13 @@ def rotate(token: str) -> str:
 
 
 def fingerprint(plain: str) -> str:
-    """A short, non-reversible tag shown instead of a secret ("sha256:ab12cd34")."""
-    return "sha256:" + hashlib.sha256(plain.encode()).hexdigest()[:12]
+    """A short tag shown instead of a secret ("hmac:ab12cd34..."), keyed with the
+    server's SECRET_KEY: without that key, nobody can test password guesses
+    against it offline (an unkeyed hash prefix allowed that)."""
+    from django.utils.crypto import salted_hmac
+
+    digest = salted_hmac("benchapp.crypto.fingerprint", plain, algorithm="sha256")
+    return "hmac:" + digest.hexdigest()[:16]
 
 
 def hash_token(token: str) -> str:

@@ -16,10 +16,12 @@ from django import forms
 
 from benchapp import orchestration
 from benchapp.models import Credential, Target
+from benchapp.templates_plans import PRESETS, PROVISION, apply_target_directories, bind
+from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import ORDERS
-from runners.planspec import canonical
-from runners.tools import MEASURED_TOOLS, get_tool
+from runners.planspec import ABS_PATH, FORBIDDEN_DIRS, LOCAL_HOSTS, canonical
+from runners.tools import MEASURED_TOOLS, default_tool, get_tool
 
 SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
 # Keys the structured form edits itself; everything else lives in `extra`.
@@ -92,14 +94,18 @@ class TargetForm(forms.ModelForm):
 
     class Meta:
         model = Target
-        fields = ("name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
-                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "notes")
+        fields = ("name", "kind", "host", "port", "user", "database", "directory", "credential",
+                  "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour",
+                  "notes")
         labels = {"credential": "Database password", "ssh_credential": "SSH key or password",  # noqa: RUF012
                   "ssh_host": "SSH host", "ssh_port": "SSH port", "ssh_user": "SSH user",
                   "via": "Reached via", "price_per_hour": "Price per hour"}
         help_texts = {  # noqa: RUF012
             "name": "Plans refer to it by this name.",
             "host": "Address of the database or machine.",
+            "directory": "Host targets: the directory fio works in (absolute). Over SSH a path "
+                         "on that host; on this server one of the target's data directories "
+                         "(an operator allows them).",
             "credential": "Leave empty to connect without a password.",
             "ssh_host": "Fill in to run the tool or read host facts over SSH.",
             "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
@@ -138,14 +144,23 @@ class TargetForm(forms.ModelForm):
         data = super().clean()
         if not data.get("host") and not data.get("provision") and data.get("kind") != "host":
             self.add_error("host", "A database target needs a host (or a provisioning spec).")
+        if data.get("kind") == "host" and not data.get("directory"):
+            self.add_error("directory", "A host target needs the directory fio works in.")
         if self.errors:
             return data
         # The plan validator is the one judge of a target: try it in a minimal plan.
         trial = Target(team=self.team, **{k: v for k, v in data.items() if k in _TARGET_FIELDS})
-        tool = {"postgres": "pgbench", "host": "fio"}.get(data["kind"], "mysqlslap")
+        trial.data_dirs = data.get("data_dirs", self.instance.data_dirs)
+        trial.allow_custom_scripts = data.get("allow_custom_scripts",
+                                              self.instance.allow_custom_scripts)
+        tool = default_tool(data["kind"])
         try:
-            orchestration.validate_document({"name": "check", "tool": tool,
-                                             "targets": [orchestration.target_document(trial)]})
+            directory_problem = check_directory(trial)
+            if directory_problem:
+                raise ValidationError("directory", directory_problem)
+            orchestration.validate_document({
+                "name": "check", "tool": tool, "targets": [orchestration.target_document(trial)],
+                **({"params": {"directory": trial.directory}} if tool == "fio" else {})})
         except ValidationError as exc:
             field = exc.param.split(".")[-1].split("[")[0]
             field = {"credential": "credential"}.get(field, field)
@@ -164,7 +179,41 @@ class TargetForm(forms.ModelForm):
 
 _TARGET_FIELDS = {"name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
                   "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "provision",
-                  "nodes"}
+                  "nodes", "directory"}
+
+
+def check_directory(target: Target) -> str:
+    """Why fio may not work in target.directory, or "" when it may.
+
+    The rules are the sandbox's (runners.context.RunContext.scope): on the
+    worker host, and over SSH without custom scripts, a tool may only write
+    in the operator-approved data_dirs; a provisioned host, or an SSH host
+    whose team admin allows custom scripts, may use any path.
+    """
+    from runners.sandbox import ANYTHING, Scope
+
+    path = target.directory
+    if not path:
+        return ""
+    if not re.fullmatch(ABS_PATH, path) or ".." in path.split("/"):
+        return "An absolute path of letters, digits and _ . / + @ - (no '..')."
+    if path.rstrip("/") in FORBIDDEN_DIRS | {""}:
+        return f"{path} is a system directory, not one for benchmark files."
+    local = not target.ssh_host and not target.provision and target.host in ("", *LOCAL_HOSTS)
+    if target.provision or (target.ssh_host and target.allow_custom_scripts):
+        scope = ANYTHING
+    else:
+        scope = Scope(custom_scripts=False, paths=tuple(target.data_dirs))
+    try:
+        scope.check_path("directory", path)
+    except ValidationError:
+        where = "on this server" if local else f"on {target.ssh_host or target.host}"
+        allowed = ", ".join(target.data_dirs) or "none yet"
+        return (f"{path} is not inside one of this target's data directories ({allowed}): "
+                f"fio may only write {where} where an operator (staff) has allowed it. Ask an "
+                "operator to add the directory to the target's data directories"
+                + ("" if local else ", or a team admin to allow custom scripts on it") + ".")
+    return ""
 
 
 # ------------------------------------------------------------ plan builder
@@ -228,7 +277,7 @@ class PlanForm(forms.Form):
         self.stored = {t.name: t for t in team.targets.select_related("credential",
                                                                       "ssh_credential")}
         self.fields["targets"].choices = [
-            (t.name, f"{t.name} — {t.get_kind_display()} {t.host or '(provisioned)'}")
+            (t.name, f"{t.name} — {t.get_kind_display()} {_target_where(t)}")
             for t in self.stored.values()]
         for tool in MEASURED_TOOLS:
             for name, param in get_tool(tool).PARAMS.items():
@@ -334,6 +383,7 @@ class PlanForm(forms.Form):
         if data.get("seed") is not None:
             doc["seed"] = data["seed"]
         doc.update(extra)
+        apply_target_directories(doc, {n: self.stored[n] for n in data["targets"]})
         return doc
 
     def _axes(self, data) -> dict:
@@ -438,6 +488,74 @@ def initial_from_document(document: dict, team) -> dict:
     return initial
 
 
+class TemplateForm(forms.Form):
+    """Choosing a scenario template: which target (or the scenario's own
+    provisioning spec) plays each role, and a preset. `document` is the
+    bound plan when the form is valid (templates_plans.bind)."""
+
+    preset = forms.ChoiceField(widget=forms.RadioSelect, initial="quick")
+
+    def __init__(self, *args, team, template, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team, self.template, self.document = team, template, None
+        self.fields["preset"].choices = [(p, PRESETS.get(p, p)) for p in template["presets"]]
+        targets = list(team.targets.order_by("name"))
+        self.targets = {str(t.pk): t for t in targets}
+        for role in template["roles"]:
+            choices = [(str(t.pk), _target_label(t)) for t in targets if t.kind == role["kind"]]
+            if role["provision"]:
+                choices.append((PROVISION, "Provision it: " + _provision_label(role["provision"])))
+            self.fields[f"role-{role['name']}"] = forms.ChoiceField(
+                label=role["label"][:1].upper() + role["label"][1:],
+                choices=[("", "— choose —"), *choices],
+                help_text=f"A {dict(Target.KINDS)[role['kind']]} target. Plays "
+                          f"“{role['name']}” in the scenario.")
+        self.missing_kinds = sorted({dict(Target.KINDS)[r["kind"]] for r in template["roles"]
+                                     if len(self.fields[f"role-{r['name']}"].choices) == 1})
+
+    def role_fields(self):
+        return [self[f"role-{r['name']}"] for r in self.template["roles"]]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        choices = {}
+        for role in self.template["roles"]:
+            value = data[f"role-{role['name']}"]
+            choices[role["name"]] = PROVISION if value == PROVISION else self.targets[value]
+        document = bind(self.template, data["preset"], choices)
+        try:
+            orchestration.validate_document(document, self.team)
+        except ValidationError as exc:
+            raise forms.ValidationError(f"With these targets the plan is refused: {exc}") from None
+        self.document = document
+        return data
+
+
+def _target_label(target: Target) -> str:
+    return f"{target.name} — {_target_where(target)}"
+
+
+def _target_where(target: Target) -> str:
+    """'127.0.0.1:3306/test', 'this server /srv/fio', '(provisioned)'."""
+    if target.provision and not target.host:
+        return "(provisioned)"
+    where = target.host or target.ssh_host or "this server"
+    if target.port:
+        where += f":{target.port}"
+    if target.database:
+        where += f"/{target.database}"
+    if target.directory:
+        where += f" {target.directory}"
+    return where
+
+
+def _provision_label(spec: dict) -> str:
+    size = spec.get("instance_class") or spec.get("instance_type") or ""
+    return " ".join(str(v) for v in (spec.get("provider"), spec.get("engine"), size) if v)
+
+
 class PlanYamlForm(forms.Form):
     """The advanced mode and import: a whole plan file, pasted or uploaded."""
 
@@ -511,7 +629,7 @@ def _split(text: str) -> list[str]:
 def _scalar(text: str):
     """'4' -> 4, 'true' -> True, 'read' -> 'read' (YAML's reading of one scalar)."""
     try:
-        value = yaml.safe_load(text)
+        value = safeyaml.load(text)
     except yaml.YAMLError:
         return text
     return value if isinstance(value, (str, int, float, bool)) else text
@@ -572,7 +690,7 @@ def _parse_yaml(text: str, field: str):
     if not text or not text.strip():
         return None
     try:
-        return yaml.safe_load(text)
+        return safeyaml.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""

@@ -31,11 +31,17 @@ class Team(models.Model):
 
 
 class Membership(models.Model):
-    OWNER, MEMBER = "owner", "member"
+    """A user's role in a team. Owner is kept for existing rows and counts as admin."""
+    VIEWER, MEMBER, ADMIN, OWNER = "viewer", "member", "admin", "owner"
+    ROLE_RANK = {VIEWER: 0, MEMBER: 1, ADMIN: 2, OWNER: 2}
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=10, choices=[(OWNER, "Owner"), (MEMBER, "Member")],
-                            default=MEMBER)
+    role = models.CharField(max_length=10, default=MEMBER, choices=[
+        (VIEWER, "Viewer"), (MEMBER, "Member"), (ADMIN, "Admin"), (OWNER, "Owner")])
+
+    def allows(self, role: str) -> bool:
+        """True when this membership's role is at least `role`."""
+        return self.ROLE_RANK[self.role] >= self.ROLE_RANK[role]
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
@@ -76,7 +82,8 @@ class Credential(models.Model):
 class Target(models.Model):
     """A named system under test: static endpoint/host or a provisioning spec."""
 
-    KINDS = [("mysql", "MySQL / MariaDB"), ("postgres", "PostgreSQL"), ("host", "Host / filesystem")]
+    KINDS = [("mysql", "MySQL / MariaDB"), ("postgres", "PostgreSQL"), ("host", "Host / filesystem"),
+             ("redis", "Redis")]
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="targets")
     name = models.CharField(max_length=100)
@@ -98,7 +105,22 @@ class Target(models.Model):
     provision = models.JSONField(default=dict, blank=True)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     notes = models.TextField(blank=True)
+    # Trust model (docs/trust-model.md): on a team host reached over SSH, a
+    # team admin may allow code-running features (custom scripts, snapshot/
+    # restore, service stop/start). Never honoured for execution on the worker.
+    allow_custom_scripts = models.BooleanField(default=False)
+    # Absolute directories on the worker host a sandboxed local tool may write
+    # (fio files, a data directory). Only operators (staff) may set them.
+    data_dirs = models.JSONField(default=list, blank=True)
+    # A host target's directory fio works in (plans default fio's `directory`
+    # to it): over SSH a path on that host; on the worker host it must lie in
+    # one of data_dirs, the only places the sandbox lets a local tool write.
+    directory = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The last "test connection": when, whether it connected, and its error.
+    last_check_at = models.DateTimeField(null=True, blank=True)
+    last_check_ok = models.BooleanField(null=True, blank=True)
+    last_check_error = models.TextField(blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "name"], name="target_name")]
@@ -119,6 +141,12 @@ class Plan(models.Model):
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # History (issue 14): plans of a team with the same non-empty study label
+    # share one history; a pinned run is the reference the trend page marks.
+    study = models.CharField(max_length=100, blank=True)
+    baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    confirm_alerts = models.BooleanField(default=False)  # re-run cells of new bad alerts
 
     class Meta:
         ordering = ["-updated_at"]
@@ -208,14 +236,21 @@ class Cell(models.Model):
     facts = models.JSONField(default=dict, blank=True)
     client_bound = models.BooleanField(default=False)
     error = models.TextField(blank=True)
+    # "transient" (retried with backoff) or "permanent" (never retried); "" without error.
+    error_kind = models.CharField(max_length=10, blank=True)
     output_tail = models.TextField(blank=True)  # live tail of the current phase, masked
+    # runners.frozen.freeze(plan, cell): all the cell needs to run, fixed at start_run.
+    spec = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "index"]
         constraints = [
             models.UniqueConstraint(fields=["run", "key", "repeat"], name="one_cell_per_combination"),
         ]
-        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+        indexes = [models.Index(fields=["status", "lease_expires_at"]),
+                   # dispatch: the first queued cell of each target
+                   models.Index(fields=["run", "status", "target_name", "index"],
+                                name="cell_next_per_target")]
 
     def __str__(self):
         return f"{self.key} #{self.repeat}"
@@ -395,3 +430,60 @@ class PriceEntry(models.Model):
 
     def __str__(self):
         return f"{self.table} {self.key}: {self.price} {self.currency}"
+
+
+class Alert(models.Model):
+    """A change detected in the history of one cell key and metric of a plan."""
+
+    NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED = "new", "confirmed", "not_reproduced", "resolved"
+    STATUSES = [(s, s.replace("_", " ")) for s in (NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED)]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alerts")
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="alerts")
+    cell_key = models.CharField(max_length=500)
+    group = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=60)
+    start_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="alerts")
+    before_mean = models.FloatField()
+    before_low = models.FloatField()  # 95 % confidence interval of the mean
+    before_high = models.FloatField()
+    after_mean = models.FloatField()
+    after_low = models.FloatField()
+    after_high = models.FloatField()
+    magnitude = models.FloatField()  # relative change of the mean, signed
+    pvalue = models.FloatField()
+    bad = models.BooleanField()  # the metric got worse by its direction
+    status = models.CharField(max_length=15, choices=STATUSES, default=NEW)
+    verdict = models.BooleanField(null=True, blank=True)  # a user's "true alert" / "false alert"
+    confirm_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="confirmed_alerts")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric", "start_run"],
+                                    name="one_alert_per_change"),
+        ]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.metric} {self.magnitude:+.1%} at run #{self.start_run_id}"
+
+
+class HistoryState(models.Model):
+    """Where change detection stopped in one series, so the next run's task
+    re-analyses only the tail (runners.changepoint.Analysis.state())."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="history_states")
+    cell_key = models.CharField(max_length=500)
+    group = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=60)
+    state = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric"],
+                                    name="one_history_state"),
+        ]

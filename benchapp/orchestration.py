@@ -10,10 +10,13 @@ worker can pick up where another died:
 - `dispatch` starts every cell that may start now: the next queued cell of
   each target whose TargetLock it can take (one running cell per target,
   across runs), within the run's concurrency.
-- `execute_cell` claims the cell atomically, runs it through
+- `execute_cell` claims the cell atomically, runs its frozen spec through
   runners.cell with a heartbeat thread that renews the lease and watches for
   cancel, records the outcome exactly once per attempt, releases the lock and
-  dispatches again.
+  dispatches again; a transient failure is retried after a backoff
+  (`retry_delay`, the one retry policy).
+
+Tasks are sent by name through benchapp.dispatch, after commit.
 - `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
   BENCHBOARD_MAX_ATTEMPTS, then fails them "worker lost".
 """
@@ -25,108 +28,32 @@ import socket
 import threading
 from datetime import timedelta
 
-import yaml
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from benchapp import provisioning, recording
+from benchapp.dispatch import (
+    DETECT_CHANGES,
+    DISPATCH_RUN,
+    EXECUTE_CELL,
+    PROVISION_RUN,
+    TEARDOWN_RUN,
+    send,
+)
 from benchapp.models import Cell, Plan, Run, TargetLock, Team
-from runners.errors import ValidationError
-from runners.plan import Plan as PlanSpec
-from runners.plan import count_cells, expand, load_plan
+from benchapp.planning import (  # noqa: F401 - the lifecycle's public names
+    PlanRefused,
+    resolve_stored_targets,
+    save_plan,
+    target_document,
+    validate_document,
+)
+from runners.frozen import freeze
+from runners.plan import expand, load_plan
 
 log = logging.getLogger(__name__)
-
-
-class PlanRefused(ValidationError):
-    """A plan that is valid but may not run (cell limit, quota, budget)."""
-
-
-# ------------------------------------------------------------------ plans
-
-
-def validate_document(document: dict | str, team: Team | None = None) -> PlanSpec:
-    """Parse and check a plan document; refuse plans over the cell limit.
-
-    Targets written as a bare name ({name: X} or "X") are filled in from the
-    team's stored Target of that name, so the web form and API can refer to
-    stored targets. Raises ValidationError with a message naming the key.
-    """
-    if team is not None:
-        # Resolve before validating: a bare {name: X} is not a valid target on its own.
-        document = resolve_stored_targets(_parsed(document), team)
-    spec = load_plan(document)
-    cells = count_cells(spec)
-    limit = settings.BENCHBOARD_CELL_LIMIT
-    if cells > limit:
-        raise PlanRefused("axes", f"this plan has {cells} cells; the limit is {limit} "
-                                  "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.")
-    return spec
-
-
-def _parsed(document):
-    """A YAML/JSON text as data (left as is when unparseable: load_plan reports it)."""
-    if not isinstance(document, (str, bytes)):
-        return document
-    try:
-        return yaml.safe_load(document)
-    except yaml.YAMLError:
-        return document
-
-
-def resolve_stored_targets(document: dict, team: Team) -> dict:
-    """Replace target entries that name a stored Target by its plan form."""
-    if not isinstance(document, dict) or not isinstance(document.get("targets"), list):
-        return document
-    stored = {t.name: t for t in team.targets.select_related("credential", "ssh_credential")}
-    targets = []
-    for entry in document.get("targets") or []:
-        if not isinstance(entry, (str, dict)):
-            targets.append(entry)  # load_plan names the problem
-            continue
-        name = entry if isinstance(entry, str) else entry.get("name")
-        bare = isinstance(entry, str) or set(entry) == {"name"}
-        if bare and name in stored:
-            targets.append(target_document(stored[name]))
-        else:
-            targets.append(entry)
-    return {**document, "targets": targets}
-
-
-def target_document(target) -> dict:
-    """A stored Target as a plan `targets` entry (secrets by credential name only)."""
-    doc = {"name": target.name, "kind": target.kind}
-    for field in ("host", "port", "user", "database", "via"):
-        value = getattr(target, field)
-        if value:
-            doc[field] = value
-    if target.credential:
-        doc["credential"] = target.credential.name
-    if target.nodes:
-        doc["nodes"] = target.nodes
-    if target.ssh_host:
-        ssh = {"host": target.ssh_host, "port": target.ssh_port, "user": target.ssh_user or "root"}
-        if target.ssh_credential:
-            ssh["credential"] = target.ssh_credential.name
-        if target.known_host_key:
-            ssh["known_host_key"] = target.known_host_key
-        doc["ssh"] = ssh
-    if target.provision:
-        doc["provision"] = target.provision
-    if target.price_per_hour is not None:
-        doc["price_per_hour"] = float(target.price_per_hour)
-    return doc
-
-
-def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
-    """Validate and store a plan document (new, or replacing `plan`'s)."""
-    spec = validate_document(document, team)
-    plan = plan or Plan(team=team, created_by=user)
-    plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
-    plan.save()
-    return plan
 
 
 # ------------------------------------------------------------------- runs
@@ -143,24 +70,19 @@ def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None 
             team=team, plan=plan, name=spec.name, tool=spec.tool, document=spec.document,
             origin=origin, concurrency=concurrency, created_by=user, tags=list(tags))
         Cell.objects.bulk_create(
-            Cell(run=run, index=c.index, key=c.key, repeat=c.repeat, axes=c.axes,
-                 target_name=c.target)
-            for c in expand(spec)
-        )
-        transaction.on_commit(lambda: first_step(run.pk))
+            (Cell(run=run, index=c.index, key=c.key, repeat=c.repeat, axes=c.axes,
+                  target_name=c.target, spec=freeze(spec, c))
+             for c in expand(spec)), batch_size=500)
+        first_step(run.pk)
     return run
 
 
 def _enqueue_provision(run_id: int) -> None:
-    from benchapp import tasks
-
-    tasks.provision_run.delay(run_id)
+    send(PROVISION_RUN, run_id)
 
 
 def _enqueue_dispatch(run_id: int) -> None:
-    from benchapp import tasks
-
-    tasks.dispatch_run.delay(run_id)
+    send(DISPATCH_RUN, run_id)
 
 
 def dispatch(run_id: int) -> list[int]:
@@ -183,7 +105,7 @@ def dispatch(run_id: int) -> list[int]:
             return []  # the provision_run task has not started yet
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now())
-    queued = list(run.cells.filter(status=Cell.QUEUED).order_by("index"))
+    queued = _next_per_target(run)
     busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
     held = set(TargetLock.objects.filter(holder__run=run).values_list("target_name", flat=True))
     slots = (run.concurrency - len(busy | held)) if run.concurrency else len(queued)
@@ -193,16 +115,22 @@ def dispatch(run_id: int) -> list[int]:
             break
         if cell.target_name in busy or cell.target_name in held:
             continue
-        held.add(cell.target_name)  # later cells of this target wait either way
         if _take_lock(run.team_id, cell):
             sent.append(cell.pk)
-    from benchapp import tasks
-
     for cell_id in sent:
-        tasks.execute_cell.delay(cell_id)
+        send(EXECUTE_CELL, cell_id)
     if not queued and not busy:
         finish_run(run_id)
     return sent
+
+
+def _next_per_target(run: Run) -> list[Cell]:
+    """The first queued cell of each target, in index order: later cells of a
+    target wait for it either way, so a dispatch reads one row per target,
+    not every queued cell (PostgreSQL DISTINCT ON)."""
+    firsts = (run.cells.filter(status=Cell.QUEUED).order_by("target_name", "index")
+              .distinct("target_name").only("id", "index", "target_name", "run_id"))
+    return sorted(firsts, key=lambda cell: cell.index)
 
 
 def _lease() -> timezone.datetime:
@@ -264,19 +192,50 @@ def execute_cell(cell_id: int) -> str | None:
     except Exception as exc:  # a bug or a lost database: record it, never lose the cell
         log.exception("cell %s crashed", cell_id)
         watcher.stop()
-        _finish_cell(cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        _finish_cell(cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}",
+                     kind="permanent")
         return Cell.FAILED
     watcher.stop()
-    if not recording.record_outcome(cell, outcome):
+    delay = retry_delay(cell, outcome)
+    if not recording.record_outcome(cell, outcome, requeue=delay is not None):
         return None  # our lease was lost: another attempt owns the cell now
+    if delay is not None:
+        _retry_later(cell, delay)
+        return Cell.QUEUED
     _finish_cell(cell, outcome.status, outcome.error, record=False)
     return outcome.status
 
 
-def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True) -> None:
+def retry_delay(cell: Cell, outcome) -> float | None:
+    """The one retry policy: seconds until the next attempt, or None for none.
+
+    Only transient failures (a RunnerError that is not permanent: connection
+    reset, timeout, cloud capacity) are retried, BENCHBOARD_CELL_RETRIES
+    times, after BACKOFF * 2**(attempt-1) seconds up to BACKOFF_CAP.
+    Permanent failures, failed tools (a result), cancels and successes never.
+    """
+    if outcome.status != Cell.FAILED or not getattr(outcome, "transient", False):
+        return None
+    if cell.attempt > settings.BENCHBOARD_CELL_RETRIES:
+        return None
+    return min(settings.BENCHBOARD_RETRY_BACKOFF_SECONDS * 2 ** (cell.attempt - 1),
+               settings.BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS)
+
+
+def _retry_later(cell: Cell, delay: float) -> None:
+    """Keep the target's lock for the retried cell over the backoff (so no
+    other cell takes the target meanwhile) and send the attempt delayed; a
+    lost message is healed by reap like any expired lock."""
+    until = timezone.now() + timedelta(seconds=delay + settings.BENCHBOARD_LEASE_SECONDS)
+    TargetLock.objects.filter(holder=cell).update(lease_expires_at=until)
+    send(EXECUTE_CELL, cell.pk, countdown=delay)
+
+
+def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True,
+                 kind: str = "") -> None:
     if record:
         Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
-            status=status, error=error, finished_at=timezone.now(), phase="",
+            status=status, error=error, error_kind=kind, finished_at=timezone.now(), phase="",
             lease_expires_at=None)
     _release_lock(cell)
     _enqueue_dispatch(cell.run_id)
@@ -299,15 +258,20 @@ class Heartbeat(threading.Thread):
         self._lock = threading.Lock()
         self._phase = None
         self._tail = ""
+        self._new_phase = False
         self._dirty = False
 
     def set_phase(self, phase: str) -> None:
+        # The tail is cleared by the new phase's first output, not here: a
+        # silent collect/cleanup phase must not wipe what measure printed.
         with self._lock:
-            self._phase, self._tail, self._dirty = phase, "", True
+            self._phase, self._new_phase, self._dirty = phase, True, True
         self._beat()
 
     def add_output(self, phase: str, stream: str, chunk: str) -> None:
         with self._lock:
+            if self._new_phase:
+                self._tail, self._new_phase = "", False
             self._tail = (self._tail + chunk)[-self.TAIL:]
             self._dirty = True
 
@@ -316,6 +280,8 @@ class Heartbeat(threading.Thread):
 
         try:
             while not self._stop_event.wait(settings.BENCHBOARD_HEARTBEAT_SECONDS):
+                self._beat()
+            if self._dirty:  # the cell ended between beats: keep what it printed
                 self._beat()
         finally:
             connection.close()
@@ -365,9 +331,8 @@ def finish_run(run_id: int) -> Run:
     Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
         status=status, finished_at=timezone.now())
     run.refresh_from_db()
-    from benchapp import tasks
-
-    transaction.on_commit(lambda: tasks.teardown_run.delay(run_id))
+    send(TEARDOWN_RUN, run_id)
+    send(DETECT_CHANGES, run_id)
     return run
 
 
@@ -384,9 +349,7 @@ def cancel_run(run: Run) -> Run:
         # Nothing runs: the run ends now, and what it provisioned goes now too.
         if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
                 status=Run.CANCELLED, finished_at=now):
-            from benchapp import tasks
-
-            transaction.on_commit(lambda: tasks.teardown_run.delay(run.pk))
+            send(TEARDOWN_RUN, run.pk)
     run.refresh_from_db()
     return run
 
@@ -421,11 +384,11 @@ def reap() -> dict:
             failed += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
                                           status=Cell.RUNNING).update(
                 status=Cell.FAILED, finished_at=now, phase="", lease_expires_at=None,
-                error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})")
+                error_kind="transient", error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})")
         else:
             requeued += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
                                             status=Cell.RUNNING).update(
-                status=Cell.QUEUED, phase="", lease_expires_at=None,
+                status=Cell.QUEUED, phase="", lease_expires_at=None, error_kind="transient",
                 error=f"worker lost on attempt {cell.attempt}; retrying")
         _release_lock(cell)
     TargetLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)

@@ -17,21 +17,28 @@ from collections import defaultdict
 from decimal import Decimal
 from statistics import mean
 
+from django.conf import settings
+
+from benchapp.estimates import plan_duration
 from benchapp.models import Cell, CloudResource, Measurement, PriceEntry, Run, Team
+from benchapp.planning import validate_document
+from runners.metrics import HIGHER
 from runners.plan import Plan as PlanSpec
-from runners.plan import expand
+from runners.plan import load_plan
 from runners.providers import pricing as cost
+from runners.providers.slots import CLIENT, Slot, counted_resources, planned_slots, variant_of
+from runners.tools import TOOLS
 
 CURRENCY = "USD"
-# Seconds a cell takes when its params name no duration (mysqlslap), and the
-# overhead of each cell (prepare, collect) and of provisioning itself.
-DEFAULT_CELL_SECONDS = 60
-CELL_OVERHEAD_SECONDS = 30
-PROVISION_SECONDS = 900
-DURATION_PARAMS = ("time", "runtime", "max_time")
-# Figures that grow with the money's worth: divided by the target's $/h.
-THROUGHPUT_METRICS = ("tps", "qps", "read_iops", "write_iops", "read_bw_kib_s", "write_bw_kib_s",
-                      "bogo_ops_per_s")
+
+
+def throughput_metrics(tool: str) -> list[str]:
+    """Figures that grow with the money's worth (the metric catalog's
+    higher-is-better throughputs): divided by the target's $/h."""
+    module = TOOLS.get(tool.replace("-", "_"))
+    catalog = getattr(module, "METRICS", {}) if module else {}
+    return [name for name, m in catalog.items() if m.kind == "throughput" and m.direction == HIGHER]
+
 NOTE = cost.NOTE + " Every provisioned item is counted for the whole run, in whole hours."
 
 
@@ -44,12 +51,9 @@ def price_table() -> dict[str, dict[str, float]]:
 
 
 def run_seconds(plan: PlanSpec) -> float:
-    """Expected length of a run: its cells one after the other, plus provisioning."""
-    total = PROVISION_SECONDS
-    for cell in expand(plan):
-        duration = next((cell.params[p] for p in DURATION_PARAMS if cell.params.get(p)), None)
-        total += (duration or DEFAULT_CELL_SECONDS) + CELL_OVERHEAD_SECONDS
-    return float(total)
+    """Billed length of a run (benchapp.estimates): its cells one after the
+    other, plus provisioning — an upper bound, so budgets are not overrun."""
+    return plan_duration(plan).serial_s
 
 
 def run_hours(plan: PlanSpec) -> float:
@@ -72,18 +76,17 @@ def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
 
     Raises runners ValidationError naming a class or type missing from the table.
     """
-    from benchapp.provisioning import counted_resources, planned_slots
-
     prices = prices or price_table()
     hours = run_hours(plan)
-    labelled = [(slot.label, slot.spec) for slot in planned_slots(plan)]
+    slots = planned_slots(plan, settings.AWS_DEFAULT_REGION)
+    labelled = [(slot.label, slot.spec) for slot in slots]
     labelled += [(t.name, spec) for t in plan.targets if not t.provision
                  for spec in [_static_spec(t)] if spec]
     total = cost.estimate([spec for _, spec in labelled], hours, prices).total
     lines = [dict(vars(line), target=label) for label, spec in labelled
              for line in cost.spec_lines(spec, hours, prices)]
     return {"total": total, "currency": CURRENCY, "lines": lines, "note": NOTE, "hours": hours,
-            "resources": sum(counted_resources(s) for s in planned_slots(plan))}
+            "resources": sum(counted_resources(s) for s in slots)}
 
 
 def estimate_run(team: Team, document: dict | str) -> dict:
@@ -92,8 +95,6 @@ def estimate_run(team: Team, document: dict | str) -> dict:
     document: a plan document (stored targets resolved for team). Raises
     runners ValidationError for a bad plan or an unpriced class.
     """
-    from benchapp.orchestration import validate_document
-
     return estimate_plan(validate_document(document, team))
 
 
@@ -133,9 +134,6 @@ def actual_cost(run: Run) -> dict:
 def target_prices(run: Run) -> dict[str, float]:
     """$/h of each target of the run (label -> price): provisioned slots from the
     price table, static targets from their price_per_hour / price_per_month."""
-    from benchapp.provisioning import CLIENT, Slot
-    from runners.plan import load_plan
-
     prices = price_table()
     result = {}
     for row in CloudResource.objects.filter(run=run, kind__in=("rds_instance", "ec2_instance")):
@@ -156,14 +154,11 @@ def price_performance(run: Run) -> dict[str, dict[str, float]]:
     divided by the target's own $/h (the client is not counted: it is the
     same for every target). Targets provisioned per `${volumes}` value are
     labelled "c1-medium volumes=2"."""
-    from benchapp.provisioning import variant_of
-    from runners.plan import load_plan
-
     prices = target_prices(run)
     provision = {t.name: t.provision for t in load_plan(run.document).targets}
     values = defaultdict(list)
     rows = Measurement.objects.filter(
-        run=run, group="", metric__in=THROUGHPUT_METRICS, cell__status=Cell.SUCCEEDED
+        run=run, group="", metric__in=throughput_metrics(run.tool), cell__status=Cell.SUCCEEDED
     ).values_list("cell__target_name", "cell__axes", "metric", "value")
     for target, axes, metric, value in rows:
         variant = variant_of(provision[target], axes) if provision.get(target) else ""
@@ -176,3 +171,10 @@ def price_performance(run: Run) -> dict[str, dict[str, float]]:
             result.setdefault(label, {"dollars_per_hour": per_hour})
             result[label][f"{metric}_per_dollar_hour"] = figure
     return result
+
+
+def run_economics(run: Run) -> dict:
+    """What the results page shows about money: the actual cost of what the
+    run provisioned and each target's throughput per dollar-hour.
+    {"actual": actual_cost(run), "price_performance": price_performance(run)}."""
+    return {"actual": actual_cost(run), "price_performance": price_performance(run)}

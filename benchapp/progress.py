@@ -7,20 +7,14 @@ import statistics
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from benchapp.estimates import cell_seconds
 from benchapp.models import Cell, Run
-
-# Seconds assumed for a cell before any cell of the run has finished:
-# the tool's own duration parameter plus the harness's per-cell overhead.
-DURATION_PARAMS = ("time", "runtime", "max_time", "timeout")
-OVERHEAD_S = 3.0
 
 
 def planned_seconds(run: Run) -> float:
-    params = run.document.get("params") or {}
-    for name in DURATION_PARAMS:
-        if isinstance(params.get(name), (int, float)):
-            return float(params[name]) + OVERHEAD_S
-    return 10.0
+    """Seconds assumed for a cell before any cell of the run has finished
+    (benchapp.estimates, from the plan's base parameters)."""
+    return cell_seconds(run.tool, run.document.get("params") or {})
 
 
 def expected_cell_seconds(run: Run, durations: list[float]) -> float:

@@ -29,12 +29,11 @@ tool runs locally. Nothing ever connects to an address moto invents.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -42,101 +41,34 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from benchapp import pricing
+from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
+from benchapp.planning import PlanRefused
 from runners.errors import RunnerError, ValidationError
+from runners.plan import CellSpec, load_plan
 from runners.plan import Plan as PlanSpec
-from runners.plan import expand, load_plan, substitute
-from runners.planspec import LOCAL_HOSTS, ClientSpec, SSHSpec, TargetSpec
+from runners.planspec import ClientSpec, SSHSpec
+from runners.providers import counted_kinds, get_provider, primary_kinds, slots, sweep
+from runners.providers.endpoints import on_worker, pick, ssh_of, target_spec
+from runners.providers.slots import (  # noqa: F401 - the names callers use
+    CLIENT,
+    Slot,
+    counted_resources,
+    needs_provisioning,
+    variant_of,
+)
 
 log = logging.getLogger(__name__)
 
-CLIENT = "@client"  # target_name of the client's rows (not a valid target name)
-PRIMARY_KINDS = ("rds_instance", "ec2_instance")
-COUNTED_KINDS = ("rds_instance", "ec2_instance", "volume")  # what the quota counts
+PRIMARY_KINDS = primary_kinds()  # rows that carry a slot's handle
+COUNTED_KINDS = counted_kinds()  # what the quota counts
 LIVE_STATES = ("creating", "live")
-PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
-
-
-def needs_provisioning(spec: PlanSpec) -> bool:
-    """True when a target or the client of the plan must be provisioned first."""
-    return any(t.provision for t in spec.targets) or spec.client.provision is not None
-
-
-# ------------------------------------------------------------------ slots
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One thing to provision: a target (one per variant when its spec uses
-    ${axis} placeholders, e.g. S3's volumes count) or the client.
-
-    variant: "" or "volumes=2" (the axis values substituted); spec: the
-    provider's spec after substitution, with name and region filled in.
-    """
-
-    target: str
-    variant: str
-    spec: dict = field(hash=False, compare=False)
-
-    @property
-    def role(self) -> str:
-        return "client" if self.target == CLIENT else "target"
-
-    @property
-    def region(self) -> str:
-        return self.spec["region"]
-
-    @property
-    def label(self) -> str:
-        """The target name, with the variant when there are several."""
-        return f"{self.target} {self.variant}".strip()
-
-    def to_dict(self) -> dict:
-        return {"target": self.target, "variant": self.variant, "spec": self.spec}
-
-
-def region_of(spec: dict) -> str:
-    """The spec's region, else its availability zone's, else AWS_DEFAULT_REGION."""
-    zone = str(spec.get("availability_zone") or "")
-    return spec.get("region") or (zone[:-1] if zone[-1:].isalpha() else "") or (
-        settings.AWS_DEFAULT_REGION)
-
-
-def variant_of(provision: dict, axes: dict) -> str:
-    """"volumes=2" for a spec using ${volumes} in a cell with volumes 2; "" if none."""
-    names = sorted(set(PLACEHOLDER.findall(json.dumps(provision))))
-    return ",".join(f"{name}={axes.get(name)}" for name in names)
-
-
-def _slot_spec(provision: dict, name: str) -> dict:
-    spec = {**provision, "name": name}
-    spec["region"] = region_of(spec)
-    return spec
 
 
 def planned_slots(plan: PlanSpec) -> list[Slot]:
-    """Every slot the plan needs, targets in plan order then the client."""
-    slots: dict[tuple[str, str], Slot] = {}
-    cells = expand(plan)
-    for target in plan.targets:
-        if not target.provision:
-            continue
-        for cell in (c for c in cells if c.target == target.name):
-            variant = variant_of(target.provision, cell.axes)
-            if (target.name, variant) not in slots:
-                name = f"{target.name}-{variant.replace('=', '')}" if variant else target.name
-                spec = _slot_spec(substitute(target.provision, cell), name)
-                slots[target.name, variant] = Slot(target.name, variant, spec)
-    if plan.client.provision:
-        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(plan.client.provision, "client"))
-    return list(slots.values())
-
-
-def counted_resources(slot: Slot) -> int:
-    """Instances, DB instances and volumes the slot creates (what the quota counts)."""
-    volumes = slot.spec.get("volumes") or {}
-    count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
-    return 1 + (count if isinstance(count, int) else 0)
+    """Every slot the plan needs (runners.providers.slots), in the default region."""
+    return slots.planned_slots(plan, settings.AWS_DEFAULT_REGION)
 
 
 # ----------------------------------------------------------------- budget
@@ -147,9 +79,6 @@ def check_budget(team: Team, spec: PlanSpec) -> None:
     before any create call. No-op for plans without provisioning."""
     if not needs_provisioning(spec):
         return
-    from benchapp import pricing
-    from benchapp.orchestration import PlanRefused
-
     wanted = sum(counted_resources(slot) for slot in planned_slots(spec))
     live = CloudResource.objects.filter(team=team, kind__in=COUNTED_KINDS,
                                         state__in=LIVE_STATES).count()
@@ -220,7 +149,6 @@ class _Recorder:
     def on_create(self, kind: str, token: str, tags: dict) -> None:
         if CloudResource.objects.filter(kind=kind, token=token).exists():
             return  # a retried provision, or the run's shared group / key pair
-        from benchapp import pricing
 
         spec = self.slot.spec.get("volumes") if kind == "volume" else self.slot.spec
         spec = spec if kind in COUNTED_KINDS else {}
@@ -271,8 +199,6 @@ class _CancelWatcher(threading.Thread):
 
 def _expiry(plan: PlanSpec):
     """When the run's resources count as expired: twice the estimate, plus an hour."""
-    from benchapp import pricing
-
     return timezone.now() + timedelta(seconds=2 * pricing.run_seconds(plan) + 3600)
 
 
@@ -303,14 +229,10 @@ def provision_run(run_id: int) -> None:
                               cancel_requested=False).update(status=Run.RUNNING):
         _provisioning_failed(run_id, RunnerError("cancelled while provisioning"))
         return
-    from benchapp import orchestration
-
-    orchestration.dispatch(run_id)
+    send(DISPATCH_RUN, run_id)
 
 
 def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -> None:
-    from runners.providers import get_provider
-
     recorder = _Recorder(run, slot, expires_at)
     owner = run.created_by.get_username() if run.created_by else ""
     ctx = _context(run.team_id, run_tag(run), slot.region, slot.spec.get("aws_credential"),
@@ -328,34 +250,19 @@ def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -
 
 
 def _prepare_storage(run: Run, slot: Slot, handle) -> str:
-    """Assemble the slot's EBS volumes as RAID0 + filesystem + mount, over SSH.
+    """The slot's provider prepares its storage (EC2: RAID0 over SSH); what was
+    done is returned for the record, a note (e.g. skipped) goes to the run."""
+    def secret(name: str) -> str:
+        return Credential.objects.get(team_id=run.team_id, name=name).secret()
 
-    A host reached through connect_via is not the cloud instance (in tests:
-    this worker and a local directory), so the script is skipped and the
-    skip recorded in the run's notes. Returns what was done, for the record.
-    """
-    volumes = slot.spec.get("volumes") or {}
-    if slot.spec.get("provider") != "aws_ec2" or not volumes.get("count"):
-        return ""
-    if handle.extra.get("connect_via"):
-        note = (f"{slot.label}: RAID0 assembly of {volumes['count']} volume(s) skipped "
-                "(reached through connect_via; the tool runs against that address instead).")
-        _append_note(run.pk, note)
-        return "skipped: connect_via"
-    from runners.command import Command
-    from runners.executors import SSHExecutor
-    from runners.providers.aws_ec2 import raid0_script
-
-    lines = raid0_script(handle.extra["devices"], volumes.get("mount", "/data"),
-                         volumes.get("filesystem", "xfs"))
-    key = Credential.objects.get(team_id=run.team_id, name=handle.ssh["credential"]).secret()
-    with SSHExecutor(handle.ssh["host"], handle.ssh["port"], handle.ssh["user"],
-                     private_key=key) as executor:
-        done = executor.run(Command(argv=["sudo", "sh", "-c", " && ".join(lines)]), timeout=900)
-    if done.exit_code != 0:
-        raise RunnerError(f"{slot.label}: RAID0 assembly failed (exit {done.exit_code}): "
-                          f"{done.stderr.strip()[-300:]}", permanent=True)
-    return "raid0: " + "; ".join(lines)
+    try:
+        done, note = get_provider(slot.spec["provider"]).prepare_storage(handle, slot.spec,
+                                                                         secret)
+    except RunnerError as exc:
+        raise RunnerError(f"{slot.label}: {exc.message}", permanent=exc.permanent) from None
+    if note:
+        _append_note(run.pk, f"{slot.label}: {note}")
+    return done
 
 
 def _append_note(run_id: int, note: str) -> None:
@@ -394,9 +301,7 @@ def _teardown_or_enqueue(run_id: int) -> None:
         teardown_run(run_id)
     except Exception:
         log.warning("run %s: teardown failed; retrying as a task", run_id, exc_info=True)
-        from benchapp import tasks
-
-        tasks.teardown_run.delay(run_id)
+        send(TEARDOWN_RUN, run_id)
 
 
 # ---------------------------------------------------------------- runtime
@@ -407,60 +312,14 @@ def _live_handles(run: Run) -> list[dict]:
     return [row.handle for row in rows if row.handle.get("provider")]
 
 
-def _pick(handles: list[dict], target: str, variant: str | None) -> dict | None:
-    for handle in handles:
-        slot = handle.get("slot") or {}
-        if slot.get("target") == target and variant in (None, slot.get("variant")):
-            return handle
-    return None
-
-
-def _via(handle: dict) -> dict:
-    return (handle.get("slot") or {}).get("spec", {}).get("connect_via") or {}
-
-
-def on_worker(handle: dict) -> bool:
-    """A host reached through connect_via {host: loopback} (no ssh): this worker."""
-    via = _via(handle)
-    return bool(via) and "ssh" not in via and via.get("host") in LOCAL_HOSTS
-
-
-def _ssh(handle: dict) -> SSHSpec | None:
-    """Where to log in to the handle's host; None for this worker.
-
-    connect_via {host} without ssh: the cloud's own SSH address is not used
-    (private, or invented by moto); the via address is, unless it is loopback.
-    """
-    ssh, via = handle.get("ssh"), _via(handle)
-    if not ssh or on_worker(handle):
-        return None
-    host = via["host"] if via and "ssh" not in via and "host" in via else ssh["host"]
-    return SSHSpec(host=host, port=ssh.get("port") or 22, user=ssh.get("user") or "root",
-                   credential=ssh.get("credential"), known_host_key=ssh.get("known_host_key"))
-
-
-def _target_spec(target: TargetSpec, handle: dict) -> TargetSpec:
-    """The plan's target with the provisioned address, login and credential."""
-    endpoint = handle.get("endpoint") or {}
-    via = _via(handle)
-    credential = via.get("credential") if "host" in via else (
-        handle.get("extra") or {}).get("password_secret")
-    return replace(
-        target, host=endpoint.get("host"),
-        port=endpoint.get("port") if target.kind != "host" else None,
-        user=endpoint.get("user") or target.user,
-        database=endpoint.get("database") or target.database,
-        credential=credential, password_env=None, ssh=_ssh(handle), provision=None,
-        connect_via=None)
-
-
-def runtime_overrides(run: Run, cell: Cell | None = None) -> tuple[dict, SSHSpec | None]:
+def runtime_overrides(run: Run, plan: PlanSpec, cell: CellSpec | None = None
+                      ) -> tuple[dict, SSHSpec | None]:
     """(targets name -> TargetSpec, client SSHSpec | None) from what provisioning made.
 
-    cell picks the variant of a target provisioned once per `${volumes}`
-    value (S3); without it the first variant is used.
+    plan: the run's plan, or a cell's frozen one (its targets suffice). cell
+    picks the variant of a target provisioned once per `${volumes}` value
+    (S3); without it the first variant is used.
     """
-    plan = load_plan(run.document)
     if not needs_provisioning(plan):
         return {}, None
     handles = _live_handles(run)
@@ -469,18 +328,17 @@ def runtime_overrides(run: Run, cell: Cell | None = None) -> tuple[dict, SSHSpec
         if not target.provision:
             continue
         variant = variant_of(target.provision, cell.axes) if cell is not None else None
-        handle = _pick(handles, target.name, variant)
+        handle = pick(handles, target.name, variant)
         if handle is not None:
-            targets[target.name] = _target_spec(target, handle)
-    client = _pick(handles, CLIENT, None)
-    return targets, (_ssh(client) if client else None)
+            targets[target.name] = target_spec(target, handle)
+    client = pick(handles, CLIENT, None)
+    return targets, (ssh_of(client) if client else None)
 
 
-def runtime_plan(run: Run) -> PlanSpec:
-    """The run's plan; a provisioned client reached as this worker runs locally."""
-    plan = load_plan(run.document)
+def runtime_plan(run: Run, plan: PlanSpec) -> PlanSpec:
+    """The plan a cell runs with; a provisioned client reached as this worker runs locally."""
     if plan.client.provision:
-        client = _pick(_live_handles(run), CLIENT, None)
+        client = pick(_live_handles(run), CLIENT, None)
         if client is not None and on_worker(client):
             plan = replace(plan, client=ClientSpec())
     return plan
@@ -509,7 +367,7 @@ def teardown_rows(rows: list[CloudResource]) -> None:
     The sweep deletes what has no stored handle (a worker killed between a
     create call and its response) and is what marks the rows deleted.
     """
-    from runners.providers import Handle, get_provider
+    from runners.providers import Handle
 
     for row in rows:
         if row.kind not in PRIMARY_KINDS or not row.handle.get("provider"):
@@ -532,13 +390,10 @@ def teardown_rows(rows: list[CloudResource]) -> None:
 
 
 def _sweep(team_id: int, credential: str | None, region: str, tags: set[str]) -> list:
-    """runners' reaper in one account and region for these run tags (and expired ones)."""
-    from runners.providers import aws_common, reaper
-
+    """Each provider's sweep (the reaper) in one account and region for these
+    run tags (and expired ones)."""
     ctx = _context(team_id, "reaper", region, credential)
-    session = aws_common.session(ctx, region)
-    return reaper.reap(session, runs=tags, endpoint_url=ctx.endpoint_url,
-                       wait_timeout=ctx.wait_timeout, poll_interval=ctx.poll_interval)
+    return sweep(ctx, tags)
 
 
 def _forget_secrets(run: Run) -> None:

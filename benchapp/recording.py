@@ -1,5 +1,5 @@
-"""Between the database and runners: build a cell's context from its run's
-frozen plan, run it, and record the outcome exactly once per attempt.
+"""Between the database and runners: build a cell's context from its frozen
+spec (Cell.spec) and the run's provisioned endpoints, run it, and record the outcome exactly once per attempt.
 
 Recording replaces the attempt's own rows inside one transaction, so a
 redelivered or retried cell never duplicates a measurement, and a crash
@@ -11,14 +11,18 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import transaction
 
 from benchapp import provisioning
 from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
 from runners.cell import run_cell
-from runners.context import CellContext
+from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
-from runners.plan import CellSpec
+from runners.frozen import thaw
+from runners.plan import CellSpec, expand, load_plan
+from runners.plan import Plan as PlanSpec
+from runners.planspec import read_target
 from runners.results import Result
 
 MASK = "****"
@@ -48,31 +52,40 @@ class SecretBook:
         return text
 
 
-def cell_spec(cell: Cell, plan) -> CellSpec:
-    """The runners CellSpec of a stored cell (re-expanded from the frozen plan)."""
-    from runners.plan import expand
+def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
+    """The (plan, cell) runners runs, from the spec start_run froze on the cell.
 
+    Cells stored before cells were frozen are found by expanding the run's
+    plan once (the old, slow way).
+    """
+    if cell.spec:
+        return thaw(cell.spec)
+    plan = load_plan(cell.run.document)
     for spec in expand(plan):
         if spec.key == cell.key and spec.repeat == cell.repeat:
-            return spec
+            return plan, spec
     raise RunnerError(f"cell {cell.key} #{cell.repeat} is not in the run's plan", permanent=True)
 
 
 def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
     """Run one stored cell through runners; return (CellOutcome, SecretBook)."""
     run = cell.run
-    plan = provisioning.runtime_plan(run)
+    plan, spec = frozen_cell(cell)
+    plan = provisioning.runtime_plan(run, plan)
     book = SecretBook(run.team_id)
-    targets, client_ssh = provisioning.runtime_overrides(run, cell)
+    targets, client_ssh = provisioning.runtime_overrides(run, plan, spec)
     ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event, targets=targets,
-                      client_ssh=client_ssh)
+                      client_ssh=client_ssh, trusted=run.origin == "cli",
+                      permissions=_permissions(run, plan),
+                      sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
+                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION)
     ctx.prepared = set(run.prepared_targets)
     done = threading.Event()
     watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),
                                daemon=True)
     watcher.start()
     try:
-        outcome = run_cell(plan, cell_spec(cell, plan), ctx, on_phase=on_phase,
+        outcome = run_cell(plan, spec, ctx, on_phase=on_phase,
                            on_output=lambda phase, stream, chunk: on_output(
                                phase, stream, book.mask(chunk)))
         if ctx.prepared != set(run.prepared_targets):
@@ -83,6 +96,20 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
         ctx.close()
     outcome.secret_book = book
     return outcome
+
+
+def _permissions(run: Run, plan) -> dict[str, Permissions]:
+    """What the team's stored targets allow, for plan targets that are those
+    targets (same host and SSH login): a plan cannot borrow a name's grants."""
+    from benchapp.planning import target_document
+
+    docs = {t.name: t for t in plan.targets}
+    grants = {}
+    for stored in run.team.targets.filter(name__in=docs):
+        same = read_target(target_document(stored), "target", run.tool)
+        if (same.host, same.ssh) == (docs[stored.name].host, docs[stored.name].ssh):
+            grants[stored.name] = Permissions(stored.allow_custom_scripts, tuple(stored.data_dirs))
+    return grants
 
 
 def _forward_cancel(ctx: CellContext, event: threading.Event, done: threading.Event) -> None:
@@ -142,9 +169,19 @@ def series_rows(cell: Cell, attempt: int, result: Result | None):
     return rows
 
 
-def record_outcome(cell: Cell, outcome) -> bool:
+def error_kind(outcome) -> str:
+    """"transient", "permanent" or "" (no failure) — what Cell.error_kind shows."""
+    if outcome.status != Cell.FAILED:
+        return ""
+    return "transient" if getattr(outcome, "transient", False) else "permanent"
+
+
+def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
     """Store an attempt's measurements, series, artifacts and final state.
 
+    requeue: the attempt failed transiently and will be retried: the cell
+    goes back to QUEUED (its error says why) in the same transaction, so no
+    dispatch ever sees it failed and ends the run.
     Returns False (and writes nothing) when the cell is no longer this
     attempt's: the reaper re-queued it after our lease ran out.
     """
@@ -169,6 +206,8 @@ def record_outcome(cell: Cell, outcome) -> bool:
                      started_at=_when(p.started), finished_at=_when(p.finished))
             for p in outcome.phases)
         status = Cell.CANCELLED if current.status == Cell.CANCELLED else outcome.status
+        if requeue and status == Cell.FAILED:
+            status = Cell.QUEUED
         facts = dict(outcome.facts)
         if outcome.result is not None and outcome.result.errors:
             facts["tool_errors"] = [mask(e) for e in outcome.result.errors[:50]]
@@ -177,6 +216,7 @@ def record_outcome(cell: Cell, outcome) -> bool:
         Cell.objects.filter(pk=cell.pk).update(
             status=status, error=mask(outcome.error or ("cancelled" if status == "cancelled"
                                                         else "")),
+            error_kind=error_kind(outcome) if status != Cell.CANCELLED else "",
             command=mask(outcome.command), tool_version=outcome.tool_version or "",
             facts=facts, client_bound=bool(facts.get("client_bound")),
             finished_at=_when(outcome.finished), phase="", lease_expires_at=None)

@@ -14,8 +14,9 @@ import json
 import uuid
 
 from django.conf import settings
+from django.db.models import F
 from django.http import Http404
-from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask, PeriodicTasks
 
 from benchapp.models import Plan, Team
 
@@ -96,6 +97,24 @@ def get_schedule(team: Team, pk: int) -> PeriodicTask:
     if not Plan.objects.filter(pk=plan_id, team=team).exists():
         raise Http404("No such schedule")
     return task
+
+
+def one_off_ran(plan_id: int) -> None:
+    """A plan started by beat: its one-time schedules that were due are done.
+
+    Beat itself disables a one-off task only when it next looks at it (and
+    records last_run_at only at its next sync), so the list kept showing
+    "active" after the run. Called by the task, whatever beat does later.
+    """
+    from django.utils import timezone
+
+    now = timezone.now()
+    # update(), not save(): PeriodicTask.save() clears last_run_at of a disabled task.
+    done = PeriodicTask.objects.filter(task=TASK, args=_args(plan_id), one_off=True,
+                                       enabled=True, clocked__clocked_time__lte=now).update(
+        enabled=False, last_run_at=now, total_run_count=F("total_run_count") + 1)
+    if done:
+        PeriodicTasks.update_changed()  # beat reloads its schedule
 
 
 def set_enabled(task: PeriodicTask, enabled: bool) -> None:

@@ -56,7 +56,7 @@ class TargetSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Target
-        fields = ("id", "name", "kind", "host", "port", "user", "database", "credential",
+        fields = ("id", "name", "kind", "host", "port", "user", "database", "directory", "credential",
                   "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "nodes",
                   "provision", "price_per_hour", "notes", "created_at")
         read_only_fields = ("created_at",)

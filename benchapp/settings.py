@@ -19,12 +19,16 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
+# `make run` on the embedded default (no DATABASE_URL) sets BENCHBOARD_EMBEDDED:
+# one machine over plain HTTP, DEBUG off, secrets still generated into var/.
+EMBEDDED = env.bool("BENCHBOARD_EMBEDDED", default=False) and not env.str("DATABASE_URL",
+                                                                          default="")
 VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _generated_secret(name: str, make) -> str:
-    """Read var/<name>, creating it (mode 0600) on first run. Debug only."""
+    """Read var/<name>, creating it (mode 0600) on first run. Debug or embedded only."""
     path = VAR_DIR / name
     if not path.exists():
         path.touch(mode=0o600)
@@ -33,11 +37,11 @@ def _generated_secret(name: str, make) -> str:
 
 
 def _required(name: str, make) -> str:
-    """In production the variable must be set; in debug it is generated."""
+    """In production the variable must be set; in debug or embedded it is generated."""
     value = env.str(name, default="")
     if value:
         return value
-    if not DEBUG:
+    if not DEBUG and not EMBEDDED:
         raise ImproperlyConfigured(f"{name} must be set when DJANGO_DEBUG=False")
     return _generated_secret(name.lower(), make)
 
@@ -49,7 +53,26 @@ FERNET_KEYS = [
     for k in _required("BENCHBOARD_FERNET_KEYS", lambda: Fernet.generate_key().decode()).split(",")
     if k.strip()
 ]
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else [])
+
+
+def _check_fernet_keys(keys: list[str]) -> None:
+    """Refuse to start on a malformed key; the message names the variable, never the key."""
+    if not keys:
+        raise ImproperlyConfigured("BENCHBOARD_FERNET_KEYS is empty: set at least one Fernet key")
+    for position, key in enumerate(keys, start=1):
+        try:
+            Fernet(key.encode())
+        except (ValueError, TypeError):
+            raise ImproperlyConfigured(
+                f"BENCHBOARD_FERNET_KEYS: key {position} is not a valid Fernet key (32 "
+                "url-safe base64-encoded bytes; make one with "
+                "`python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())'`)") from None
+
+
+_check_fernet_keys(FERNET_KEYS)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else
+                         ["127.0.0.1", "localhost"] if EMBEDDED else [])
 if not DEBUG and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=False")
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
@@ -72,6 +95,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "benchapp.middleware.NulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -161,6 +185,8 @@ if CELERY_BROKER_URL == "filesystem://":
         }
     )
 CELERY_RESULT_BACKEND = None
+# One queue name per installation by default; tests give each pytest process its own.
+CELERY_TASK_DEFAULT_QUEUE = env.str("BENCHBOARD_QUEUE", default="celery")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
@@ -188,7 +214,19 @@ BENCHBOARD_CELL_LIMIT = env.int("BENCHBOARD_CELL_LIMIT", default=2000)
 BENCHBOARD_HEARTBEAT_SECONDS = env.int("BENCHBOARD_HEARTBEAT_SECONDS", default=10)
 BENCHBOARD_LEASE_SECONDS = env.int("BENCHBOARD_LEASE_SECONDS", default=60)
 BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
+# A cell that failed for a transient reason (connection reset, timeout, cloud
+# capacity) is retried up to CELL_RETRIES times, after BACKOFF, 2*BACKOFF, ...
+# seconds (at most BACKOFF_CAP); permanent failures and failed tools never are.
+BENCHBOARD_CELL_RETRIES = env.int("BENCHBOARD_CELL_RETRIES", default=3)
+BENCHBOARD_RETRY_BACKOFF_SECONDS = env.float("BENCHBOARD_RETRY_BACKOFF_SECONDS", default=5.0)
+BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float("BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS",
+                                                 default=300.0)
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
+# Tools run on the worker host are sandboxed (docs/sandbox.md): as this user
+# when the worker is root. Without bubblewrap, web/API plans that need local
+# execution are refused unless the operator accepts the risk with UNSAFE.
+BENCHBOARD_SANDBOX_USER = env.str("BENCHBOARD_SANDBOX_USER", default="nobody")
+BENCHBOARD_UNSAFE_LOCAL_EXECUTION = env.bool("BENCHBOARD_UNSAFE_LOCAL_EXECUTION", default=False)
 AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
 # Provisioning (benchapp.provisioning): region when a spec names none, how
 # often and how long to wait for cloud resources, when a PROVISIONING run
@@ -228,7 +266,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("BENCHBOARD_LOG_LEVEL", default="INFO")},
 }
 
-if not DEBUG:
+# Request size caps (deliberate, not Django's defaults by accident): form and
+# JSON bodies up to 10 MiB, at most 2000 fields; uploads above 2.5 MiB spool to
+# a temporary file instead of memory.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("BENCHBOARD_MAX_BODY_MB", default=10) * 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440
+BENCHBOARD_MAX_UPLOAD_MB = env.int("BENCHBOARD_MAX_UPLOAD_MB", default=50)
+
+if not DEBUG and not EMBEDDED:  # embedded: plain HTTP on this machine
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
     SESSION_COOKIE_SECURE = True

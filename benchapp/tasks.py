@@ -1,8 +1,10 @@
 """Celery tasks: thin named wrappers that take ids and call domain functions.
 
-Retry policy: cells are not retried by Celery; a failing cell is a result
-(recorded with its error). Only a worker that dies mid-cell leads to another
-attempt, through orchestration.reap, capped by BENCHBOARD_MAX_ATTEMPTS.
+The domain sends them by name through benchapp.dispatch.send, never by
+importing this module. Retry policy: not Celery's; orchestration.retry_delay
+retries transient cell failures with backoff (BENCHBOARD_CELL_RETRIES), and
+orchestration.reap re-queues the cell of a worker that died mid-cell,
+capped by BENCHBOARD_MAX_ATTEMPTS. A failed tool is a result, never retried.
 """
 
 import socket
@@ -10,7 +12,8 @@ import socket
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import orchestration
+from benchapp import history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
+from benchapp.models import Plan
 
 
 @shared_task(name="benchapp.ping")
@@ -41,16 +44,12 @@ def execute_cell(cell_id: int) -> str | None:
              max_retries=8)
 def teardown_run(run_id: int) -> None:
     """Release what a run provisioned (a no-op for static and local targets)."""
-    from benchapp import provisioning
-
     provisioning.teardown_run(run_id)
 
 
 @shared_task(name="benchapp.provision_run")
 def provision_run(run_id: int) -> None:
     """Bring up a run's cloud targets and client, then dispatch its cells."""
-    from benchapp import provisioning
-
     provisioning.provision_run(run_id)
 
 
@@ -62,15 +61,16 @@ def reap() -> dict:
 @shared_task(name="benchapp.start_plan")
 def start_plan(plan_id: int, origin: str = "schedule") -> int:
     """Start a stored plan (scheduled runs from django-celery-beat)."""
-    from benchapp.models import Plan
-
     plan = Plan.objects.select_related("team").get(pk=plan_id)
-    return orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin).pk
+    run = orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin)
+    if origin == "schedule":
+        from benchapp import scheduling
+
+        scheduling.one_off_ran(plan_id)
+    return run.pk
 
 
 @shared_task(name="benchapp.reap_cloud")
 def reap_cloud() -> dict:
     """Tear down cloud resources of lost or finished runs; delete expired tagged ones."""
-    from benchapp import provisioning
-
     return provisioning.reap_cloud()

@@ -3,7 +3,7 @@ runs and schedules. benchapp/urls.py includes them at the root."""
 
 from django.urls import path
 
-from benchapp.views import credentials, plans, runs, schedules, targets
+from benchapp.views import credentials, history, plans, runs, schedules, targets
 
 urlpatterns = [
     path("targets/", targets.target_list, name="target_list"),
@@ -29,6 +29,11 @@ urlpatterns = [
     path("plans/<int:pk>/delete/", plans.plan_delete, name="plan_delete"),
     path("plans/<int:pk>/run/", plans.plan_run, name="plan_run"),
     path("plans/<int:pk>/schedule/", schedules.schedule_create, name="schedule_create"),
+    path("plans/<int:pk>/trend/", history.plan_trend, name="plan_trend"),
+    path("plans/<int:pk>/trend.json", history.plan_trend_json, name="plan_trend_json"),
+    path("plans/<int:pk>/baseline/", history.plan_pin_baseline, name="plan_pin_baseline"),
+    path("alerts/", history.alert_list, name="alert_list"),
+    path("alerts/<int:pk>/verdict/", history.alert_verdict, name="alert_verdict"),
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule_delete"),

@@ -24,6 +24,7 @@ from runners.errors import ParseError, RunnerError, ValidationError
 from runners.phases import (
     CellOutcome,
     PhaseRecord,
+    check_snapshot,
     has_metrics,
     one_line,
     phase_failure,
@@ -149,7 +150,9 @@ class _CellRun:
         except CellFailed as exc:
             self._fail(str(exc), exc.permanent, exc.cancelled)
         except RunnerError as exc:
+            first = not self.outcome.error
             self._fail(exc.message, exc.permanent)
+            self.outcome.transient = first and not exc.permanent
             if exc.output:
                 self.outcome.warnings.append("partial output: " + one_line(exc.output[-500:]))
         finally:
@@ -162,8 +165,9 @@ class _CellRun:
 
     def _phases(self) -> None:
         target = self.ctx.target(self.cell.target)
-        self.endpoint = self.ctx.endpoint(target)
         self.client_ssh = self.ctx.client_ssh_for(target)
+        self._check_scope(target)
+        self.endpoint = self.ctx.endpoint(target)
         self.client = self.ctx.executor(self.client_ssh)
         self._prepare(target)
         self._warmup()
@@ -171,6 +175,25 @@ class _CellRun:
         execution, command = self._measure()
         self._stop_stress()
         self._collect(target, execution, command)
+
+    def _check_scope(self, target: TargetSpec) -> None:
+        """Refuse, before anything runs, what the trust model does not allow here."""
+        scope = self.ctx.scope(target, self.client_ssh)
+        check = getattr(self.tool, "check_scope", None)
+        phases = [self.cell.params]
+        if self.plan.prepare.enabled:
+            phases.append({**self.cell.params, **self.plan.prepare.params})
+        if self.plan.warmup:
+            phases.append({**self.cell.params, **self.plan.warmup})
+        try:
+            for params in phases:
+                if check is not None:
+                    check(self.tool.validate(params), scope)
+            if self.plan.prepare.snapshot_datadir:
+                check_snapshot(self.plan.prepare,
+                               self.ctx.scope(target, self.ctx.host_ssh(target)))
+        except ValidationError as exc:
+            raise CellFailed(str(exc), permanent=True) from None
 
     def _fail(self, message: str, permanent: bool = False, cancelled: bool = False) -> None:
         outcome = self.outcome

@@ -43,7 +43,9 @@ class Command:
     """One process to run: argv (no shell), extra env, files, secrets to mask.
 
     `package` names the Debian package that provides argv[0], for the
-    "tool not installed" error.
+    "tool not installed" error. sandbox: False for the operator's own
+    commands (service stop/start, rsync of a data directory), which a
+    sandbox would only break; only trusted plans may run them locally.
     """
 
     argv: list[str]
@@ -52,6 +54,7 @@ class Command:
     secrets: list[str] = field(default_factory=list, repr=False)
     tool: str = ""
     package: str = ""
+    sandbox: bool = True
 
     def mask(self, text: str) -> str:
         """Return text with every secret replaced by ****."""
@@ -77,4 +80,21 @@ class Command:
             secrets=self.secrets,
             tool=self.tool,
             package=self.package,
+            sandbox=self.sandbox,
         )
+
+
+def pgpass_line(endpoint: Endpoint) -> bytes:
+    """A one-line PGPASSFILE (host:port:db:user:password, ':' and '\\' escaped)."""
+
+    def esc(value) -> str:
+        return str(value).replace("\\", "\\\\").replace(":", "\\:")
+
+    fields = [
+        endpoint.host or "*",
+        endpoint.port or "*",
+        "*",
+        endpoint.user or "*",
+        endpoint.password or "",
+    ]
+    return (":".join(esc(f) if f != "*" else "*" for f in fields) + "\n").encode()

@@ -11,18 +11,28 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Self
 
 from runners.command import Endpoint
 from runners.errors import RunnerError
 from runners.plan import Plan
 from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
+from runners.sandbox import ANYTHING, Scope, unavailable
 
 SecretResolver = Callable[[str], str]
 
 
 def _no_secrets(name: str) -> str:
     raise RunnerError(f"credential {name!r} cannot be resolved here", permanent=True)
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """What a team admin (custom_scripts) and the operator (data_dirs) allowed on a target."""
+
+    custom_scripts: bool = False
+    data_dirs: tuple[str, ...] = ()
 
 
 def _make_executor(ssh: SSHSpec | None, secret: str | None):
@@ -52,6 +62,14 @@ class CellContext:
     (host and port of a fresh RDS instance) replacing the plan's spec.
     client_ssh: where a provisioned client lives, once it is up.
     executor_factory(ssh | None, secret | None) -> Executor (tests may wrap it).
+
+    trusted: the plan is the operator's (a plan file, origin cli): no
+    refusals, password_env allowed, tools sandboxed when bwrap works and run
+    plainly otherwise. Untrusted (web, API, schedule): `permissions` (target
+    name -> Permissions, from the stored targets) decide what may run, every
+    local tool is sandboxed, and without a sandbox local execution is refused
+    unless unsafe_local (BENCHBOARD_UNSAFE_LOCAL_EXECUTION). sandbox_user:
+    the uid local tools drop to when the worker is root.
     """
 
     def __init__(
@@ -63,6 +81,10 @@ class CellContext:
         client_ssh: SSHSpec | None = None,
         executor_factory=_make_executor,
         cancel_event: threading.Event | None = None,
+        trusted: bool = True,
+        permissions: dict[str, Permissions] | None = None,
+        sandbox_user: str = "nobody",
+        unsafe_local: bool = False,
     ):
         self.plan = plan
         self.resolve_secret = resolve_secret or _no_secrets
@@ -75,6 +97,10 @@ class CellContext:
         self.host_facts: dict[str, dict] = {}  # executor key -> host facts
         self.db_facts: dict[str, dict] = {}  # target name -> db facts
         self.versions: dict[str, str | None] = {}  # executor key -> tool version
+        self.trusted = trusted
+        self.permissions = dict(permissions or {})
+        self.sandbox_user = sandbox_user
+        self.unsafe_local = unsafe_local
         self._executors: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -97,6 +123,13 @@ class CellContext:
         if credential:
             return self.resolve_secret(credential)
         if password_env:
+            if not self.trusted:
+                raise RunnerError(
+                    f"password_env ({password_env}) is refused for plans from the web or API: it "
+                    "reads the worker's environment, which is for operator plan files "
+                    "(python -m runners run, manage.py runplan); use a stored credential",
+                    permanent=True,
+                )
             if password_env not in os.environ:
                 raise RunnerError(
                     f"environment variable {password_env} (password_env) is not set", permanent=True
@@ -126,6 +159,8 @@ class CellContext:
                 return self._executors[key]
         secret = self.secret(ssh.credential, ssh.password_env) if ssh else None
         made = self.executor_factory(ssh, secret)
+        if ssh is None and hasattr(made, "sandbox"):
+            self._contain(made)
         with self._lock:
             existing = self._executors.setdefault(key, made)
         if existing is not made:
@@ -133,6 +168,42 @@ class CellContext:
         if self.cancel_event.is_set():
             existing.cancel()
         return existing
+
+    def _contain(self, executor) -> None:
+        """Give a local executor its sandbox, or refuse (see the class docstring)."""
+        from runners.sandbox import Sandbox, refusal
+
+        reason = unavailable(self.sandbox_user)
+        if reason is None:
+            dirs = {d for p in self._local_permissions() for d in p.data_dirs}
+            executor.contain(Sandbox(user=self.sandbox_user, data_dirs=tuple(sorted(dirs))))
+        elif not self.trusted and not self.unsafe_local:
+            executor.close()
+            raise refusal(reason)
+        elif not self.trusted:
+            executor.clean_env = True
+
+    def _local_permissions(self) -> list[Permissions]:
+        if self.trusted:
+            return [Permissions(True, t.data_dirs) for t in self.plan.targets]
+        return list(self.permissions.values())
+
+    def scope(self, target: TargetSpec, client_ssh: SSHSpec | None) -> Scope:
+        """What the tool of a cell on target, run at client_ssh (None: here), may reach."""
+        if self.trusted:
+            return ANYTHING
+        allowed = self.permissions.get(target.name, Permissions())
+        if client_ssh is None:
+            return Scope(custom_scripts=False, paths=allowed.data_dirs,
+                         private_tmp=unavailable(self.sandbox_user) is None, where="local execution")
+        if allowed.custom_scripts:
+            return ANYTHING
+        if self.plan.target(target.name).provision is not None:
+            # A host made for this run in the team's own cloud account: its
+            # files are the team's, code still needs allow_custom_scripts.
+            return Scope(custom_scripts=False, where=f"target {target.name}")
+        return Scope(custom_scripts=False, paths=allowed.data_dirs,
+                     where=f"target {target.name} (custom scripts not allowed)")
 
     @staticmethod
     def executor_key(ssh: SSHSpec | None) -> str:

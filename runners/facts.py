@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
 from runners.errors import ParseError, RunnerError
 
 # A cell whose client CPU was busier than this is flagged client-bound: the
@@ -125,22 +125,6 @@ def mysql_option_file(endpoint: Endpoint) -> bytes:
         if value is not None and value != "":
             lines.append(f"{key}={quote(value)}")
     return ("\n".join(lines) + "\n").encode()
-
-
-def pgpass_line(endpoint: Endpoint) -> bytes:
-    """A one-line PGPASSFILE (host:port:db:user:password, ':' and '\\' escaped)."""
-
-    def esc(value) -> str:
-        return str(value).replace("\\", "\\\\").replace(":", "\\:")
-
-    fields = [
-        endpoint.host or "*",
-        endpoint.port or "*",
-        "*",
-        endpoint.user or "*",
-        endpoint.password or "",
-    ]
-    return (":".join(esc(f) if f != "*" else "*" for f in fields) + "\n").encode()
 
 
 def mysql_facts_command(endpoint: Endpoint) -> Command:

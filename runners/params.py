@@ -8,6 +8,7 @@ specs, so this is the one list of what a tool accepts.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -141,7 +142,7 @@ def validate(tool: str, spec: dict[str, Param], params: dict[str, Any],
              aliases: dict[str, str] | None = None) -> dict[str, Any]:
     """Check params against spec; return {canonical name: typed value}.
 
-    Unknown names raise ValidationError listing the known ones. `aliases`
+    Unknown names raise ValidationError suggesting the closest known ones. `aliases`
     maps contract short names (e.g. mysqlslap load_type) to canonical names.
     """
     aliases = aliases or {}
@@ -149,9 +150,22 @@ def validate(tool: str, spec: dict[str, Param], params: dict[str, Any],
     for name, value in params.items():
         canonical = aliases.get(name, name)
         if canonical not in spec:
-            known = ", ".join(sorted(set(spec) | set(aliases)))
-            raise ValidationError(name, f"unknown {tool} parameter; known: {known}")
+            raise ValidationError(name, unknown_message(tool, name, set(spec) | set(aliases)))
         if canonical in clean:
             raise ValidationError(name, f"given twice (also as {canonical})")
         clean[canonical] = spec[canonical].convert(value)
     return clean
+
+
+def unknown_message(tool: str, name: str, known: set[str]) -> str:
+    """'unknown fio parameter; did you mean iodepth?' — the closest names first,
+    never the whole list (a tool has 24 to 60 of them)."""
+    close = difflib.get_close_matches(str(name), sorted(known), n=3, cutoff=0.6)
+    if not close:
+        # Underscores and dashes mixed up, or a word of a longer name ("queries").
+        words = str(name).lower().replace("-", "_")
+        close = sorted(k for k in known if words in k or k in words)[:3]
+    if close:
+        return f"unknown {tool} parameter; did you mean {' or '.join(close)}?"
+    return (f"unknown {tool} parameter and none of its {len(known)} parameters is close; "
+            "see the plan reference for the list")

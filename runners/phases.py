@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runners.command import Command
+from runners.errors import ValidationError
 from runners.planspec import PrepareSpec
 from runners.results import Result
+from runners.sandbox import Scope
 
 # Lines that name the cause of a failure, most specific first: a server error
 # code or an access/connection message beats a generic "FATAL: ... aborting".
@@ -47,13 +49,17 @@ class CellOutcome:
 
     status: "succeeded" | "failed" | "cancelled"; error: one line or "";
     permanent: the failure will not go away by retrying (auth, missing
-    binary, invalid params); warnings: problems that did not fail the cell
+    binary, invalid params); transient: it came from the environment
+    (connection reset, timeout, cloud capacity: a RunnerError that is not
+    permanent) and may go away, so orchestration retries it; a tool that
+    ran and failed is neither; warnings: problems that did not fail the cell
     (e.g. a cleanup that failed after a good measurement).
     """
 
     status: str
     error: str = ""
     permanent: bool = False
+    transient: bool = False
     result: Result | None = None
     stress_result: Result | None = None
     phases: list[PhaseRecord] = field(default_factory=list)
@@ -118,7 +124,7 @@ def service_command(prepare: PrepareSpec, action: str) -> Command | None:
         argv = ["service", prepare.service, action]
     else:
         return None
-    return Command(argv=argv, tool="service", package="systemd")
+    return Command(argv=argv, tool="service", package="systemd", sandbox=False)
 
 
 def copy_command(prepare: PrepareSpec, direction: str) -> Command:
@@ -131,7 +137,22 @@ def copy_command(prepare: PrepareSpec, direction: str) -> Command:
     datadir = prepare.datadir.rstrip("/") + "/"
     snapshot = prepare.snapshot_path.rstrip("/") + "/"
     source, dest = (datadir, snapshot) if direction == "save" else (snapshot, datadir)
-    return Command(argv=["rsync", "-a", "--delete", source, dest], tool="rsync", package="rsync")
+    return Command(argv=["rsync", "-a", "--delete", source, dest], tool="rsync", package="rsync",
+                   sandbox=False)
+
+
+def check_snapshot(prepare: PrepareSpec, scope: Scope) -> None:
+    """Refuse snapshot/restore (rsync --delete, service stop/start) outside scope;
+    with a path scope, both directories must lie in the target's data directories."""
+    if not prepare.snapshot_datadir:
+        return
+    scope.refuse("prepare.snapshot_datadir", "a data-directory snapshot (rsync --delete and "
+                 "service stop/start)")
+    if scope.paths is not None:
+        for key, path in (("datadir", prepare.datadir), ("snapshot_dir", prepare.snapshot_path)):
+            if not path.startswith("/"):
+                raise ValidationError(f"prepare.{key}", "expected an absolute path")
+            scope.check_path(f"prepare.{key}", path)
 
 
 def snapshot_steps(prepare: PrepareSpec, direction: str) -> list[tuple[str, Command]]:

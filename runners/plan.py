@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from runners import safeyaml
 from runners.errors import ValidationError
 from runners.planspec import (
     PATTERN_HELP,
@@ -144,7 +145,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
 def _parse_text(text: str | bytes) -> Any:
     """YAML is a superset of JSON, so one loader reads both."""
     try:
-        return yaml.safe_load(text)
+        return safeyaml.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

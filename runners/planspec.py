@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from runners import tools
 from runners.errors import ValidationError
+from runners.params import unknown_message
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 HOST = r"[A-Za-z0-9_.:\[\]][A-Za-z0-9_.:\[\]-]{0,252}"
@@ -31,11 +33,10 @@ PATTERN_HELP.update(
     {CURRENCY: "a currency code such as USD or JPY", CPU_LIST: "a CPU list such as 0-3 or 0,2"}
 )
 STRESS_AXES = ("stress.cpu", "stress.load", "stress.cpu_load")
-TARGET_KINDS = ("mysql", "postgres", "host")
-DEFAULT_PORTS = {"mysql": 3306, "postgres": 5432}
-# The tool decides what a target is when the plan does not say.
-TOOL_KINDS = {"mysqlslap": "mysql", "sysbench": "mysql", "pgbench": "postgres", "fio": "host"}
-REQUIRED_KIND = {"mysqlslap": ("mysql",), "pgbench": ("postgres",)}
+# Target kinds, their ports and which tool runs against which: the tool
+# registry's (runners/tools/__init__.py), never listed here.
+TARGET_KINDS = tools.TARGET_KINDS
+DEFAULT_PORTS = tools.DEFAULT_PORTS
 LOCAL_HOSTS = (None, "127.0.0.1", "localhost", "::1")
 # Directories a data-directory snapshot must never rsync --delete into.
 FORBIDDEN_DIRS = {
@@ -206,8 +207,8 @@ def convert_param(tool, name: str, value: Any, path: str) -> tuple[str, Any]:
     key = canonical(tool, name)
     spec = tool.PARAMS.get(key)
     if spec is None:
-        known = ", ".join(sorted(set(tool.PARAMS) | set(tool.ALIASES)))
-        raise ValidationError(path, f"unknown {tool.NAME} parameter; known: {known}")
+        raise ValidationError(path, unknown_message(tool.NAME, name,
+                                                    set(tool.PARAMS) | set(tool.ALIASES)))
     try:
         return key, spec.convert(value)
     except ValidationError as exc:
@@ -254,6 +255,9 @@ class TargetSpec:
     price_per_hour: float | None = None
     price_per_month: float | None = None
     currency: str = "USD"
+    # Directories a sandboxed local tool may write (operator plan files only;
+    # for web/API plans the stored Target's data_dirs count, see runners/sandbox.py).
+    data_dirs: tuple[str, ...] = ()
 
     @property
     def is_local(self) -> bool:
@@ -285,7 +289,7 @@ def _default_kind(tool: str, provision: dict | None) -> str:
         return "postgres"
     if (provision or {}).get("provider") == "aws_ec2" and tool != "mysqlslap":
         return "host"
-    return TOOL_KINDS[tool]
+    return tools.get_tool(tool).TARGET_KIND  # the tool decides when the plan does not say
 
 
 def read_target(item: Any, path: str, tool: str) -> TargetSpec:
@@ -296,8 +300,9 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
     if provision is not None and not isinstance(provision.get("provider"), str):
         raise ValidationError(f"{path}.provision.provider", "required (e.g. aws_rds, aws_ec2)")
     kind = doc.choice("kind", TARGET_KINDS, default=_default_kind(tool, provision))
-    if kind not in REQUIRED_KIND.get(tool, TARGET_KINDS):
-        raise ValidationError(f"{path}.kind", f"{tool} needs a {REQUIRED_KIND[tool][0]} target")
+    allowed = tools.get_tool(tool).TARGET_KINDS
+    if kind not in allowed:
+        raise ValidationError(f"{path}.kind", f"{tool} needs a {' or '.join(allowed)} target")
     host = doc.text("host", pattern=HOST)
     if kind != "host" and host is None and provision is None and doc.data.get("socket") is None:
         raise ValidationError(f"{path}.host", "required for a database target (or provision:)")
@@ -319,7 +324,11 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         price_per_hour=doc.number("price_per_hour"),
         price_per_month=doc.number("price_per_month"),
         currency=doc.text("currency", default="USD", pattern=CURRENCY),
+        data_dirs=doc.text_list("data_dirs", pattern=ABS_PATH),
     )
+    if any(".." in d.split("/") or d.rstrip("/") in FORBIDDEN_DIRS | {""} for d in target.data_dirs):
+        raise ValidationError(f"{path}.data_dirs", "expected directories of benchmark data, "
+                              "not a system directory")
     if target.credential and target.password_env:
         raise ValidationError(f"{path}.password_env", "give credential or password_env, not both")
     doc.done()

@@ -7,8 +7,8 @@ spacing collapses, as in real long runs) followed by a real summary; the
 target is under 1 s. Every other tool module present in runners/tools/ is
 timed too: pgbench on 50 MB of -P progress lines, mysqlslap on 50 MB of
 Benchmark blocks, and the rest (fio JSON, stress-ng) on their largest real
-capture in tests/fixtures/<tool>/ or /work/shared/fixtures/, parsed
-repeatedly until ~50 MB have gone through. Not a test: a measurement. The
+capture in tests/fixtures/<tool>/, parsed repeatedly until ~50 MB have
+gone through. Every input is in the repository. Not a test: a measurement. The
 generated cases also print CPU seconds, which stay meaningful when other
 work shares the machine (wall time then mostly measures the queue).
 """
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import runners.tools  # noqa: E402 (after the sys.path line above)
 
-SHARED = ROOT.parent / "shared" / "fixtures"  # ../shared beside the clone
+FIXTURES = ROOT / "tests" / "fixtures"
 SYSBENCH_SUMMARY = (ROOT / "tests/fixtures/sysbench/sysbench_oltp_read_write_run_p99.out").read_text()
 SYSBENCH_SUMMARY = SYSBENCH_SUMMARY[SYSBENCH_SUMMARY.index("SQL statistics:"):]
 
@@ -49,7 +49,7 @@ def sysbench_text(size: int) -> str:
 
 def pgbench_text(size: int) -> str:
     """pgbench -P progress lines up to `size` bytes around a real capture's summary."""
-    real = (SHARED / "pgbench_run_c2_j2_T5_progress1_latency.out").read_text()
+    real = (FIXTURES / "pgbench" / "pgbench_run_c2_j2_T5_progress1_latency.out").read_text()
     head, _, _ = real.partition("progress:")
     summary = real[real.index("transaction type:"):] if "transaction type:" in real else ""
     lines, total, t = [], 0, 0
@@ -70,11 +70,9 @@ GENERATED = {"sysbench": sysbench_text, "pgbench": pgbench_text, "mysqlslap": my
 
 
 def largest_capture(tool: str) -> str | None:
-    """The biggest real capture that parses for tool (project fixtures first)."""
-    prefix = {"stress_ng": "stressng"}.get(tool, tool)
-    candidates = sorted((ROOT / "tests/fixtures" / tool).glob("*.out")) if (
-        ROOT / "tests/fixtures" / tool).is_dir() else []
-    candidates += sorted(SHARED.glob(f"{prefix}_*.out"))
+    """The biggest real capture in tests/fixtures/<tool>/ that parses for tool."""
+    folder = FIXTURES / tool
+    candidates = sorted(folder.glob("*.out")) if folder.is_dir() else []
     module = importlib.import_module(f"runners.tools.{tool}")
     for path in sorted(candidates, key=lambda p: p.stat().st_size, reverse=True):
         text = path.read_text()

@@ -51,6 +51,24 @@ def member(team, django_user_model):
 
 
 @pytest.fixture
+def viewer(team, django_user_model):
+    from benchapp.models import Membership
+
+    user = _user(django_user_model, "vera")
+    Membership.objects.create(team=team, user=user, role=Membership.VIEWER)
+    return user
+
+
+@pytest.fixture
+def team_admin(team, django_user_model):
+    from benchapp.models import Membership
+
+    user = _user(django_user_model, "ada")
+    Membership.objects.create(team=team, user=user, role=Membership.ADMIN)
+    return user
+
+
+@pytest.fixture
 def outsider(db, django_user_model):
     from benchapp.models import Membership, Team
 
@@ -68,6 +86,18 @@ def owner_client(client, owner):
 @pytest.fixture
 def member_client(client, member):
     client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def team_admin_client(client, team_admin):
+    client.force_login(team_admin)
     return client
 
 

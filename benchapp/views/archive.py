@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from benchapp import archive as service
 from benchapp import comparisons
 from benchapp.access import current_team, get_comparison, get_run
+from benchapp.middleware import safe_next
 from benchapp.models import Run
 from runners.errors import ParseError
 from runners.tools import MEASURED_TOOLS
@@ -95,7 +96,7 @@ def annotate_run(request, pk):
     if form.is_valid():
         service.annotate(run, form.cleaned_data["tags"], form.cleaned_data["notes"])
         messages.success(request, f"Tags and notes of #{run.pk} saved.")
-    return redirect(request.POST.get("next") or "archive")
+    return redirect(safe_next(request, "archive"))
 
 
 @login_required

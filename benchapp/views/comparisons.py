@@ -1,5 +1,7 @@
 """Comparisons: list, pick runs/cells, side by side, save, share by link."""
 
+import functools
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -120,6 +122,19 @@ def comparison_delete(request, pk):
 # ------------------------------------------------ shared, read-only, no login
 
 
+def _private(view):
+    """Share pages stay out of shared caches and never leak their URL (the token) as Referer."""
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Cache-Control"] = "private, no-store"
+        response["Referrer-Policy"] = "no-referrer"
+        return response
+    return wrapped
+
+
+@_private
+
 def shared(request, token):
     """The shared comparison only: no links to runs, exports or other pages."""
     comparison = comparisons.by_share_token(token)
@@ -129,10 +144,12 @@ def shared(request, token):
         "form": pivot_form(data)})
 
 
+@_private
 def shared_json(request, token):
     return JsonResponse(_chart_json(comparisons.by_share_token(token), request))
 
 
+@_private
 def shared_series(request, token):
     return JsonResponse(_series(comparisons.by_share_token(token), request))
 

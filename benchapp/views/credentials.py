@@ -7,7 +7,7 @@ from django.db.models import ProtectedError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp.access import current_team, get_credential
+from benchapp.access import ADMIN, current_team, get_credential, require_role
 from benchapp.forms import CredentialForm
 from benchapp.models import Credential
 
@@ -22,6 +22,7 @@ def credential_list(request):
 @login_required
 def credential_create(request):
     team = current_team(request)
+    require_role(request.user, team, ADMIN)
     form = CredentialForm(request.POST or None, team=team)
     if request.method == "POST" and form.is_valid():
         cred = form.save()
@@ -32,7 +33,7 @@ def credential_create(request):
 
 @login_required
 def credential_edit(request, pk):
-    cred = get_credential(request, pk)
+    cred = get_credential(request, pk, role=ADMIN)
     form = CredentialForm(request.POST or None, instance=cred, team=cred.team)
     if request.method == "POST" and form.is_valid():
         cred = form.save()
@@ -45,7 +46,7 @@ def credential_edit(request, pk):
 @login_required
 @require_POST
 def credential_delete(request, pk):
-    cred = get_credential(request, pk)
+    cred = get_credential(request, pk, role=ADMIN)
     try:
         cred.delete()
     except ProtectedError:

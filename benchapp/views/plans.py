@@ -11,9 +11,9 @@ from django.views.decorators.http import require_POST
 
 from benchapp import orchestration, scheduling
 from benchapp.access import current_team, get_plan
-from benchapp.forms import PlanForm, PlanYamlForm, ScheduleForm, initial_from_document
+from benchapp.estimates import plan_duration
+from benchapp.forms import PlanForm, PlanYamlForm, ScheduleForm, TemplateForm, initial_from_document
 from benchapp.models import Plan
-from benchapp.progress import DURATION_PARAMS, OVERHEAD_S
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
 from runners.plan import count_cells, dump_plan, expand, load_plan
@@ -34,8 +34,16 @@ def plan_list(request):
 def plan_create(request):
     team = current_team(request)
     template = get_template(request.GET.get("template", ""))
-    document = template["document"] if template else {"tool": "mysqlslap"}
-    return _builder(request, team, document, template=template)
+    if template is None:
+        return _builder(request, team, {"tool": "mysqlslap"})
+    # First which target plays each role and which preset (GET, so the
+    # builder's own POST comes back to the same bound template).
+    bind = TemplateForm(request.GET if "preset" in request.GET else None, team=team,
+                        template=template)
+    if not bind.is_valid():
+        return render(request, "plans/template.html", {"form": bind, "template": template})
+    return _builder(request, team, bind.document, template={
+        **template, "preset": bind.cleaned_data["preset"]})
 
 
 @login_required
@@ -87,23 +95,20 @@ def plan_preview(request):
         "valid": True, "count": len(cells), "yaml": _dump(spec.document),
         "cells": [{"index": c.index, "key": c.key or "(single cell)", "target": c.target,
                    "repeat": c.repeat} for c in cells[:PREVIEW_CELLS]],
-        "estimate": estimate(spec, len(cells))})
+        "estimate": estimate(spec, cells)})
 
 
-def estimate(spec, cells: int) -> dict:
-    """Rough duration and cost: the tool's own duration (or 10 s) plus overhead
-    per cell, cells on different targets in parallel; price from the targets."""
-    seconds = next((float(spec.params[p]) + OVERHEAD_S for p in DURATION_PARAMS
-                    if isinstance(spec.params.get(p), (int, float))), None)
-    per_cell = seconds or 10.0
-    parallel = max(1, len(spec.axes.get("target", [])) or 1)
-    total = cells * per_cell / parallel
+def estimate(spec, cells) -> dict:
+    """Duration (benchapp.estimates: targets in parallel) and the cost of
+    that time at the targets' prices."""
+    duration = plan_duration(spec, cells)
+    total = duration.wall_s
     hourly = 0.0
     for target in spec.document.get("targets") or []:
         if isinstance(target, dict):
             hourly += float(target.get("price_per_hour") or 0)
             hourly += float(target.get("price_per_month") or 0) / 730
-    return {"seconds": round(total), "known": seconds is not None,
+    return {"seconds": round(total), "known": duration.known,
             "cost": round(hourly * total / 3600, 2) if hourly else None}
 
 

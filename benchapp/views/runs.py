@@ -22,7 +22,10 @@ def run_list(request):
     runs = (Run.objects.for_team(team).select_related("plan", "created_by")
             .annotate(cell_total=Count("cells"),
                       cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL)),
-                      cell_failed=Count("cells", filter=Q(cells__status=Cell.FAILED))))
+                      cell_failed=Count("cells", filter=Q(cells__status=Cell.FAILED)))
+            # The Count annotation groups by run and drops Run.Meta.ordering:
+            # without this the list shows oldest first, so page 1 holds the oldest runs.
+            .order_by("-created_at", "-pk"))
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     return render(request, "runs/list.html", {"team": team, "page": page})
 
@@ -79,8 +82,16 @@ def cell_artifacts(request, pk, cell_id):
 
 
 def _tails(run: Run) -> dict:
-    """{cell id: output tail} of the running cells (masked by the worker)."""
-    rows = run.cells.filter(status=Cell.RUNNING).values_list("pk", "output_tail")
+    """{cell id: output tail} of the running cells (masked by the worker).
+
+    With no cell running, the tail of the cell that ended last, so a cell
+    shorter than the heartbeat still shows what it printed.
+    """
+    rows = list(run.cells.filter(status=Cell.RUNNING).values_list("pk", "output_tail"))
+    if not rows:
+        rows = list(run.cells.filter(status__in=Cell.TERMINAL, finished_at__isnull=False)
+                    .exclude(output_tail="").order_by("-finished_at", "-pk")
+                    .values_list("pk", "output_tail")[:1])
     return {str(pk): tail for pk, tail in rows}
 
 

@@ -3,10 +3,11 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchapp import connection
-from benchapp.access import current_team, get_target
+from benchapp.access import ADMIN, MEMBER, current_team, get_target, require_role
 from benchapp.forms import TargetForm
 from benchapp.models import Target
 
@@ -25,6 +26,7 @@ def target_list(request):
 @login_required
 def target_create(request):
     team = current_team(request)
+    require_role(request.user, team, ADMIN)
     form = TargetForm(request.POST or None, team=team)
     if request.method == "POST" and form.is_valid():
         target = form.save()
@@ -43,7 +45,7 @@ def target_detail(request, pk):
 
 @login_required
 def target_edit(request, pk):
-    target = get_target(request, pk)
+    target = get_target(request, pk, role=ADMIN)
     form = TargetForm(request.POST or None, instance=target, team=target.team)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -55,7 +57,7 @@ def target_edit(request, pk):
 @login_required
 @require_POST
 def target_delete(request, pk):
-    target = get_target(request, pk)
+    target = get_target(request, pk, role=ADMIN)
     target.delete()
     messages.success(request, f"Target {target.name} deleted. Plans that name it keep "
                               "their own copy of its settings.")
@@ -65,8 +67,10 @@ def target_delete(request, pk):
 @login_required
 @require_POST
 def target_test(request, pk):
-    target = get_target(request, pk)
+    target = get_target(request, pk, role=MEMBER)
     result = connection.test_connection(target)
+    Target.objects.filter(pk=target.pk).update(  # the home page shows the last check
+        last_check_at=timezone.now(), last_check_ok=result["ok"], last_check_error=result["error"])
     if result["host_key"]:
         request.session[PENDING_KEYS] = {**request.session.get(PENDING_KEYS, {}),
                                          str(target.pk): result["host_key"]}
@@ -79,7 +83,7 @@ def target_test(request, pk):
 @login_required
 @require_POST
 def target_accept_key(request, pk):
-    target = get_target(request, pk)
+    target = get_target(request, pk, role=ADMIN)
     key = request.session.get(PENDING_KEYS, {}).pop(str(target.pk), None)
     if key is None:
         messages.error(request, "No host key is waiting: test the connection first.")

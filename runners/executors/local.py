@@ -2,6 +2,8 @@
 
 start_new_session=True makes every tool the leader of a fresh process group,
 so a timeout or cancel can kill it and whatever it forked with one killpg().
+With a Sandbox (runners/sandbox.py) each tool runs inside bubblewrap, as an
+unprivileged user when the worker is root, with an empty environment.
 """
 
 from __future__ import annotations
@@ -16,23 +18,46 @@ from pathlib import Path
 
 from runners.errors import RunnerError
 from runners.executors.base import Background, Executor, check_upload_name, not_installed
+from runners.sandbox import PATH, Sandbox, drop_privileges
 
 READ_SIZE = 65536
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(drop=None):
+    """The preexec function: drop privileges first (a uid change clears the
+    parent-death signal), then ask for the signal (see _set_pdeathsig)."""
+
+    def preexec() -> None:
+        if drop is not None:
+            drop()
+        _set_pdeathsig()
+
+    return preexec
+
+
+def _set_pdeathsig() -> None:
     """In the child, before exec: ask Linux to signal the tool if the thread
     that started it dies. A worker killed with -9 then leaves no benchmark
     running (the tool's own session is outside the worker's process group).
     SIGTERM, not SIGKILL: fio and stress-ng fork job processes, and only a
     TERM lets the tool stop them; a KILL would orphan them."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _load_libc():
+    # Loaded in the parent: a child that has dropped to the sandbox user may
+    # no longer be allowed to read Python's own files to import ctypes.
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        return ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
-        pass  # not Linux/glibc: the tool outlives a killed worker, as before
+        return None  # not Linux/glibc: the tool outlives a killed worker, as before
+
+
+_LIBC = _load_libc()
 # After the leader exits, how long its pipes may stay open (held by a
 # straggler it forked) before the rest of the group is killed.
 STRAGGLER_WAIT = 2.0
@@ -49,31 +74,74 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
+def _signal_tools(pgid: int, sig: int) -> bool:
+    """Send sig to the members of group pgid that are not bwrap; False when none is left."""
+    sent = False
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)
+        except OSError:
+            continue
+        comm = fields[0].split(b"(", 1)[-1]
+        rest = fields[-1].split()
+        if len(rest) > 2 and int(rest[2]) == pgid:
+            if comm != b"bwrap":
+                try:
+                    os.kill(int(entry), sig)
+                except (ProcessLookupError, PermissionError):
+                    continue
+            sent = True
+    return sent
+
+
 class LocalExecutor(Executor):
     """Runs Commands here with subprocess.Popen (never a shell)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Sandbox | None = None, clean_env: bool = False) -> None:
+        """sandbox: contain every tool (None: plain subprocesses). clean_env:
+        without a sandbox, still give tools only PATH, LANG and their own env."""
         super().__init__()
+        self.sandbox = sandbox
+        self.clean_env = clean_env or sandbox is not None
+        self._ids = sandbox.ids() if sandbox is not None else None
+
+    def contain(self, sandbox: Sandbox) -> None:
+        """Sandbox every later tool run (before the work dir is made)."""
+        self.sandbox, self.clean_env, self._ids = sandbox, True, sandbox.ids()
 
     def _make_workdir(self) -> str:
-        # mkdtemp creates the directory with mode 0700.
-        return tempfile.mkdtemp(prefix="benchboard.")
+        # mkdtemp creates the directory with mode 0700, owned by the sandbox user.
+        path = tempfile.mkdtemp(prefix="benchboard.")
+        if self._ids is not None:
+            os.chown(path, *self._ids)
+        return path
 
     def _launch(self, bg: Background, timeout: float | None) -> None:
         command = bg.command
-        env = {**os.environ, **command.env}
+        if self.clean_env:
+            env = {"PATH": PATH, "LANG": os.environ.get("LANG", "C.UTF-8"), **command.env}
+        else:
+            env = {**os.environ, **command.env}
         if shutil.which(command.argv[0], path=env.get("PATH")) is None:
             raise not_installed(command, self.host)
+        argv, drop = command.argv, None
+        if self.sandbox is not None and command.sandbox:
+            argv, env, ids = self.sandbox.wrap(command.argv, self.workdir, command.env)
+            drop = drop_privileges(ids)
+            bg.sandboxed = True
         try:
             proc = subprocess.Popen(
-                command.argv,
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd=self.workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent(drop),
             )
         except (FileNotFoundError, PermissionError) as exc:
             raise not_installed(command, self.host) from exc
@@ -90,8 +158,13 @@ class LocalExecutor(Executor):
         proc = bg.handle
         if proc is None:
             return
-        # The group id is the leader's pid (start_new_session).
-        if not _signal_group(proc.pid, signal.SIGTERM):
+        # The group id is the leader's pid (start_new_session). In a sandbox
+        # the TERM goes to the tool only: bwrap would die of it and take the
+        # tool down with a KILL, before it could print what it measured.
+        if getattr(bg, "sandboxed", False):
+            if not _signal_tools(proc.pid, signal.SIGTERM):
+                return
+        elif not _signal_group(proc.pid, signal.SIGTERM):
             return
         bg.done.wait(grace)
         # Whatever is left of the group after grace (a leader that ignored
@@ -112,6 +185,8 @@ class LocalExecutor(Executor):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
         try:
             os.fchmod(fd, mode)  # the umask may have narrowed it
+            if self._ids is not None:
+                os.fchown(fd, *self._ids)  # the sandboxed tool reads it as its own
             os.write(fd, content)
         finally:
             os.close(fd)

@@ -8,11 +8,15 @@ See base.py for Handle, ProvisionContext and the on_create/on_created
 contract; reaper.py for the periodic clean-up; pricing.py for costs.
 """
 
+from runners.providers import reaper
 from runners.providers.aws_ec2 import AwsEc2Provider
 from runners.providers.aws_rds import AwsRdsProvider
 from runners.providers.base import Handle, Provider, ProvisionContext
 from runners.providers.local import LocalProvider
 from runners.providers.static import StaticProvider
+
+# Each sweep group's sweep(ctx, runs): what the reaper runs per account and region.
+SWEEPS = {"aws": reaper.sweep}
 
 PROVIDERS: dict[str, Provider] = {
     "static": StaticProvider(),
@@ -21,7 +25,33 @@ PROVIDERS: dict[str, Provider] = {
     "aws_ec2": AwsEc2Provider(),
 }
 
-__all__ = ["PROVIDERS", "Handle", "Provider", "ProvisionContext", "get_provider"]
+__all__ = ["PROVIDERS", "Handle", "Provider", "ProvisionContext", "get_provider",
+           "primary_kinds", "counted_kinds", "sweepers", "sweep"]
+
+
+def sweepers() -> list[Provider]:
+    """One provider per sweep group: what the reaper runs in each account and region."""
+    groups: dict[str, Provider] = {}
+    for provider in PROVIDERS.values():
+        if provider.SWEEP_GROUP:
+            groups.setdefault(provider.SWEEP_GROUP, provider)
+    return list(groups.values())
+
+
+def sweep(ctx: ProvisionContext, runs: set[str]) -> list:
+    """Every sweep group's sweep in ctx's account and region: deletes what is
+    tagged with one of runs, or expired; returns what was deleted."""
+    return [item for p in sweepers() for item in SWEEPS[p.SWEEP_GROUP](ctx, runs)]
+
+
+def primary_kinds() -> tuple[str, ...]:
+    """Every provider's kinds of CloudResource that carry a slot's handle."""
+    return tuple(kind for p in PROVIDERS.values() for kind in p.PRIMARY_KINDS)
+
+
+def counted_kinds() -> tuple[str, ...]:
+    """Every provider's kinds of CloudResource counted against a team's quota."""
+    return tuple(dict.fromkeys(kind for p in PROVIDERS.values() for kind in p.COUNTED_KINDS))
 
 
 def get_provider(name: str) -> Provider:

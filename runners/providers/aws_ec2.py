@@ -159,6 +159,39 @@ class AwsEc2Provider(Provider):
     """An instance, its key pair and group (per run), and N EBS volumes."""
 
     name = "aws_ec2"
+    SWEEP_GROUP = "aws"
+
+    PRIMARY_KINDS = ("ec2_instance",)
+    COUNTED_KINDS = ("ec2_instance", "volume")
+
+    def prepare_storage(self, handle: Handle, spec: dict, secret) -> tuple[str, str]:
+        """Assemble the instance's EBS volumes as RAID0 + filesystem + mount, over SSH.
+
+        A host reached through connect_via is not the cloud instance (in tests:
+        this worker and a local directory), so the script is skipped and the
+        skip noted.
+        """
+        from runners.command import Command
+        from runners.executors import SSHExecutor
+
+        volumes = spec.get("volumes") or {}
+        if not volumes.get("count"):
+            return "", ""
+        if handle.extra.get("connect_via"):
+            return "skipped: connect_via", (
+                f"RAID0 assembly of {volumes['count']} volume(s) skipped "
+                "(reached through connect_via; the tool runs against that address instead).")
+        lines = raid0_script(handle.extra["devices"], volumes.get("mount", "/data"),
+                             volumes.get("filesystem", "xfs"))
+        key = secret(handle.ssh["credential"])
+        with SSHExecutor(handle.ssh["host"], handle.ssh["port"], handle.ssh["user"],
+                         private_key=key) as executor:
+            done = executor.run(Command(argv=["sudo", "sh", "-c", " && ".join(lines)]),
+                                timeout=900)
+        if done.exit_code != 0:
+            raise RunnerError(f"RAID0 assembly failed (exit {done.exit_code}): "
+                              f"{done.stderr.strip()[-300:]}", permanent=True)
+        return "raid0: " + "; ".join(lines), ""
 
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
         """Create (or reuse) the instance and its volumes; return its Handle.

@@ -124,6 +124,10 @@ class AwsRdsProvider(Provider):
     """RDS instances, tagged, idempotent, always deletable."""
 
     name = "aws_rds"
+    SWEEP_GROUP = "aws"
+
+    PRIMARY_KINDS = ("rds_instance",)
+    COUNTED_KINDS = ("rds_instance",)
 
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
         """Create (or reuse) the DB instance, wait until available, return its Handle.

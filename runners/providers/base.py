@@ -25,9 +25,9 @@ from typing import Any
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
+from runners.tools import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 
-KINDS = ("mysql", "postgres", "host")
-DEFAULT_PORTS = {"mysql": 3306, "postgres": 5432}
+KINDS = TARGET_KINDS  # the tool registry's (runners/tools/__init__.py)
 APP_TAG = "benchboard"
 
 
@@ -156,9 +156,27 @@ class Handle:
 
 
 class Provider:
-    """One way of obtaining targets and hosts. Subclasses override all three."""
+    """One way of obtaining targets and hosts. Subclasses override provision,
+    teardown and exists; a cloud provider also declares its resource kinds
+    and, if its hosts need it, prepares their storage."""
 
     name = ""
+    # CloudResource kinds: PRIMARY ones carry the stored handle of a slot;
+    # COUNTED ones count against a team's quota of live cloud resources.
+    PRIMARY_KINDS: tuple[str, ...] = ()
+    COUNTED_KINDS: tuple[str, ...] = ()
+
+    # The reaper's sweep of the provider's account (runners.providers.SWEEPS):
+    # providers that share one account share a group, swept once per region.
+    SWEEP_GROUP = ""
+
+    def prepare_storage(self, handle: Handle, spec: dict, secret) -> tuple[str, str]:
+        """Make the provisioned host's storage ready (e.g. assemble volumes).
+
+        secret(name) resolves a credential. Returns (what was done, a note for
+        the run's record), both "" when there is nothing to do.
+        """
+        return "", ""
 
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
         """Create (or find) what spec describes and return its Handle."""

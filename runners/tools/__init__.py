@@ -1,22 +1,94 @@
 """The one registry of benchmark tools.
 
-Every tool module exposes the same small interface (see each module):
-NAME, BINARY, PACKAGE, PARAMS (allow-list), ALIASES, PHASES,
-validate(params) -> dict, build(params, endpoint, phase="run") -> Command,
-parse(text) -> Result, version_command() -> list[str], parse_version(text) -> str.
+`TOOLS` maps each tool's name to its module; nothing else lists tools.
+Every module exposes the same interface:
+
+- building and parsing: NAME, BINARY, PACKAGE, PARAMS (the allow-list),
+  ALIASES, PHASES, validate(params) -> dict,
+  build(params, endpoint, phase="run") -> Command, parse(text) -> Result,
+  version_command() -> list[str], parse_version(text) -> str;
+- its registry block (at the end of the module): TARGET_KIND (a target's
+  kind when the plan does not say), TARGET_KINDS (the kinds it runs
+  against), MEASURED (a plan may measure with it), DURATION_PARAM (the
+  parameter in seconds, or None) or duration_seconds(params), METRICS (the
+  metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
+  default_view(axes) (the results view a run opens with), and optionally
+  DEFAULT_PORTS ({kind: port} for a target kind the tool brings).
+
+Adding a tool: a module with that interface and one row below.
 """
 
-from importlib import import_module
 from types import ModuleType
 
-TOOL_NAMES = ("mysqlslap", "sysbench", "fio", "pgbench", "stress_ng")
+from runners.metrics import Metric, lookup
+from runners.tools import fio, mysqlslap, pgbench, redis_benchmark, stress_ng, sysbench
+
+TOOLS: dict[str, ModuleType] = {
+    "mysqlslap": mysqlslap,
+    "sysbench": sysbench,
+    "fio": fio,
+    "pgbench": pgbench,
+    "stress_ng": stress_ng,
+    "redis_benchmark": redis_benchmark,
+}
+TOOL_NAMES = tuple(TOOLS)
 # Tools a plan may choose as its measured tool (stress_ng is background load).
-MEASURED_TOOLS = ("mysqlslap", "sysbench", "fio", "pgbench")
+MEASURED_TOOLS = tuple(name for name, module in TOOLS.items() if module.MEASURED)
+# Target kinds, in registry order; "host" (a machine, no database) always exists.
+TARGET_KINDS = tuple(
+    dict.fromkeys(["host"] + [k for module in TOOLS.values() for k in module.TARGET_KINDS])
+)
+DEFAULT_PORTS = {
+    kind: port
+    for module in TOOLS.values()
+    for kind, port in getattr(module, "DEFAULT_PORTS", {}).items()
+}
 
 
 def get_tool(name: str) -> ModuleType:
     """Return the tool module for name, or raise KeyError listing the known ones."""
     key = name.replace("-", "_")
-    if key not in TOOL_NAMES:
-        raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")
-    return import_module(f"runners.tools.{key}")
+    if key not in TOOLS:
+        raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
+    return TOOLS[key]
+
+
+def duration_seconds(tool: str, params: dict) -> float | None:
+    """Seconds one measured run of tool takes by its params, or None when the
+    params name no duration (a count of queries or requests)."""
+    module = get_tool(tool)
+    if hasattr(module, "duration_seconds"):
+        return module.duration_seconds(params)
+    value = params.get(module.DURATION_PARAM) if module.DURATION_PARAM else None
+    return float(value) if value else None
+
+
+def tools_for_kind(kind: str, measured: bool = True) -> list[str]:
+    """Names of the tools that run against a target of this kind (measured
+    ones only by default), in registry order."""
+    return [
+        name
+        for name, module in TOOLS.items()
+        if kind in module.TARGET_KINDS and (module.MEASURED or not measured)
+    ]
+
+
+def default_tool(kind: str) -> str:
+    """The tool a target of this kind is first checked with: the first whose
+    TARGET_KIND it is, else the first that runs against it."""
+    for name, module in TOOLS.items():
+        if module.MEASURED and module.TARGET_KIND == kind:
+            return name
+    return tools_for_kind(kind)[0]
+
+
+def metric(tool: str, name: str) -> Metric:
+    """The catalog row of a tool's metric (see runners.metrics.lookup); an
+    unknown tool or metric is a plain number with no unit or direction."""
+    module = TOOLS.get(tool.replace("-", "_"))
+    return lookup(getattr(module, "METRICS", {}) if module else {}, name)
+
+
+def catalog(tool: str, names) -> dict[str, dict]:
+    """{name: Metric.to_dict()} for the names (JSON for pages and the API)."""
+    return {name: metric(tool, name).to_dict() for name in names}

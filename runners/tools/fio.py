@@ -13,6 +13,7 @@ import os
 import re
 from typing import Any
 
+from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.params import Param
@@ -115,6 +116,19 @@ def validate(params: dict) -> dict:
     if clean.get("time_based") and "runtime" not in clean:
         raise ValidationError("time_based", "needs runtime")
     return clean
+
+
+def check_scope(clean: dict, scope) -> None:
+    """Refuse filename/directory outside the scratch and data directories of scope.
+
+    fio options that execute or include (exec_prerun, include, ioengine exec,
+    write_*_log...) are not in PARAMS at all: no plan can pass them.
+    """
+    for name in PATH_PARAMS:
+        # ':' separates several files; '\:' is a literal colon (refused by check_path).
+        for path in (clean.get(name) or "").split(":"):
+            if path:
+                scope.check_path(name, path)
 
 
 def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") -> Command:
@@ -400,3 +414,37 @@ def _number(value: Any) -> float | None:
 
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+# ================================================================ registry
+# Everything the rest of Benchboard knows about this tool (read through
+# runners/tools/__init__.py; nothing outside this block lists it): target
+# kinds, duration, metric catalog, default results view, per-second series.
+# Its parameters are PARAMS above; its version command and pattern are
+# version_command() and parse_version() above.
+TARGET_KIND = "host"  # the kind of a target whose plan does not say
+TARGET_KINDS = ("mysql", "postgres", "host")  # the disks of any host
+MEASURED = True  # a plan may choose it as its measured tool
+DURATION_PARAM = "runtime"
+SERIES: tuple[str, ...] = ()  # JSON output has no per-second values
+METRICS = {
+    "iops": m.throughput("IOPS (read + write)", "IOPS"),  # derived when results are read
+    "bw_mb_s": m.throughput("Bandwidth (read + write)", "MB/s"),  # derived likewise
+    "runtime_s": m.duration("Run time"),
+}
+for _way in DIRECTIONS:
+    METRICS.update({
+        f"{_way}_iops": m.throughput(f"{_way} IOPS", "IOPS"),
+        f"{_way}_bw_kib_s": m.throughput(f"{_way} bandwidth", "KiB/s"),
+        f"{_way}_lat_mean_us": m.latency(f"{_way} mean latency", "µs"),
+        f"{_way}_clat_p95_us": m.latency(f"{_way} 95th percentile completion latency", "µs"),
+        f"{_way}_clat_p99_us": m.latency(f"{_way} 99th percentile completion latency", "µs"),
+    })
+
+
+def default_view(axes: list[str]) -> dict:
+    """S3: rows rw, columns volumes, IOPS; and MB/s."""
+    others = [a for a in axes if a not in ("target", "rw")]
+    col = next((a for a in ("volumes", "numjobs", "bs", *others) if a in axes), None)
+    return m.view(["rw"] if "rw" in axes else ["target"], [col or "repeat"], "iops",
+                  extra_metrics=["bw_mb_s"])

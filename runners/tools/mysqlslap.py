@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
@@ -125,6 +126,21 @@ def _check_key_load(clean: dict) -> None:
 
 def _as_list(value) -> list:
     return value if isinstance(value, list) else [value]
+
+
+# LOAD DATA LOCAL / LOAD XML LOCAL make the client send a file of its host.
+_LOAD_LOCAL = re.compile(r"\bLOAD\b.*\bLOCAL\b", re.IGNORECASE | re.DOTALL)
+
+
+def check_scope(clean: dict, scope) -> None:
+    """Refuse SQL that reads a client-side file where scope forbids it.
+
+    mysqlslap takes no file path from a plan (custom SQL travels as uploads)
+    and local-infile is always off in its option file; this names the cause.
+    """
+    for name in ("create", "query"):
+        if _LOAD_LOCAL.search(clean.get(name) or ""):
+            scope.refuse(name, "LOAD DATA/XML LOCAL (reads a file of the client host)")
 
 
 def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
@@ -247,12 +263,14 @@ def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) ->
     if stripped == "Benchmark":
         blocks.append({"labels": {}, "metrics": {}})
         return
-    csv = _CSV_LINE.match(stripped)
+    # Cheap substring checks first: a CSV line has commas, an error line
+    # names the program; most lines are neither.
+    csv = _CSV_LINE.match(stripped) if "," in stripped else None
     if csv:
         blocks.append(_csv_block(csv))
         facts.setdefault("load_type", csv.group(2))
         return
-    error = _ERROR_LINE.match(stripped)
+    error = _ERROR_LINE.match(stripped) if "slap" in stripped else None
     if error:
         errors.append(error.group(1))
         return
@@ -306,3 +324,35 @@ def parse_version(text: str) -> str:
     if not match:
         raise ParseError("no mysqlslap version found")
     return match.group(1)
+
+
+# ================================================================ registry
+# Everything the rest of Benchboard knows about this tool (read through
+# runners/tools/__init__.py; nothing outside this block lists it): target
+# kinds, duration, metric catalog, default results view, per-second series.
+# Its parameters are PARAMS above; its version command and pattern are
+# version_command() and parse_version() above.
+TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
+TARGET_KINDS = ("mysql",)  # the kinds it can run against
+DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the plan does not say
+MEASURED = True  # a plan may choose it as its measured tool
+DURATION_PARAM = None  # runs a number of queries, not for a time
+SERIES: tuple[str, ...] = ()  # no per-second output
+METRICS = {
+    "avg_s": m.latency("Average time to run all queries", "s"),
+    "min_s": m.latency("Minimum time to run all queries", "s"),
+    "max_s": m.latency("Maximum time to run all queries", "s"),
+    "qps": m.throughput("Queries per second", "q/s"),
+    "clients": m.count("Concurrent clients"),
+    "queries_per_client": m.count("Queries per client"),
+}
+
+
+def default_view(axes: list[str]) -> dict:
+    """S1: rows target, columns load_type, average seconds; S5: q/s per write_number."""
+    if "auto_generate_sql_write_number" in axes:  # S5: spread of repeats visible
+        return m.view(["auto_generate_sql_write_number"], ["repeat"], "qps")
+    others = [a for a in axes if a != "target"]
+    col = next((a for a in ("load_type", "concurrency", *others) if a in axes), None)
+    row = "target" if "target" in axes or not others else (others[1:] or ["repeat"])[0]
+    return m.view([row], [col] if col and col != row else ["repeat"], "avg_s")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
@@ -134,6 +135,17 @@ def validate(params: dict) -> dict:
     if len(chosen) > 1:
         raise ValidationError(chosen[1], f"choose one script: {', '.join(SCRIPT_CHOICE)}")
     return clean
+
+
+# \shell and \setshell run a command on the client host; pgbench reads the
+# meta-command after the backslash, so spacing and case variants count too.
+_SHELL = re.compile(r"\\\s*(?:set)?\s*shell", re.IGNORECASE)
+
+
+def check_scope(clean: dict, scope) -> None:
+    """Refuse a custom script that runs shell commands where scope forbids code."""
+    if _SHELL.search(clean.get("script") or ""):
+        scope.refuse("script", "a pgbench script with \\shell or \\setshell")
 
 
 def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
@@ -374,3 +386,37 @@ def _facts(text: str) -> dict:
             value = match.group(1).strip()
             facts[name] = int(value) if value.isdigit() else value
     return facts
+
+
+# ================================================================ registry
+# Everything the rest of Benchboard knows about this tool (read through
+# runners/tools/__init__.py; nothing outside this block lists it): target
+# kinds, duration, metric catalog, default results view, per-second series.
+# Its parameters are PARAMS above; its version command and pattern are
+# version_command() and parse_version() above.
+TARGET_KIND = "postgres"  # the kind of a target whose plan does not say
+TARGET_KINDS = ("postgres",)  # the kinds it can run against
+DEFAULT_PORTS = {"postgres": 5432}  # the port of a target of that kind when the plan does not say
+MEASURED = True  # a plan may choose it as its measured tool
+DURATION_PARAM = "time"
+SERIES = ("tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms", "skipped", "failed")
+METRICS = {
+    "tps": m.throughput("Transactions per second", "tps"),
+    "tps_including_connections": m.throughput("Transactions per second incl. connecting", "tps"),
+    "transactions": m.count("Transactions"),
+    "failed": m.count("Failed transactions", direction=m.LOWER),
+    "skipped": m.count("Skipped transactions", direction=m.LOWER),
+    "late": m.count("Transactions over the latency limit", direction=m.LOWER),
+    "latency_avg_ms": m.latency("Average latency"),
+    "latency_stddev_ms": m.latency("Latency standard deviation"),
+    "lag_ms": m.latency("Schedule lag"),
+    "initial_connection_time_ms": m.latency("Initial connection time"),
+    "init_time_s": m.duration("Initialisation time", direction=m.LOWER),
+}
+
+
+def default_view(axes: list[str]) -> dict:
+    """TPS per client count, one column per target."""
+    others = [a for a in axes if a != "target"]
+    row = next((a for a in ("clients", "jobs", *others) if a in axes), None) or "target"
+    return m.view([row], ["target" if "target" in axes and row != "target" else "repeat"], "tps")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.params import Param
@@ -120,6 +121,12 @@ def validate(params: dict) -> dict:
     if "temp_path" in clean and not clean["temp_path"].startswith("/"):
         raise ValidationError("temp_path", "an absolute path is required (starting with /)")
     return clean
+
+
+def check_scope(clean: dict, scope) -> None:
+    """Refuse a temp_path (where hdd workers write) outside scope's directories."""
+    if clean.get("temp_path"):
+        scope.check_path("temp_path", clean["temp_path"])
 
 
 def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") -> Command:
@@ -234,12 +241,18 @@ def _group(row: re.Match) -> dict:
 def _fact(rest: str, facts: dict) -> None:
     """Keep the requested and the actual run time: a shorter actual run means
     stress-ng was stopped early (SIGTERM), which is how Benchboard stops it."""
-    if match := re.search(r"setting to a (\d+) second", rest):
+    # A substring check before each search: most info lines hold no fact.
+    if "setting to a" in rest and (match := _TIMEOUT.search(rest)):
         facts["timeout_s"] = float(match.group(1))
-    elif match := re.search(r"successful run completed in ([0-9.]+)\s*s", rest):
+    elif "run completed" in rest and (match := _RUN_TIME.search(rest)):
         facts["run_s"] = float(match.group(1))
-    elif match := re.search(r"dispatching hogs: (.*)$", rest):
+    elif "dispatching hogs" in rest and (match := _STRESSORS.search(rest)):
         facts["stressors"] = match.group(1).strip()
+
+
+_TIMEOUT = re.compile(r"setting to a (\d+) second")
+_RUN_TIME = re.compile(r"successful run completed in ([0-9.]+)\s*s")
+_STRESSORS = re.compile(r"dispatching hogs: (.*)$")
 
 
 def _combine(groups: list[dict]) -> dict[str, float]:
@@ -251,3 +264,32 @@ def _combine(groups: list[dict]) -> dict[str, float]:
         for name, value in group["metrics"].items():
             metrics[f"{prefix}_{name}"] = value
     return metrics
+
+
+# ================================================================ registry
+# Everything the rest of Benchboard knows about this tool (read through
+# runners/tools/__init__.py; nothing outside this block lists it): target
+# kinds, duration, metric catalog, default results view, per-second series.
+# Its parameters are PARAMS above; its version command and pattern are
+# version_command() and parse_version() above.
+TARGET_KIND = "host"  # the kind of a target whose plan does not say
+TARGET_KINDS = ("mysql", "postgres", "host")  # background load on any host
+MEASURED = False  # background load (a plan's stress:), never the measured tool
+DURATION_PARAM = "timeout"
+SERIES: tuple[str, ...] = ()
+# Several stressors prefix these with the stressor ("vm_bogo_ops"); the
+# catalog lookup (runners.tools.metric) reads the suffix.
+METRICS = {
+    "bogo_ops": m.count("Bogo operations"),
+    "real_time_s": m.duration("Real time"),
+    "usr_time_s": m.duration("User time"),
+    "sys_time_s": m.duration("System time"),
+    "bogo_ops_per_s": m.throughput("Bogo operations per second (real time)", "bogo ops/s"),
+    "bogo_ops_per_s_usr_sys": m.throughput("Bogo operations per second (CPU time)", "bogo ops/s"),
+    "cpu_used_per_instance_pct": m.count("CPU used per instance", "%"),
+    "rss_max_kb": m.count("Maximum resident memory", "KB"),
+}
+
+
+def default_view(axes: list[str]) -> dict:
+    return m.view(["target"], ["repeat"], "bogo_ops_per_s")

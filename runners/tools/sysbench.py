@@ -1,13 +1,10 @@
 """sysbench 1.x and legacy 0.4: build commands; parsing lives in sysbench_parse.
 
-THE DB PASSWORD IS IN ARGV. sysbench reads driver options (--mysql-password,
---pgsql-password) only from its command line: --config-file does not reach
-the driver options and there is no password environment variable. So build()
-puts `--mysql-password=...` / `--pgsql-password=...` in argv and lists the
-password in Command.secrets; everything Benchboard writes (Command.masked(),
-logs, stored command lines, errors) goes through Command.mask(). On a shared
-client host the password is visible in the process list while sysbench runs:
-use a dedicated benchmark user.
+The DB password never goes into argv. The mysql driver's client library
+reads MYSQL_PWD when no --mysql-password is given (checked with Debian's
+sysbench 1.0.20 against MariaDB); the pgsql driver's libpq reads a pgpass
+file uploaded as @WORKDIR@/pgpass (0600) and named by PGPASSFILE. The
+password is still listed in Command.secrets, so an error echoing it is masked.
 
 Parameters (names are long options with - -> _, see PARAMS for all):
 - `test`: a built-in (oltp_read_write, oltp_read_only, ..., cpu, memory,
@@ -39,7 +36,8 @@ from __future__ import annotations
 import math
 import re
 
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners import metrics as m
+from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
@@ -55,6 +53,7 @@ OLTP_TESTS = ("oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_poin
 HOST_TESTS = ("cpu", "memory", "fileio", "threads", "mutex")
 LEGACY_TESTS = ("oltp", "cpu", "memory", "fileio", "threads", "mutex")
 SCRIPT_NAME = "custom.lua"
+PGPASS_NAME = "pgpass"
 VERSIONS = ("1", "1.0", "1.1", "0.4")
 
 _INT = {"min": 0, "max": 10**12}
@@ -207,11 +206,21 @@ def _check_modern(clean: dict) -> None:
                               + ", ".join(OLTP_TESTS + HOST_TESTS) + " or an absolute .lua path")
 
 
+def check_scope(clean: dict, scope) -> None:
+    """Refuse Lua scripts (inline `script` or a `test` path) where scope forbids code."""
+    if clean.get("test") == "custom":
+        scope.refuse("script", "a sysbench Lua script")
+    elif clean.get("test") not in OLTP_TESTS + HOST_TESTS + LEGACY_TESTS:
+        scope.refuse("test", f"a sysbench Lua script by path ({clean.get('test')!r}); "
+                     "only the built-in tests are")
+
+
 def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     """Validate params and return the sysbench Command for endpoint and phase.
 
-    The DB password is in argv (sysbench offers no other way) and listed in
-    Command.secrets. A custom script is uploaded as @WORKDIR@/custom.lua.
+    The DB password is in MYSQL_PWD or a pgpass file (see the module
+    docstring), listed in Command.secrets. A custom script is uploaded as
+    @WORKDIR@/custom.lua.
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"{phase!r} is not allowed: one of {', '.join(PHASES)}")
@@ -223,15 +232,26 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     argv = [BINARY]
     db_options, secrets = _db_options(endpoint, test)
     argv += db_options
+    env, uploads = _password(endpoint) if secrets else ({}, [])
     options = _options(clean, legacy)
     argv += options
     argv.append(f"--forced-shutdown={_grace(clean)}")
-    uploads = []
     if test == "custom":
         uploads.append(Upload(SCRIPT_NAME, clean["script"].encode(), 0o600))
         test = f"{WORKDIR}/{SCRIPT_NAME}"
     argv += [f"--test={test}", phase] if legacy else [test, phase]
-    return Command(argv=argv, uploads=uploads, secrets=secrets, tool=NAME, package=PACKAGE)
+    return Command(argv=argv, env=env, uploads=uploads, secrets=secrets, tool=NAME,
+                   package=PACKAGE)
+
+
+def _password(endpoint: Endpoint) -> tuple[dict[str, str], list[Upload]]:
+    """The environment and uploads that carry the password (never argv)."""
+    if endpoint.kind == "mysql":
+        return {"MYSQL_PWD": endpoint.password}, []
+    if "\n" in endpoint.password or "\r" in endpoint.password:
+        raise ValidationError("password", "a line break cannot go into a pgpass file")
+    upload = Upload(PGPASS_NAME, pgpass_line(endpoint), 0o600)
+    return {"PGPASSFILE": f"{WORKDIR}/{PGPASS_NAME}"}, [upload]
 
 
 def _options(clean: dict, legacy: bool) -> list[str]:
@@ -286,12 +306,8 @@ def _db_options(endpoint: Endpoint, test: str) -> tuple[list[str], list[str]]:
         if not SAFE_TEXT.fullmatch(text) or text.startswith("-"):
             raise ValidationError(f"endpoint.{key}", f"{text!r} is not allowed: plain text only")
         argv.append(f"--{prefix}-{'db' if key == 'database' else key}={text}")
-    secrets = []
-    if endpoint.password:
-        # Forced by sysbench's CLI: masked by Command.mask() wherever shown.
-        argv.append(f"--{prefix}-password={endpoint.password}")
-        secrets.append(endpoint.password)
-    return argv, secrets
+    # The password travels in the environment or a file (see _password).
+    return argv, [endpoint.password] if endpoint.password else []
 
 
 def version_command() -> list[str]:
@@ -304,3 +320,63 @@ def parse_version(text: str) -> str:
     if not match:
         raise ParseError("no sysbench version found")
     return match.group(1)
+
+
+# ================================================================ registry
+# Everything the rest of Benchboard knows about this tool (read through
+# runners/tools/__init__.py; nothing outside this block lists it): target
+# kinds, duration, metric catalog, default results view, per-second series.
+# Its parameters are PARAMS above; its version command and pattern are
+# version_command() and parse_version() above.
+TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
+TARGET_KINDS = ("mysql", "postgres", "host")  # OLTP on either database; cpu/fileio on a host
+MEASURED = True  # a plan may choose it as its measured tool
+DURATION_PARAM = "time"
+SERIES = ("tps", "qps", "reads", "writes", "other", "latency_p95_ms", "latency_p99_ms", "err_s",
+          "reconn_s")
+METRICS = {
+    "tps": m.throughput("Transactions per second", "tps"),
+    "qps": m.throughput("Queries per second", "qps"),
+    "transactions": m.count("Transactions"),
+    "queries": m.count("Queries"),
+    "reads": m.count("Read queries"),
+    "writes": m.count("Write queries"),
+    "other": m.count("Other queries"),
+    "errors": m.count("Ignored errors", direction=m.LOWER),
+    "err_s": m.Metric("Errors per second", "err/s", m.LOWER, "throughput"),
+    "reconnects": m.count("Reconnects", direction=m.LOWER),
+    "reconn_s": m.Metric("Reconnects per second", "reconn/s", m.LOWER, "throughput"),
+    "deadlocks": m.count("Deadlocks", direction=m.LOWER),
+    "latency_min_ms": m.latency("Minimum latency"),
+    "latency_avg_ms": m.latency("Average latency"),
+    "latency_max_ms": m.latency("Maximum latency"),
+    "latency_p95_ms": m.latency("95th percentile latency"),
+    "latency_p99_ms": m.latency("99th percentile latency"),
+    "total_time_s": m.duration("Total time"),
+    "events": m.count("Events"),
+    "events_per_s": m.throughput("Events per second", "events/s"),
+    "memory_ops": m.count("Memory operations"),
+    "memory_ops_per_s": m.throughput("Memory operations per second", "ops/s"),
+    "memory_mib": m.count("Memory transferred", "MiB"),
+    "memory_mib_per_s": m.throughput("Memory transfer rate", "MiB/s"),
+    "fileio_reads_per_s": m.throughput("File reads per second", "reads/s"),
+    "fileio_writes_per_s": m.throughput("File writes per second", "writes/s"),
+    "fileio_fsyncs_per_s": m.throughput("File fsyncs per second", "fsyncs/s"),
+    "fileio_read_mib_per_s": m.throughput("File read rate", "MiB/s"),
+    "fileio_written_mib_per_s": m.throughput("File write rate", "MiB/s"),
+    "threads": m.count("Threads running"),
+    "thread_events": m.count("Events per thread"),
+    "thread_time_s": m.duration("Execution time per thread"),
+}
+
+
+def default_view(axes: list[str]) -> dict:
+    """S2: stress cores × TPS/QPS/latency; S4: TPS vs threads, one line per target."""
+    stress = next((a for a in ("stress.cpu", "stress.load") if a in axes), None)
+    if stress:  # S2
+        return m.view([stress, "repeat"], ["metric"], ["tps", "qps", "latency_avg_ms"])
+    if "threads" in axes:  # S4
+        rows = (["read_only"] if "read_only" in axes else []) + ["threads"]
+        return m.view(rows, ["target"], "tps", chart_x="threads")
+    others = [a for a in axes if a != "target"]
+    return m.view([others[0] if others else "target"], ["repeat"], "tps")

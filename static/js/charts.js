@@ -15,6 +15,11 @@
     }, extra || {});
   }
 
+  // The y axis title with the metric's unit, from the catalog row the JSON carries.
+  function axisTitle(chart) {
+    return chart.metric_info ? chart.metric_info.title : chart.metric;
+  }
+
   // One trace per pivot column (a line of the sweep): mean with min–max error bars.
   function columnTraces(chart, build) {
     return chart.columns.map((col, j) => {
@@ -39,7 +44,7 @@
       error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
     }));
     return Plotly.newPlot(div, traces,
-      layout(chart.metric + " vs " + chart.x_dim, chart.x_dim, chart.metric), CONFIG);
+      layout(chart.metric + " vs " + chart.x_dim, chart.x_dim, axisTitle(chart)), CONFIG);
   }
 
   function bars(div, chart) {
@@ -48,7 +53,7 @@
       error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
     }));
     return Plotly.newPlot(div, traces,
-      layout(chart.metric + " by " + chart.x_dim, chart.x_dim, chart.metric,
+      layout(chart.metric + " by " + chart.x_dim, chart.x_dim, axisTitle(chart),
         { barmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
       CONFIG);
   }
@@ -61,7 +66,7 @@
       return { type: "box", name: t.name, x, y, boxpoints: "all", jitter: 0.3 };
     });
     return Plotly.newPlot(div, traces,
-      layout("repeats of " + chart.metric, chart.x_dim, chart.metric,
+      layout("repeats of " + chart.metric, chart.x_dim, axisTitle(chart),
         { boxmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
       CONFIG);
   }

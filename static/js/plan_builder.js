@@ -108,7 +108,11 @@
     const data = await response.json();
     clearErrors();
     if (data.valid) showPreview(data);
-    else {
+    else if (!touched) {
+      // A brand-new form is incomplete, not wrong: no red before the user types.
+      $("preview-count").textContent = "–";
+      $("preview-cells").hidden = true;
+    } else {
       $("preview-count").textContent = "–";
       $("preview-cells").hidden = true;
       $("preview-estimate").textContent = "";
@@ -116,7 +120,9 @@
       showErrors(data.errors);
     }
   }
+  let touched = false;
   function schedule() {
+    touched = true;
     clearTimeout(timer);
     timer = setTimeout(refresh, 400);
   }

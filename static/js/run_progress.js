@@ -12,13 +12,19 @@
     element.textContent = status.replaceAll("_", " ");
   }
 
+  // Bars take their status's colour: failed red, cancelled grey, not all blue.
+  function setBar(bar, status, percent) {
+    bar.className = bar.className.replace(/bar-\S+/, `bar-${status}`);
+    bar.value = percent;
+  }
+
   function updateCell(cell) {
     const row = document.querySelector(`tr[data-cell="${cell.id}"]`);
     if (!row) return;
     const part = (role) => row.querySelector(`[data-role="${role}"]`);
     setStatus(part("status"), cell.status);
     part("phase").textContent = cell.status === "running" ? cell.phase : "";
-    part("bar").value = cell.percent;
+    setBar(part("bar"), cell.status, cell.percent);
     part("time").textContent = cell.elapsed_s === null ? "" : `${cell.elapsed_s} / ~${cell.expected_s} s`;
     part("error").textContent = cell.error || "";
     part("cancel").hidden = !["queued", "running"].includes(cell.status);
@@ -39,7 +45,7 @@
 
   function update(data) {
     setStatus($("run-status"), data.status);
-    $("run-bar").value = data.percent;
+    setBar($("run-bar"), data.status, data.percent);
     $("run-percent").textContent = `${data.percent} %`;
     let counts = `${data.done} of ${data.total} cells done`;
     if (data.failed) counts += `, ${data.failed} failed`;

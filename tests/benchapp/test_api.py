@@ -115,7 +115,7 @@ def test_credentials_are_write_only(api, team):
     assert response.status_code == 201, response.json()
     body = response.content.decode()
     assert "s3cret-canary" not in body and "encrypted" not in body
-    assert response.json()["fingerprint"].startswith("sha256:")
+    assert response.json()["fingerprint"].startswith("hmac:")
     assert Credential.objects.get(team=team).secret() == "s3cret-canary"
     listing = api.get("/api/credentials/").content.decode()
     assert "s3cret-canary" not in listing
@@ -137,11 +137,12 @@ def test_plan_validation_errors_name_the_key(api):
 
 @pytest.fixture
 def broker():
-    """The Redis database of CELERY_BROKER_URL, emptied of the default queue."""
+    """The Redis database of CELERY_BROKER_URL, emptied of this session's queue."""
     conn = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    conn.delete("celery")
+    conn.queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    conn.delete(conn.queue)
     yield conn
-    conn.delete("celery")
+    conn.delete(conn.queue)
 
 
 def test_creating_a_run_starts_it(api, team, broker, django_capture_on_commit_callbacks):
@@ -152,8 +153,8 @@ def test_creating_a_run_starts_it(api, team, broker, django_capture_on_commit_ca
     assert (run.origin, run.status, run.tags) == ("api", Run.QUEUED, ["api"])
     assert sorted(run.cells.values_list("key", flat=True)) == ["load_type=key", "load_type=read"]
     assert response.json()["cells_total"] == 2
-    assert broker.llen("celery") == 1  # the dispatch task
-    assert b"benchapp" in broker.lindex("celery", 0)
+    assert broker.llen(broker.queue) == 1  # the dispatch task
+    assert b"benchapp" in broker.lindex(broker.queue, 0)
 
 
 def test_creating_a_run_from_a_stored_plan(api, team, broker, django_capture_on_commit_callbacks):

@@ -140,8 +140,8 @@ def test_exports_contain_measurements_and_no_secrets(owner_client, run_with_cana
     body = response.content.decode()
     assert CANARY not in body
     rows = list(csv.DictReader(io.StringIO(body)))
-    assert [(r["axis:threads"], r["metric"], float(r["value"])) for r in rows] == [
-        ("4", "tps", 100.0), ("8", "tps", 150.0)]
+    assert [(r["axis:threads"], r["metric"], float(r["value"]), r["unit"]) for r in rows] == [
+        ("4", "tps", 100.0, "tps"), ("8", "tps", 150.0, "tps")]
     body = owner_client.get(f"/runs/{run.pk}/export.json").content.decode()
     assert CANARY not in body
     doc = json.loads(body)
@@ -150,7 +150,7 @@ def test_exports_contain_measurements_and_no_secrets(owner_client, run_with_cana
         "sysbench oltp_read_write --mysql-password=**** --threads=4",
         "sysbench oltp_read_write --mysql-password=**** --threads=8"]
     assert cells[0]["measurements"] == [{"group": "", "metric": "tps", "value": 100.0,
-                                         "unit": ""}]
+                                         "unit": "tps"}]  # from the metric catalog
     assert "password_env" not in json.dumps(doc["runs"][0]["plan"])
     assert doc["runs"][0]["plan"]["targets"][0]["credential"] == "db-pw"  # a name, not a secret
 

@@ -16,7 +16,8 @@ from benchapp.models import Cell, Credential, Measurement, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4,
+        "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -31,7 +32,7 @@ def fio_plan(directory, targets=("disk-a",), runtime=1, axes=None, **extra):
         "name": "fio-orchestration",
         "tool": "fio",
         "targets": [{"name": name, "kind": "host"} for name in targets],
-        "params": {"directory": str(directory), "size": "4M", "bs": "4k", "runtime": runtime,
+        "params": {"filename": f"{directory}/fio.data", "size": "4M", "bs": "4k", "runtime": runtime,
                    "time_based": True},
         "axes": axes or {"rw": ["read", "write"]},
         **extra,
@@ -150,16 +151,15 @@ def test_cancel_mid_run_kills_the_tool_and_cancels_cells(team, tmp_path, start_w
 def test_sshd_stopped_mid_cell_fails_that_cell_and_the_rest_complete(
         team, tmp_path, start_worker, sshd_disposable):
     server = sshd_disposable
-    Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY,
-                              **_secret(server.client_key))
+    key = Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY,
+                                    **_secret(server.client_key))
+    # fio files outside the scratch dir over SSH: the team admin allowed it on this target.
+    team.targets.create(name="remote", kind="host", ssh_host=server.host, ssh_port=server.port,
+                        ssh_user=server.user, ssh_credential=key,
+                        known_host_key=server.host_key, allow_custom_scripts=True)
     plan = fio_plan(tmp_path, targets=("local",), runtime=5,
                     axes={"target": ["remote", "local"], "rw": ["read"]})
-    plan["targets"] = [
-        {"name": "remote", "kind": "host",
-         "ssh": {"host": server.host, "port": server.port, "user": server.user,
-                 "credential": "ssh-key", "known_host_key": server.host_key}},
-        {"name": "local", "kind": "host"},
-    ]
+    plan["targets"] = [{"name": "remote"}, {"name": "local", "kind": "host"}]
     plan["client"] = {"on": "target"}
     start_worker("a", **FAST)
     start_worker("b", **FAST)

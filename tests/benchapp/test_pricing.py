@@ -88,8 +88,8 @@ def test_estimate_of_static_targets_uses_their_prices(team, seeded):
 def test_run_hours_rounds_the_expected_length_up():
     from runners.plan import load_plan
 
-    plan = load_plan(S3)  # 4 cells x (1 s + 30 s) + 900 s provisioning
-    assert pricing.run_seconds(plan) == 4 * 31 + 900
+    plan = load_plan(S3)  # 4 cells x (1 s + 3 s overhead) + 900 s provisioning
+    assert pricing.run_seconds(plan) == 4 * 4 + 900
     assert pricing.run_hours(plan) == 1.0
 
 

@@ -21,7 +21,7 @@ import boto3
 import pytest
 import yaml
 
-from benchapp import orchestration, pricing, provisioning
+from benchapp import orchestration, pricing, provisioning, recording
 from benchapp.models import Cell, CloudResource, Credential, Measurement, Run
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
@@ -365,7 +365,8 @@ def test_cancel_after_provisioning_is_torn_down_by_reap_cloud(team, broker, moto
     assert run.status == Run.RUNNING
     # 3 data volumes and the 2 instances' root volumes
     assert leftovers() == dict(NOTHING, instances=2, volumes=5, key_pairs=1, groups=1)
-    targets, client = provisioning.runtime_overrides(run, run.cells.get(index=4))
+    plan, cell = recording.frozen_cell(run.cells.get(index=4))
+    targets, client = provisioning.runtime_overrides(run, plan, cell)
     assert (targets["c1-medium"].host, targets["c1-medium"].ssh, client) == ("127.0.0.1", None, None)
     assert targets["c1-medium"].provision is None
 

@@ -69,11 +69,11 @@ def test_credential_create_needs_a_secret(owner_client):
     assert "This field is required." in response.content.decode()
 
 
-def test_credential_edit_keeps_secret_when_left_empty(member_client, cred):
-    page = member_client.get(f"/credentials/{cred.pk}/edit/")
+def test_credential_edit_keeps_secret_when_left_empty(owner_client, cred):
+    page = owner_client.get(f"/credentials/{cred.pk}/edit/")
     assert_no_canary(page)
     assert cred.fingerprint in page.content.decode()
-    response = member_client.post(f"/credentials/{cred.pk}/edit/", {
+    response = owner_client.post(f"/credentials/{cred.pk}/edit/", {
         "name": "db-pw-renamed", "kind": "password", "secret": ""})
     assert response.status_code == 302
     cred.refresh_from_db()

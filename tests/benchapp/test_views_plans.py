@@ -6,11 +6,12 @@ import json
 import pytest
 import yaml
 
-from benchapp.forms import PlanForm, initial_from_document
+from benchapp.forms import PlanForm, TemplateForm, initial_from_document
 from benchapp.models import Plan, Run
 from benchapp.orchestration import save_plan
-from benchapp.templates_plans import plan_templates
-from runners.plan import load_plan
+from benchapp.planning import validate_document
+from benchapp.templates_plans import get_template, plan_templates
+from runners.plan import count_cells, load_plan
 from tests.benchapp.ui_data import DEMO, assert_no_canary, form_data, make_credential, make_target
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +126,8 @@ def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
     assert [c["key"] for c in data["cells"][:3]] == ["concurrency=1,load_type=read"] * 3
     assert len(data["cells"]) == 8
     assert load_plan(data["yaml"]).axes == {"load_type": ["read", "key"], "concurrency": [1, 2]}
-    assert data["estimate"]["seconds"] == 12 * 10 and data["estimate"]["cost"] is None
+    # mysqlslap states no duration: 10 s per cell plus 3 s overhead (benchapp.estimates)
+    assert data["estimate"] == {"seconds": 12 * 13, "known": False, "cost": None}
 
 
 def test_preview_errors_name_the_field(owner_client, team, stored):
@@ -158,16 +160,131 @@ def test_preview_needs_post_and_login(owner_client):
     assert Client().post("/plans/preview.json", {}).status_code == 302  # to login
 
 
+# -- scenario templates bound to your targets (issue 17) ----------------------------
+
+QUICK_CELLS = {"s1-rds-classes-mysqlslap": 10, "s2-oltp-vs-cpu-stress": 3,
+               "s3-ebs-raid0-fio": 4, "s4-managed-mysql-threads": 8, "s5-myisam-update": 6}
+
+
+@pytest.fixture
+def disk(team, tmp_path):
+    """A host target on this server, in a directory an operator allowed."""
+    return make_target(team, name="disk", kind="host", host="", port=None, user="",
+                       data_dirs=[str(tmp_path)], directory=f"{tmp_path}/fio")
+
+
+def bound(team, template, preset="quick", **roles) -> dict:
+    """The plan document TemplateForm makes of these role choices."""
+    form = TemplateForm({"preset": preset, **{f"role-{r}": str(v) for r, v in roles.items()}},
+                        team=team, template=template)
+    assert form.is_valid(), form.errors
+    return form.document
+
+
+def bind_url(template, preset="quick", **roles):
+    query = "&".join(f"role-{role}={value}" for role, value in roles.items())
+    return f"/plans/new/?template={template['slug']}&preset={preset}&{query}"
+
+
+def test_template_page_asks_which_target_plays_each_role(owner_client, team, stored, disk):
+    html = owner_client.get("/plans/new/?template=s4-managed-mysql-threads").content.decode()
+    for role in ("rds-mysql", "galera-3node"):
+        assert f'name="role-{role}"' in html
+    assert f'<option value="{stored.pk}">local-mariadb — 127.0.0.1:3306</option>' in html
+    assert f'value="{disk.pk}"' not in html  # a host target cannot play a MySQL role
+    assert 'value="quick"' in html and 'value="study"' in html
+    assert "This field is required" not in html and "Please fix" not in html
+
+
+def test_template_page_offers_the_scenarios_provisioning(owner_client, team):
+    html = owner_client.get("/plans/new/?template=s1-rds-classes-mysqlslap").content.decode()
+    assert "Provision it: aws_rds mysql db.t1.micro" in html
+    assert "No MySQL / MariaDB target yet" not in html  # the spec is a choice
+    html = owner_client.get("/plans/new/?template=s5-myisam-update").content.decode()
+    assert "No MySQL / MariaDB target yet" in html
+
+
 @pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
-def test_scenario_templates_load_into_the_builder_and_round_trip(owner_client, team, template):
-    page = owner_client.get(f"/plans/new/?template={template['slug']}")
-    assert page.status_code == 200
-    assert f'value="{template["document"]["name"]}"' in page.content.decode()
-    form = PlanForm(initial=initial_from_document(template["document"], team), team=team)
-    response = owner_client.post("/plans/new/", form_data(form))
+def test_template_bound_to_your_targets_opens_valid_and_saves(owner_client, team, stored, disk,
+                                                              template):
+    roles = {r["name"]: (disk if r["kind"] == "host" else stored).pk for r in template["roles"]}
+    url = bind_url(template, **roles)
+    page = owner_client.get(url)
+    html = page.content.decode()
+    assert f'value="{template["document"]["name"]}-quick"' in html, html[:3000]
+    assert "has-error" not in html and "several targets" not in html
+    response = owner_client.post(url, form_data(page.context["form"]))
     assert response.status_code == 302, response.content.decode()[:3000]
-    saved = Plan.objects.get(team=team, name=template["document"]["name"])
-    assert load_plan(saved.document) == load_plan(template["document"])
+    saved = Plan.objects.get(team=team, name=f"{template['document']['name']}-quick")
+    spec = validate_document(saved.document, team)
+    assert count_cells(spec) == QUICK_CELLS[template["slug"]]
+    assert {t.name for t in spec.targets} <= {"local-mariadb", "disk", *roles}
+    assert not any(t.provision for t in spec.targets) and spec.client.provision is None
+
+
+STUDY_CELLS = {"s1-rds-classes-mysqlslap": 10, "s2-oltp-vs-cpu-stress": 10,
+               "s3-ebs-raid0-fio": 4, "s4-managed-mysql-threads": 20, "s5-myisam-update": 6}
+
+
+@pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
+def test_template_study_preset_binds_to_your_targets(team, stored, disk, template):
+    roles = {r["name"]: (disk if r["kind"] == "host" else stored).pk for r in template["roles"]}
+    document = bound(team, template, "study", **roles)
+    assert count_cells(validate_document(document, team)) == STUDY_CELLS[template["slug"]]
+    assert document["name"] == f"{template['document']['name']}-study"
+
+
+def test_template_one_target_in_two_roles_becomes_a_named_copy(owner_client, team, stored):
+    template = get_template("s1-rds-classes-mysqlslap")
+    document = bound(team, template, micro=stored.pk, **{"m2-4xlarge-iops": stored.pk})
+    assert document["targets"][0] == {"name": "local-mariadb"}
+    assert document["targets"][1] == {"name": "m2-4xlarge-iops", "kind": "mysql",
+                                      "host": "127.0.0.1", "port": 3306, "user": "root"}
+    assert document["axes"]["target"] == ["local-mariadb", "m2-4xlarge-iops"]
+    assert "client" not in document  # the provisioned client goes with the provisioned targets
+
+
+def test_template_provisioning_choice_keeps_the_scenarios_spec(owner_client, team):
+    template = get_template("s1-rds-classes-mysqlslap")
+    document = bound(team, template, "study", micro="provision",
+                     **{"m2-4xlarge-iops": "provision"})
+    assert document["targets"] == template["document"]["targets"]
+    assert document["client"] == template["document"]["client"]
+    assert document["params"]["number_of_queries"] == 10000
+
+
+def test_template_fio_works_in_the_host_targets_directory(owner_client, team, disk):
+    template = get_template("s3-ebs-raid0-fio")
+    document = bound(team, template, "study", **{"c1-medium": disk.pk})
+    assert document["params"]["directory"] == disk.directory
+    assert "filename" not in document["params"]
+    assert list(document["axes"]) == ["rw"]  # volumes are striped only when provisioned
+    assert document["params"]["size"] == "5G"  # the study's size
+
+
+def test_template_study_preset_of_s4_is_sysbench_1x_at_real_size(owner_client, team, stored):
+    template = get_template("s4-managed-mysql-threads")
+    document = bound(team, template, "study", **{"rds-mysql": stored.pk,
+                                                 "galera-3node": stored.pk})
+    assert "sysbench_version" not in document
+    assert document["params"] == {"test": "oltp_read_write", "table_size": 1000000, "time": 120}
+    assert document["axes"]["threads"] == [4, 16, 64, 128, 256]
+
+
+def test_template_refuses_another_teams_target(owner_client, team, outsider):
+    foreign = make_target(outsider.teams.first(), name="theirs")
+    template = get_template("s5-myisam-update")
+    html = owner_client.get(bind_url(template, **{"m2-4xlarge": foreign.pk})).content.decode()
+    assert "Select a valid choice" in html
+    assert 'name="role-m2-4xlarge"' in html  # still the role form, not the builder
+
+
+def test_builder_fio_on_a_host_target_defaults_to_its_directory(owner_client, team, disk):
+    data = {"name": "disk-io", "tool": "fio", "targets": ["disk"], "repeat": "1",
+            "order": "sequential", "extra": "", "param-fio-rw": "randread",
+            "param-fio-size": "4M"}
+    assert owner_client.post("/plans/new/", data).status_code == 302
+    assert Plan.objects.get(name="disk-io").document["params"]["directory"] == disk.directory
 
 
 def test_edit_round_trips_a_saved_plan(owner_client, team, plan):

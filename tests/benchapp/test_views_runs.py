@@ -81,7 +81,7 @@ def test_run_page_shows_progress_and_cells(owner_client, run):
                                                started_at=timezone.now(), attempt=1,
                                                output_tail="Benchmark\n\tRunning for engine innodb")
     html = owner_client.get(f"/runs/{run.pk}/").content.decode()
-    assert 'id="run-bar" max="100" value="25.0"' in html
+    assert 'id="run-bar" class="bar bar-queued" max="100" value="25.0"' in html
     assert "1 of 4 cells done" in html
     assert "Running for engine innodb" in html  # the live tail
     assert html.count('data-role="bar"') == 4
@@ -146,3 +146,59 @@ def test_run_pages_never_show_a_credential(owner_client, team):
                 f"/runs/{run.pk}/cells/{cell.pk}/artifacts/"):
         assert_no_canary(owner_client.get(url))
     assert CANARY not in str(run.document)
+
+
+def test_run_list_is_newest_first_across_pages(owner_client, team, run):
+    """The Count annotation used to drop Run.Meta.ordering: page 1 held the oldest runs."""
+    for _ in range(55):
+        start_run(team, run.document)
+    newest = Run.objects.for_team(team).order_by("-created_at", "-pk").first()
+    first_page = owner_client.get("/runs/").content.decode()
+    assert f'href="/runs/{newest.pk}/"' in first_page
+    assert f'href="/runs/{run.pk}/"' not in first_page  # the oldest is on page 2
+    assert f'href="/runs/{run.pk}/"' in owner_client.get("/runs/?page=2").content.decode()
+
+
+def test_progress_bars_take_their_status_colour(owner_client, team, run):
+    failed = start_run(team, run.document)
+    Run.objects.filter(pk=failed.pk).update(status=Run.FAILED)
+    cancelled = start_run(team, run.document)
+    Run.objects.filter(pk=cancelled.pk).update(status=Run.CANCELLED)
+    html = owner_client.get("/runs/").content.decode()
+    assert 'class="bar bar-failed"' in html and 'class="bar bar-cancelled"' in html
+    cell = failed.cells.first()
+    finish(cell, status=Cell.FAILED)
+    detail = owner_client.get(f"/runs/{failed.pk}/").content.decode()
+    assert 'id="run-bar" class="bar bar-failed"' in detail
+    assert 'class="bar bar-failed" max="100"' in detail  # the failed cell's own bar
+    from django.contrib.staticfiles import finders
+    css = open(finders.find("css/app.css")).read()
+    for status in ("failed", "cancelled"):
+        assert f"progress.bar-{status} {{ accent-color:var(--" in css
+    assert "progress.bar-failed { accent-color:var(--bad); }" in css
+
+
+def test_finished_cell_output_stays_on_the_run_page(owner_client, run):
+    """With no cell running the page shows the tail of the cell that ended last."""
+    cells = list(run.cells.order_by("index"))
+    finish(cells[0])
+    Cell.objects.filter(pk=cells[0].pk).update(output_tail="Average number of seconds: 0.01")
+    html = owner_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Average number of seconds: 0.01" in html
+    data = owner_client.get(f"/runs/{run.pk}/progress.json").json()
+    assert data["tails"] == {str(cells[0].pk): "Average number of seconds: 0.01"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cell_shorter_than_the_heartbeat_keeps_its_output(team, settings):
+    """A cell that ends before the first beat used to leave output_tail empty."""
+    from benchapp.orchestration import execute_cell
+
+    settings.BENCHBOARD_HEARTBEAT_SECONDS = 3600
+    make_target(team)
+    plan = {**DEMO, "axes": {}, "params": {**DEMO["params"], "number_of_queries": 5}}
+    started = start_run(team, plan)
+    cell = started.cells.get()
+    assert execute_cell(cell.pk) == Cell.SUCCEEDED
+    cell.refresh_from_db()
+    assert "Average number of seconds" in cell.output_tail

@@ -120,3 +120,17 @@ def test_scheduled_task_starts_the_plan(plan, cron):
 def test_plan_page_lists_its_schedules(owner_client, plan, cron):
     html = owner_client.get(f"/plans/{plan.pk}/").content.decode()
     assert "cron 30 2 * * 1-5" in html and "Manage schedules" in html
+
+
+def test_one_time_schedule_is_done_after_it_ran(owner_client, plan, cron):
+    """A one-off schedule used to stay "active" after beat had started its run."""
+    once = scheduling.schedule_at(plan, timezone.now() - timedelta(seconds=5))
+    later = scheduling.schedule_at(plan, timezone.now() + timedelta(hours=1))
+    start_plan(plan.pk, origin="schedule")
+    once.refresh_from_db()
+    later.refresh_from_db()
+    cron.refresh_from_db()
+    assert not once.enabled and once.last_run_at is not None
+    assert later.enabled and cron.enabled  # not due yet / repeating: still active
+    html = owner_client.get("/schedules/").content.decode()
+    assert html.count(">active<") == 2 and html.count(">done<") == 1

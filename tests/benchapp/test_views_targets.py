@@ -25,8 +25,10 @@ def valid_post(**over):
 def test_target_pages_for_team_members(request, persona, target):
     client = request.getfixturevalue(persona)
     assert target.name in client.get("/targets/").content.decode()
-    for url in (f"/targets/{target.pk}/", f"/targets/{target.pk}/edit/", "/targets/new/"):
-        assert client.get(url).status_code == 200, url
+    editing = 200 if persona == "owner_client" else 403  # editing targets is for admins
+    for url, status in ((f"/targets/{target.pk}/", 200), (f"/targets/{target.pk}/edit/", editing),
+                        ("/targets/new/", editing)):
+        assert client.get(url).status_code == status, url
 
 
 def test_target_list_outsider_sees_own_team_only(outsider_client, target):
@@ -89,11 +91,11 @@ def test_target_provision_yaml_round_trips(owner_client, team):
     assert "db.t3.micro" in owner_client.get(f"/targets/{target.pk}/edit/").content.decode()
 
 
-def test_target_edit_and_delete(member_client, target):
-    member_client.post(f"/targets/{target.pk}/edit/", valid_post(name="renamed"))
+def test_target_edit_and_delete(owner_client, target):
+    owner_client.post(f"/targets/{target.pk}/edit/", valid_post(name="renamed"))
     target.refresh_from_db()
     assert target.name == "renamed"
-    assert member_client.post(f"/targets/{target.pk}/delete/").status_code == 302
+    assert owner_client.post(f"/targets/{target.pk}/delete/").status_code == 302
     assert not Target.objects.filter(pk=target.pk).exists()
 
 
@@ -150,7 +152,7 @@ def test_team_switcher_scopes_the_lists(owner_client, owner, target):
     from benchapp.models import Membership, Team
 
     second = Team.objects.create(name="beta")
-    Membership.objects.create(team=second, user=owner)
+    Membership.objects.create(team=second, user=owner, role=Membership.ADMIN)
     make_target(second, name="beta-db")
     html = owner_client.get("/targets/").content.decode()
     assert "local-mariadb" in html and "beta-db" not in html
@@ -165,3 +167,78 @@ def test_target_test_connection_of_a_provisioned_target(owner_client, team):
     target = make_target(team, name="rds", host="", provision={"provider": "aws_rds"})
     html = owner_client.post(f"/targets/{target.pk}/test/").content.decode()
     assert "provisioned when a run starts" in html
+
+
+# -- every kind creatable (issue 17) ---------------------------------------------------
+
+
+def test_target_create_host_needs_its_directory(owner_client):
+    html = owner_client.post("/targets/new/", valid_post(
+        name="disk", kind="host", host="", port="", user="")).content.decode()
+    assert "A host target needs the directory fio works in." in html
+    assert not Target.objects.filter(name="disk").exists()
+
+
+def test_target_create_local_host_directory_outside_data_dirs_says_operator(owner_client):
+    html = owner_client.post("/targets/new/", valid_post(
+        name="disk", kind="host", host="", port="", user="", directory="/srv/bench")).content.decode()
+    assert ("/srv/bench is not inside one of this target&#x27;s data directories (none yet): fio "
+            "may only write on this server where an operator (staff) has allowed it") in html
+    assert not Target.objects.filter(name="disk").exists()
+
+
+def test_target_host_directory_inside_operator_data_dir_is_saved(owner_client, team, tmp_path):
+    target = make_target(team, name="disk", kind="host", host="", port=None, user="",
+                         directory="", data_dirs=[str(tmp_path)])
+    response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
+        name="disk", kind="host", host="", port="", user="", directory=f"{tmp_path}/fio"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    target.refresh_from_db()
+    assert (target.directory, target.data_dirs) == (f"{tmp_path}/fio", [str(tmp_path)])
+    html = owner_client.get(f"/targets/{target.pk}/").content.decode()
+    assert f"{tmp_path}/fio" in html
+
+
+def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
+    target = make_target(team, name="box", kind="host", host="10.0.0.5", port=None, user="",
+                         allow_custom_scripts=True)
+    response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
+        name="box", kind="host", host="10.0.0.5", port="", user="", ssh_host="10.0.0.5",
+        ssh_user="ops", directory="/data/fio"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    target.refresh_from_db()
+    assert target.directory == "/data/fio"
+
+
+@pytest.mark.parametrize("directory,message", [
+    ("data/fio", "An absolute path"),
+    ("/srv/../etc", "An absolute path"),
+    ("/etc", "/etc is a system directory"),
+])
+def test_target_directory_refuses_bad_paths(owner_client, directory, message):
+    html = owner_client.post("/targets/new/", valid_post(
+        name="disk", kind="host", host="", port="", user="", directory=directory)).content.decode()
+    assert message in html
+    assert not Target.objects.filter(name="disk").exists()
+
+
+@pytest.mark.parametrize("kind,port", [("redis", "6379"), ("postgres", "5432")])
+def test_target_create_every_database_kind(owner_client, team, kind, port):
+    response = owner_client.post("/targets/new/", valid_post(
+        name="db", kind=kind, host="127.0.0.1", port=port, user=""))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Target.objects.get(team=team, name="db").kind == kind
+
+
+def test_api_creates_a_host_target_with_its_directory(owner_client, team, tmp_path):
+    from rest_framework.test import APIClient
+
+    from benchapp.models import Membership
+
+    user = Membership.objects.filter(team=team).first().user
+    client = APIClient()
+    client.force_authenticate(user)
+    refused = client.post("/api/targets/", {"name": "disk", "kind": "host",
+                                            "directory": "/srv/bench"}, format="json")
+    assert refused.status_code == 400
+    assert "an operator (staff) has allowed it" in str(refused.json())

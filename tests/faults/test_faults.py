@@ -56,7 +56,7 @@ def tool_processes(pattern: str) -> list[str]:
 
 def fio_plan(directory, runtime=2, rws=("read", "write", "randread")):
     return {"name": "faults-fio", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-            "params": {"directory": str(directory), "size": "4M", "bs": "4k",
+            "params": {"filename": f"{directory}/fio.data", "size": "4M", "bs": "4k",
                        "runtime": runtime, "time_based": True},
             "axes": {"rw": list(rws)}}
 

@@ -3,8 +3,11 @@ dir, stress-ng, a data-directory snapshot on a plain directory."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,6 +42,15 @@ def _plan(tool: str, target: dict, params: dict, **extra):
     return load_plan(
         {"name": "t", "tool": tool, "targets": [target], "params": params, "timeout": 120, **extra}
     )
+
+
+@pytest.fixture
+def sandbox_data_dir():
+    """A data directory the sandbox user (nobody, when tests run as root) may write."""
+    path = tempfile.mkdtemp(prefix="bb-data-")
+    os.chmod(path, 0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _run_all(plan, **ctx_args):
@@ -137,7 +149,7 @@ def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_targ
     assert outcome.result.metrics["tps"] > 0
     assert outcome.result.series  # --report-interval=1
     assert mariadb_target.password not in repr(outcome)
-    assert "--mysql-password=****" in outcome.command
+    assert "password" not in outcome.command  # MYSQL_PWD, never argv
     assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == ""  # cleanup dropped sbtest1
 
 
@@ -168,11 +180,12 @@ def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monk
     assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == ""
 
 
-def test_run_cell_fio_on_a_tmp_dir(tmp_path):
+def test_run_cell_fio_on_a_tmp_dir(sandbox_data_dir):
+    # The sandboxed fio writes only its scratch dir and the target's data_dirs.
     plan = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
-        {"directory": str(tmp_path), "rw": "randwrite", "bs": "4k", "size": "4M", "runtime": 1},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
+        {"directory": sandbox_data_dir, "rw": "randwrite", "bs": "4k", "size": "4M", "runtime": 1},
     )
     (outcome,) = _run_all(plan)
     assert (outcome.status, outcome.error) == ("succeeded", "")
@@ -226,7 +239,7 @@ def test_run_cell_wrong_password_in_sysbench_prepare_is_masked(mariadb_target, m
     assert outcome.status == "failed"
     assert outcome.error.startswith("prepare failed (exit 1): FATAL: error 1045: Access denied")
     assert _phases(outcome) == ["prepare", "cleanup"]  # cleanup still ran
-    assert "--mysql-password=****" in outcome.phases[0].command
+    assert "wrong-pw-123" not in outcome.phases[0].command  # MYSQL_PWD, never argv
     assert "wrong-pw-123" not in repr(outcome)
 
 
@@ -249,12 +262,12 @@ def test_run_cell_target_to_provision_fails_permanently():
     )
 
 
-def test_run_cell_timeout_fails_the_cell(tmp_path):
+def test_run_cell_timeout_fails_the_cell(sandbox_data_dir):
     plan = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
         {
-            "directory": str(tmp_path),
+            "directory": sandbox_data_dir,
             "size": "1M",
             "runtime": 30,
             "time_based": True,
@@ -269,12 +282,12 @@ def test_run_cell_timeout_fails_the_cell(tmp_path):
     assert outcome.error.startswith("measure timed out after ")
 
 
-def test_run_cell_cancel_stops_measure_and_stress(tmp_path):
+def test_run_cell_cancel_stops_measure_and_stress(sandbox_data_dir):
     plan = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
         {
-            "directory": str(tmp_path),
+            "directory": sandbox_data_dir,
             "size": "1M",
             "runtime": 60,
             "time_based": True,
@@ -298,10 +311,10 @@ def test_run_cell_cancel_stops_measure_and_stress(tmp_path):
 # ---------------------------------------------------------------- stress
 
 
-def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(tmp_path):
+def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(sandbox_data_dir):
     # fio capped at 20 IOPS is nearly idle: the busy CPU is stress-ng's.
     params = {
-        "directory": str(tmp_path),
+        "directory": sandbox_data_dir,
         "size": "1M",
         "runtime": 2,
         "time_based": True,
@@ -309,7 +322,7 @@ def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(tmp_path):
     }
     stressed = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
         params,
         stress={"cpu": 2, "cpu_load": 100},
         timeout=4243,
@@ -318,25 +331,25 @@ def test_run_cell_stress_keeps_cores_busy_and_is_gone_after(tmp_path):
 
     def on_phase(phase):
         if phase == "measure":
-            seen["parent"] = _pids("stress-ng --cpu 2 --cpu-load 100 --timeout 4243")
+            seen["parent"] = _pids("^stress-ng --cpu 2 --cpu-load 100 --timeout 4243")
             seen["workers"] = [pid for parent in seen["parent"] for pid in _children(parent)]
 
     with CellContext(stressed) as ctx:
         outcome = run_cell(stressed, expand(stressed)[0], ctx, on_phase=on_phase)
     assert (outcome.status, outcome.error) == ("succeeded", "")
     assert len(seen["parent"]) == 1 and len(seen["workers"]) == 2  # "stress-ng-cpu [run]"
-    assert _pids("stress-ng --cpu 2 --cpu-load 100 --timeout 4243") == []
+    assert _pids("^stress-ng --cpu 2 --cpu-load 100 --timeout 4243") == []
     assert not any(Path(f"/proc/{pid}").exists() for pid in seen["workers"])
     assert outcome.facts["client_cpu_busy_pct"] >= 90  # both cores of 2
     assert outcome.stress_result.metrics["bogo_ops"] > 0
     assert _phases(outcome) == ["measure", "stress"]
 
 
-def test_run_cell_stress_zero_cores_starts_nothing(tmp_path):
+def test_run_cell_stress_zero_cores_starts_nothing(sandbox_data_dir):
     plan = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
-        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
+        {"directory": sandbox_data_dir, "size": "1M", "runtime": 1},
         stress={"cpu_load": 90},
         axes={"stress.cpu": [0]},
     )
@@ -359,7 +372,7 @@ def test_run_cell_stress_on_an_unreachable_host_fails_clearly(mariadb_target):  
 # ---------------------------------------------------------------- snapshots
 
 
-def test_run_cell_snapshot_restores_the_data_directory_before_each_cell(tmp_path):
+def test_run_cell_snapshot_restores_the_data_directory_before_each_cell(tmp_path, sandbox_data_dir):
     # The mechanism on a plain directory (service_manager none): a MariaDB
     # datadir works the same way but needs the server stopped, which the
     # shared MariaDB of this machine cannot be.
@@ -368,8 +381,8 @@ def test_run_cell_snapshot_restores_the_data_directory_before_each_cell(tmp_path
     (datadir / "ibdata1").write_text("original")
     plan = _plan(
         "fio",
-        {"name": "disk", "kind": "host"},
-        {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        {"name": "disk", "kind": "host", "data_dirs": [sandbox_data_dir]},
+        {"directory": sandbox_data_dir, "size": "1M", "runtime": 1},
         axes={"bs": ["4k", "8k"]},
         prepare={
             "once": True,

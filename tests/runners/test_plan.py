@@ -211,7 +211,7 @@ SECRET_HINT = (
         (_with("params.mysql_password", "y"), f"params.mysql_password: {SECRET_HINT}"),
         (
             _with("tool", "hammerdb"),
-            "tool: 'hammerdb' is not allowed: expected one of mysqlslap, sysbench, fio, pgbench",
+            "tool: 'hammerdb' is not allowed: expected one of mysqlslap, sysbench, fio, pgbench, redis_benchmark",
         ),
         (_with("tool", None), "tool: required"),
         (_with("targets", None), "targets: expected a non-empty list of targets"),
@@ -300,11 +300,25 @@ def test_load_plan_lists_known_keys_for_a_typo():
     assert str(caught.value).startswith("repeats: unknown key; known: axes, cleanup, client,")
 
 
-def test_load_plan_lists_known_params_for_an_unknown_one():
+def test_load_plan_says_no_known_param_is_close_to_a_bogus_one():
     with pytest.raises(ValidationError) as caught:
         load_plan(_with("params.bogus", 1))
     assert caught.value.param == "params.bogus"
-    assert "unknown mysqlslap parameter; known: add_autoincrement," in str(caught.value)
+    assert "unknown mysqlslap parameter and none of its" in str(caught.value)
+    assert "add_autoincrement" not in str(caught.value)  # not the list of all names
+
+
+@pytest.mark.parametrize(("typo", "suggestion"), [
+    ("concurency", "did you mean concurrency?"),
+    ("number_of_query", "did you mean number_of_queries"),
+    ("iteration", "did you mean iterations"),
+])
+def test_load_plan_suggests_the_closest_param_names(typo, suggestion):
+    with pytest.raises(ValidationError) as caught:
+        load_plan(_with(f"params.{typo}", 1))
+    message = str(caught.value)
+    assert suggestion in message and "known:" not in message
+    assert message.count(",") == 0  # at most a few names, joined by "or"
 
 
 @pytest.mark.parametrize(

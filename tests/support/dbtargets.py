@@ -68,5 +68,6 @@ def run_command(command: Command, workdir: str, timeout: float = 60) -> tuple[in
             fh.write(upload.content)
     resolved = command.resolved(workdir)
     proc = subprocess.run(resolved.argv, check=False, cwd=workdir, stdout=subprocess.PIPE,
+                          env={**os.environ, **resolved.env},
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return proc.returncode, proc.stdout, resolved.argv

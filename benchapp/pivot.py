@@ -1,0 +1,223 @@
+"""Pivot tables: observations grouped into rows × columns of one statistic.
+
+Pure functions over plain values (no queries), shared by the run results
+page, comparisons, the share page, exports and the API.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+STATISTICS = ("mean", "n", "min", "max", "stddev", "cv")
+
+
+@dataclass
+class CellInfo:
+    """What the pivot needs to know about one cell (and its run)."""
+
+    id: int
+    run_id: int
+    run_label: str
+    key: str
+    repeat: int
+    target: str
+    axes: dict
+    status: str
+    error: str = ""
+    client_bound: bool = False
+    attempt: int = 1
+    tool_version: str = ""
+    facts: dict = field(default_factory=dict)
+
+    def dimension(self, name: str):
+        if name == "target":
+            return self.axes.get("target", self.target)
+        if name == "repeat":
+            return self.repeat
+        if name == "run":
+            return self.run_label
+        return self.axes.get(name)
+
+
+@dataclass
+class Observation:
+    cell: CellInfo
+    group: str
+    metric: str
+    value: float
+
+    def dimension(self, name: str):
+        if name == "metric":
+            return self.metric
+        if name == "group":
+            return self.group
+        return self.cell.dimension(name)
+
+
+@dataclass
+class Stats:
+    n: int = 0
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    stddev: float | None = None
+    cv: float | None = None
+    noisy: bool = False
+    values: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    client_bound: bool = False
+
+    def get(self, statistic: str):
+        return getattr(self, statistic)
+
+    def to_dict(self) -> dict:
+        return {
+            k: getattr(self, k)
+            for k in (
+                "n",
+                "mean",
+                "min",
+                "max",
+                "stddev",
+                "cv",
+                "noisy",
+                "values",
+                "errors",
+                "client_bound",
+            )
+        }
+
+
+def describe(values: list[float], threshold: float | None = None) -> Stats:
+    """mean, n, min, max, sample stddev (n-1; 0 for one value) and cv = stddev/|mean|."""
+    if threshold is None:
+        threshold = settings.BENCHBOARD_NOISE_CV
+    if not values:
+        return Stats()
+    # Plain floats: statistics.stdev computes with Fractions, 10x slower here.
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    cv = sd / abs(mean) if mean else None
+    return Stats(
+        n=len(values),
+        mean=mean,
+        min=min(values),
+        max=max(values),
+        stddev=sd,
+        cv=cv,
+        noisy=cv is not None and cv > threshold,
+        values=list(values),
+    )
+
+
+_RUN_LABEL = re.compile(r"#(\d+) ")
+
+
+def _sort_key(value):
+    """Numbers numerically, run labels ("#12 name") by run id, then text."""
+    if isinstance(value, bool):
+        return (1, str(value))
+    if isinstance(value, (int, float)):
+        return (0, value)
+    match = _RUN_LABEL.match(str(value))
+    if match:
+        return (0, int(match.group(1)))
+    return (1, str(value))
+
+
+def _label(values: tuple) -> str:
+    return " · ".join("" if v is None else str(v) for v in values) or "all"
+
+
+def pivot(observations, rows, columns, metric, statistic="mean", threshold=None) -> dict:
+    """Group observations into a rows × columns table of one statistic.
+
+    rows, columns: lists of dimension names (axes, target, repeat, run, metric, group).
+    metric: a metric name or a list of names (with "metric" as a dimension to
+    show several side by side, as in S2's TPS/QPS/latency table).
+    Returns {"rows": [{"key", "label"}], "columns": [...], "cells": [[Stats|None]],
+    "margin": [Stats] (each row over all its columns), "statistic", ...}.
+    """
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    rows, columns = list(rows), list(columns)
+    buckets, row_margin = {}, {}
+    for o in observations:
+        if o.metric not in metrics:
+            continue
+        rk = tuple(o.dimension(d) for d in rows)
+        ck = tuple(o.dimension(d) for d in columns)
+        buckets.setdefault((rk, ck), []).append(o)
+        row_margin.setdefault(rk, []).append(o.value)
+    row_keys = sorted({rk for rk, _ in buckets}, key=lambda k: [_sort_key(v) for v in k])
+    col_keys = sorted({ck for _, ck in buckets}, key=lambda k: [_sort_key(v) for v in k])
+    table = []
+    for rk in row_keys:
+        line = []
+        for ck in col_keys:
+            obs = buckets.get((rk, ck))
+            if not obs:
+                line.append(None)
+                continue
+            stats = describe([o.value for o in obs], threshold)
+            stats.client_bound = any(o.cell.client_bound for o in obs)
+            line.append(stats)
+        table.append(line)
+    return {
+        "rows": [{"key": list(k), "label": _label(k)} for k in row_keys],
+        "columns": [{"key": list(k), "label": _label(k)} for k in col_keys],
+        "cells": table,
+        "margin": [describe(row_margin[rk], threshold) for rk in row_keys],
+        "row_dims": rows,
+        "column_dims": columns,
+        "metrics": metrics,
+        "statistic": statistic,
+    }
+
+
+def pivot_json(table: dict) -> dict:
+    """The pivot as JSON-ready data (Stats -> dicts)."""
+    return {
+        **table,
+        "cells": [[s.to_dict() if s else None for s in line] for line in table["cells"]],
+        "margin": [s.to_dict() for s in table["margin"]],
+    }
+
+
+def deltas(table: dict, baseline: str, dimension: str = "run") -> list[list[dict | None]]:
+    """Difference of each cell against the baseline column (same row, same
+    other column components, `dimension` replaced by baseline), with spread.
+
+    Each entry: {"delta", "pct", "spread"} where spread = sqrt(sd_a² + sd_b²),
+    the stddev of the difference of two independent means' samples.
+    """
+    dims = table["column_dims"]
+    if dimension not in dims:
+        return [[None] * len(table["columns"]) for _ in table["rows"]]
+    pos = dims.index(dimension)
+    index = {tuple(c["key"]): i for i, c in enumerate(table["columns"])}
+    out = []
+    for line in table["cells"]:
+        row = []
+        for col, stats in zip(table["columns"], line):
+            key = list(col["key"])
+            key[pos] = baseline
+            base_i = index.get(tuple(key))
+            base = line[base_i] if base_i is not None else None
+            if key == col["key"] or not stats or not base or base.mean is None:
+                row.append(None)
+                continue
+            delta = stats.mean - base.mean
+            row.append(
+                {
+                    "delta": delta,
+                    "pct": delta / base.mean if base.mean else None,
+                    "spread": math.hypot(stats.stddev or 0, base.stddev or 0),
+                }
+            )
+        out.append(row)
+    return out

@@ -1,0 +1,261 @@
+"""Change point detection over a benchmark history: E-divisive means.
+
+The method is the one MongoDB's signal-processing service and Apache Otava
+(formerly Hunter) use, after Matteson & James (2014) and Daly et al.,
+"Change Point Detection in Software Performance Testing" (ICPE 2020):
+
+1.  For a segment x[a:b], every split tau gives an energy statistic
+
+        q(tau) = m*k/(m+k) * ( 2/(m*k) * sum |x_i - y_j|
+                               - 1/C(m,2) * sum |x_i - x_i'|
+                               - 1/C(k,2) * sum |y_j - y_j'| )
+
+    with x = x[a:tau] (m points) and y = x[tau:b] (k points). It is large when
+    the two sides differ in distribution (here: mostly in mean). The best
+    split is argmax q; all splits are computed at once from 2-D prefix sums of
+    the distance matrix, O(n^2) per segment.
+2.  Significance by a permutation test: the segment is shuffled, max q is
+    recomputed, and p = (1 + #{perm max q >= observed}) / (1 + permutations).
+    The test stops early once p can no longer reach the threshold, so quiet
+    segments cost a few dozen permutations, not a thousand. Permutations are
+    seeded from (seed, segment start, segment length): the same data always
+    give the same answer, and an incremental update gives the full one.
+3.  A significant split is kept only if the relative change of the mean,
+    |after - before| / |before|, is at least `min_magnitude`, then both sides
+    are searched again (binary segmentation).
+
+A long history is analysed in windows, left to right. From a start index s,
+the window x[s:s+window] is searched; if it holds change points, the earliest
+becomes a change point and the next window starts there; if not, the next
+window starts half a window later. A window that was complete (window points
+available) can never change with new data, so its start is a resume point:
+`detect(values, previous=analysis)` keeps the change points before
+`analysis.resume_from` and only re-analyses from there.
+
+Pure Python + numpy; no Django.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DEFAULT_WINDOW = 50
+DEFAULT_MAX_PVALUE = 0.001
+DEFAULT_MIN_MAGNITUDE = 0.0
+DEFAULT_MIN_SIZE = 3
+DEFAULT_SEED = 20200420
+PERMUTATION_BATCH = 10
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Summary of the points between two change points."""
+
+    start: int
+    end: int  # exclusive
+    mean: float
+    ci_low: float  # 95 % confidence interval of the mean
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """The history changes at `index`: values[index] is the first point after."""
+
+    index: int
+    pvalue: float
+    before: Segment
+    after: Segment
+
+    @property
+    def magnitude(self) -> float:
+        """Relative change of the mean, signed: (after - before) / |before|."""
+        return relative_change(self.before.mean, self.after.mean)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Result of `detect`; pass it back as `previous` when points are added."""
+
+    change_points: list[ChangePoint]
+    resume_from: int  # analysis restarts here when new points arrive
+    length: int  # how many values were analysed
+    settings: tuple = field(default=())
+
+
+    def state(self) -> dict:
+        """What `detect(previous=...)` needs, as JSON-able data (to store in a database)."""
+        return {"resume_from": self.resume_from, "length": self.length,
+                "settings": [list(item) for item in self.settings],
+                "change_points": [[cp.index, cp.pvalue] for cp in self.change_points]}
+
+
+def relative_change(before: float, after: float) -> float:
+    if before == 0:
+        return math.inf if after != before else 0.0
+    return (after - before) / abs(before)
+
+
+def energy_statistics(values: np.ndarray, min_size: int = DEFAULT_MIN_SIZE) -> np.ndarray:
+    """q(tau) for every split of `values` (one row per row of a 2-D input).
+
+    Returns an array shaped like `values` where entry tau is the statistic of
+    the split values[:tau] | values[tau:], and -inf where a side would have
+    fewer than `min_size` points.
+    """
+    x = np.atleast_2d(np.asarray(values, dtype=float))
+    n = x.shape[1]
+    out = np.full(x.shape, -np.inf)
+    if n < 2 * min_size:
+        return out[0] if np.ndim(values) == 1 else out
+    distances = np.abs(x[:, :, None] - x[:, None, :])
+    prefix = distances.cumsum(axis=1).cumsum(axis=2)
+    tau = np.arange(min_size, n - min_size + 1)
+    total = prefix[:, n - 1, n - 1][:, None]
+    within_left = prefix[:, tau - 1, tau - 1]  # ordered pairs, i, j < tau
+    between = prefix[:, tau - 1, n - 1] - within_left
+    within_right = total - within_left - 2 * between
+    m = tau.astype(float)
+    k = (n - tau).astype(float)
+    q = m * k / (m + k) * (
+        2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1))
+    )
+    out[:, tau] = q
+    return out[0] if np.ndim(values) == 1 else out
+
+
+def _permutation_pvalue(
+    segment: np.ndarray, observed: float, max_pvalue: float, rng: np.random.Generator,
+    min_size: int,
+) -> float:
+    """p-value of `observed` (max q) against shuffled copies of `segment`.
+
+    Enough permutations are drawn for `max_pvalue` to be reachable; drawing
+    stops as soon as the exceedances already rule it out.
+    """
+    permutations = max(PERMUTATION_BATCH, math.ceil(1 / max_pvalue) - 1)
+    allowed = math.floor(max_pvalue * (permutations + 1)) - 1  # exceedances still significant
+    exceed = 0
+    drawn = 0
+    batch = PERMUTATION_BATCH
+    while drawn < permutations:
+        batch = min(batch, permutations - drawn)
+        shuffled = rng.permuted(np.tile(segment, (batch, 1)), axis=1)
+        best = energy_statistics(shuffled, min_size).max(axis=1)
+        exceed += int((best >= observed - 1e-12 * abs(observed)).sum())
+        drawn += batch
+        if exceed > allowed:
+            break
+        batch *= 4  # quiet segments stop in the first small batch; changes need all
+    return (1 + exceed) / (1 + drawn)
+
+
+def _split_points(
+    x: np.ndarray, start: int, settings: dict
+) -> list[tuple[int, float]]:
+    """Binary segmentation of x (a window starting at absolute `start`)."""
+    found: list[tuple[int, float]] = []
+    todo = [(0, len(x))]
+    while todo:
+        a, b = todo.pop()
+        segment = x[a:b]
+        q = energy_statistics(segment, settings["min_size"])
+        if not np.isfinite(q).any():
+            continue
+        tau = int(np.argmax(q))
+        rng = np.random.default_rng((settings["seed"], start + a, b - a))
+        p = _permutation_pvalue(segment, float(q[tau]), settings["max_pvalue"], rng,
+                                settings["min_size"])
+        if p > settings["max_pvalue"]:
+            continue
+        magnitude = relative_change(segment[:tau].mean(), segment[tau:].mean())
+        if abs(magnitude) < settings["min_magnitude"]:
+            continue
+        found.append((start + a + tau, p))
+        todo += [(a, a + tau), (a + tau, b)]
+    return sorted(found)
+
+
+def _t95(df: int) -> float:
+    """Two-sided 95 % Student t quantile (table to 30, then the normal value)."""
+    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+             2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+             2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+    if df < 1:
+        return math.inf
+    return table[df - 1] if df <= len(table) else 1.96
+
+
+def summarize(values, start: int, end: int) -> Segment:
+    """Mean and 95 % confidence interval of values[start:end]."""
+    part = np.asarray(values[start:end], dtype=float)
+    mean = float(part.mean())
+    if len(part) < 2:
+        return Segment(start, end, mean, -math.inf, math.inf)
+    half = _t95(len(part) - 1) * float(part.std(ddof=1)) / math.sqrt(len(part))
+    return Segment(start, end, mean, mean - half, mean + half)
+
+
+def detect(
+    values,
+    *,
+    window: int = DEFAULT_WINDOW,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    min_magnitude: float = DEFAULT_MIN_MAGNITUDE,
+    min_size: int = DEFAULT_MIN_SIZE,
+    seed: int = DEFAULT_SEED,
+    previous: Analysis | dict | None = None,
+) -> Analysis:
+    """Change points of `values` (a sequence of floats, oldest first).
+
+    window:        points analysed together (>= 2 * min_size); bounds the cost.
+    max_pvalue:    significance threshold of the permutation test.
+    min_magnitude: smallest relative change of the mean kept (0.05 = 5 %).
+    previous:      the Analysis of an earlier prefix of the same values, with the
+                   same settings (or its `state()`); only the part after its
+                   resume point is redone.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1:
+        raise ValueError("values must be a flat sequence of numbers")
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite numbers (no NaN or infinity)")
+    if window < 2 * min_size:
+        raise ValueError(f"window must be at least {2 * min_size} (2 * min_size)")
+    if not 0 < max_pvalue < 1:
+        raise ValueError("max_pvalue must be between 0 and 1")
+    if min_magnitude < 0:
+        raise ValueError("min_magnitude must not be negative")
+    settings = {"window": window, "max_pvalue": max_pvalue, "min_magnitude": min_magnitude,
+                "min_size": min_size, "seed": seed}
+    key = tuple(sorted(settings.items()))
+    indexes: list[tuple[int, float]] = []
+    s = resume = 0
+    if isinstance(previous, Analysis):
+        previous = previous.state()
+    if (previous and [tuple(item) for item in previous["settings"]] == list(key)
+            and previous["length"] <= len(x)):
+        s = resume = previous["resume_from"]
+        indexes = [(i, p) for i, p in previous["change_points"] if i <= s]
+    n = len(x)
+    while n - s >= 2 * min_size:
+        end = min(s + window, n)
+        found = _split_points(x[s:end], s, settings)
+        if end - s == window:
+            resume = s  # a full window: the same answer whatever comes later
+        if found:
+            indexes.append(found[0])
+            s = found[0][0]
+        elif end == n:
+            break
+        else:
+            s += window // 2
+    bounds = [0] + [i for i, _ in indexes] + [n]
+    change_points = [
+        ChangePoint(index, p, summarize(x, bounds[j], index), summarize(x, index, bounds[j + 2]))
+        for j, (index, p) in enumerate(indexes)
+    ]
+    return Analysis(change_points, resume, n, key)

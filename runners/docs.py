@@ -1,0 +1,90 @@
+"""The plan file reference, generated from the tool registry.
+
+    python -m runners.docs > docs/plan-reference.md
+
+tests/test_docs.py fails when the committed file differs from what this
+prints, so a parameter added to a tool's PARAMS is documented by running it.
+"""
+
+from __future__ import annotations
+
+from runners.tools import TOOLS
+
+
+def _value(param) -> str:
+    text = param.describe()
+    if param.many:
+        text += f" (or a list, joined with '{param.sep}')"
+    if param.default is not None:
+        text += f"; default {param.default}"
+    return text
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def tool_section(name: str, module) -> list[str]:
+    """Markdown lines of one tool: what it runs against, its parameters, metrics."""
+    duration = getattr(module, "DURATION_PARAM", None)
+    lines = [
+        f"## {name}",
+        "",
+        f"Binary `{module.BINARY}` (Debian package `{module.PACKAGE}`); phases: "
+        f"{', '.join(module.PHASES)}; target kinds: {', '.join(module.TARGET_KINDS)} "
+        f"(default {module.TARGET_KIND}); "
+        + (
+            "measured tool"
+            if module.MEASURED
+            else "background load (`stress:`), not a measured tool"
+        )
+        + "; "
+        + (f"duration parameter `{duration}`." if duration else "no duration parameter."),
+        "",
+        "### Parameters",
+        "",
+        "| name | option | value | meaning |",
+        "|---|---|---|---|",
+    ]
+    for pname, param in module.PARAMS.items():
+        option = f"`{param.option}`" if param.option else ""
+        lines.append(f"| `{pname}` | {option} | {_cell(_value(param))} | {_cell(param.help)} |")
+    aliases = getattr(module, "ALIASES", {})
+    if aliases:
+        lines += ["", "Aliases: " + ", ".join(f"`{a}` → `{c}`" for a, c in aliases.items()) + "."]
+    lines += [
+        "",
+        "### Metrics",
+        "",
+        "| metric | label | unit | better | kind |",
+        "|---|---|---|---|---|",
+    ]
+    for mname, metric in module.METRICS.items():
+        lines.append(
+            f"| `{mname}` | {_cell(metric.label)} | {metric.unit} | "
+            f"{metric.direction or '—'} | {metric.kind} |"
+        )
+    if module.SERIES:
+        lines += ["", "Per-second series: " + ", ".join(f"`{s}`" for s in module.SERIES) + "."]
+    return lines + [""]
+
+
+def render() -> str:
+    """The whole reference as Markdown."""
+    lines = [
+        "# Plan file reference: tools",
+        "",
+        "Generated from the tool registry (runners/tools) by "
+        "`python -m runners.docs > docs/plan-reference.md`; do not edit by hand.",
+        "A plan's `tool:` is one of the measured tools below; its `params:` (and axes and "
+        "overrides over them) take the parameters of that tool. Metric names are those "
+        "the results pages, exports and the API show.",
+        "",
+    ]
+    for name, module in TOOLS.items():
+        lines += tool_section(name, module)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,64 @@
+"""Frozen cells: everything one cell needs, as JSON, so executing a cell
+never reloads or re-expands its plan.
+
+`freeze(plan, cell)` keeps the cell's resolved parameters (after overrides)
+and the plan's per-cell parts: phases (prepare, warmup, cleanup, timeout,
+stress), the cell's target, the client and the target the client runs on.
+`thaw(data)` gives back a (Plan, CellSpec) pair that runners.cell.run_cell
+accepts; its Plan has only the cell's own axis values and targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from runners.plan import CellSpec, Plan
+from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
+
+VERSION = 1
+
+
+def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
+    """The JSON form of one cell of a validated plan."""
+    wanted = {cell.target}
+    if plan.client.target and plan.client.target != "target":
+        wanted.add(plan.client.target)
+    return {
+        "version": VERSION,
+        "cell": asdict(cell),
+        "plan": {
+            "name": plan.name, "tool": plan.tool, "sysbench_version": plan.sysbench_version,
+            "params": plan.params, "seed": plan.seed, "warmup": plan.warmup,
+            "stress": plan.stress, "cleanup": plan.cleanup, "timeout": plan.timeout,
+            "prepare": asdict(plan.prepare), "client": asdict(plan.client),
+            "targets": [asdict(t) for t in plan.targets if t.name in wanted],
+        },
+    }
+
+
+def _ssh(data: dict | None) -> SSHSpec | None:
+    return SSHSpec(**data) if data else None
+
+
+def _target(data: dict) -> TargetSpec:
+    return TargetSpec(**{**data, "ssh": _ssh(data.get("ssh")),
+                         "nodes": tuple(data.get("nodes") or ()),
+                         "data_dirs": tuple(data.get("data_dirs") or ())})
+
+
+def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
+    """(Plan, CellSpec) of a frozen cell; ValueError for an unknown version."""
+    if data.get("version") != VERSION:
+        raise ValueError(f"frozen cell of version {data.get('version')!r}; expected {VERSION}")
+    cell = CellSpec(**data["cell"])
+    doc = data["plan"]
+    client = doc["client"]
+    plan = Plan(
+        name=doc["name"], tool=doc["tool"], sysbench_version=doc["sysbench_version"],
+        targets=tuple(_target(t) for t in doc["targets"]),
+        client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
+        params=doc["params"], axes={k: [v] for k, v in cell.axes.items()}, overrides=(),
+        seed=doc["seed"], prepare=PrepareSpec(**doc["prepare"]), warmup=doc["warmup"],
+        stress=doc["stress"], cleanup=doc["cleanup"], timeout=doc["timeout"], document={})
+    return plan, cell

@@ -1,0 +1,90 @@
+"""Slot planning: what a plan needs provisioned (pure; no Django).
+
+A slot is one thing to provision: a target (one per variant when its spec
+uses ${axis} placeholders, e.g. S3's volumes count) or the client.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from runners.plan import Plan, expand, substitute
+
+CLIENT = "@client"  # target_name of the client's rows (not a valid target name)
+PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """variant: "" or "volumes=2" (the axis values substituted); spec: the
+    provider's spec after substitution, with name and region filled in."""
+
+    target: str
+    variant: str
+    spec: dict = field(hash=False, compare=False)
+
+    @property
+    def role(self) -> str:
+        return "client" if self.target == CLIENT else "target"
+
+    @property
+    def region(self) -> str:
+        return self.spec["region"]
+
+    @property
+    def label(self) -> str:
+        """The target name, with the variant when there are several."""
+        return f"{self.target} {self.variant}".strip()
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "variant": self.variant, "spec": self.spec}
+
+
+def needs_provisioning(plan: Plan) -> bool:
+    """True when a target or the client of the plan must be provisioned first."""
+    return any(t.provision for t in plan.targets) or plan.client.provision is not None
+
+
+def region_of(spec: dict, default_region: str) -> str:
+    """The spec's region, else its availability zone's, else default_region."""
+    zone = str(spec.get("availability_zone") or "")
+    return spec.get("region") or (zone[:-1] if zone[-1:].isalpha() else "") or default_region
+
+
+def variant_of(provision: dict, axes: dict) -> str:
+    """"volumes=2" for a spec using ${volumes} in a cell with volumes 2; "" if none."""
+    names = sorted(set(PLACEHOLDER.findall(json.dumps(provision))))
+    return ",".join(f"{name}={axes.get(name)}" for name in names)
+
+
+def _slot_spec(provision: dict, name: str, default_region: str) -> dict:
+    spec = {**provision, "name": name}
+    spec["region"] = region_of(spec, default_region)
+    return spec
+
+
+def planned_slots(plan: Plan, default_region: str) -> list[Slot]:
+    """Every slot the plan needs, targets in plan order then the client."""
+    slots: dict[tuple[str, str], Slot] = {}
+    provisioned = [t for t in plan.targets if t.provision]
+    cells = expand(plan) if provisioned else []
+    for target in provisioned:
+        for cell in (c for c in cells if c.target == target.name):
+            variant = variant_of(target.provision, cell.axes)
+            if (target.name, variant) not in slots:
+                name = f"{target.name}-{variant.replace('=', '')}" if variant else target.name
+                spec = _slot_spec(substitute(target.provision, cell), name, default_region)
+                slots[target.name, variant] = Slot(target.name, variant, spec)
+    if plan.client.provision:
+        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(plan.client.provision, "client",
+                                                        default_region))
+    return list(slots.values())
+
+
+def counted_resources(slot: Slot) -> int:
+    """Instances, DB instances and volumes the slot creates (what the quota counts)."""
+    volumes = slot.spec.get("volumes") or {}
+    count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
+    return 1 + (count if isinstance(count, int) else 0)

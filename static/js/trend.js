@@ -1,0 +1,80 @@
+// Trend page: one line per cell key with the min-max band of each run's
+// repeats, a marker where an alert starts; metric and keys live in the URL.
+(function () {
+  "use strict";
+  var div = document.getElementById("trend-chart");
+  if (!div) return;
+  var metricSelect = document.getElementById("trend-metric");
+  var keySelect = document.getElementById("trend-keys");
+
+  function state() {
+    var q = new URLSearchParams(window.location.search);
+    return { metric: q.get("metric") || "", keys: q.get("keys") || "" };
+  }
+
+  function setState(s) {
+    var q = new URLSearchParams();
+    if (s.metric) q.set("metric", s.metric);
+    if (s.keys) q.set("keys", s.keys);
+    history.replaceState(null, "", "?" + q.toString());
+    load();
+  }
+
+  function fill(select, values, chosen) {
+    select.innerHTML = "";
+    values.forEach(function (v) {
+      var o = document.createElement("option");
+      o.value = o.textContent = v;
+      o.selected = chosen.indexOf(v) >= 0;
+      select.appendChild(o);
+    });
+  }
+
+  function traces(data) {
+    var out = [];
+    data.lines.forEach(function (l) {
+      out.push({ x: l.x.concat(l.x.slice().reverse()), y: l.high.concat(l.low.slice().reverse()),
+                 fill: "toself", line: { width: 0 }, opacity: 0.2, hoverinfo: "skip",
+                 showlegend: false, legendgroup: l.key });
+      out.push({ x: l.x, y: l.mean, name: l.key, mode: "lines+markers", legendgroup: l.key,
+                 customdata: l.runs, hovertemplate: "run #%{customdata}: %{y}<extra>" + l.key + "</extra>" });
+      var i = l.runs.indexOf(l.change);
+      if (i >= 0) {
+        out.push({ x: [l.x[i]], y: [l.mean[i]], mode: "markers", showlegend: false,
+                   marker: { symbol: "x", size: 14, color: "red" }, customdata: [l.runs[i]],
+                   hovertemplate: "change from run #%{customdata}<extra></extra>" });
+      }
+    });
+    return out;
+  }
+
+  function load() {
+    var s = state();
+    var q = new URLSearchParams(s);
+    fetch(div.dataset.url + "?" + q.toString(), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        fill(metricSelect, data.metrics, [data.metric]);
+        fill(keySelect, data.keys, s.keys ? s.keys.split("|") : []);
+        Plotly.newPlot(div, traces(data), {
+          margin: { t: 20 }, xaxis: { title: "run date" },
+          yaxis: { title: data.metric + (data.higher_is_better ? " (higher is better)" : " (lower is better)") },
+          dragmode: "zoom"
+        }, { responsive: true, scrollZoom: true });
+        div.on("plotly_click", function (ev) {
+          var run = ev.points[0].customdata;
+          if (run) window.location.href = div.dataset.runUrl.replace("/0/", "/" + run + "/");
+        });
+      });
+  }
+
+  metricSelect.addEventListener("change", function () {
+    setState({ metric: metricSelect.value, keys: "" });
+  });
+  keySelect.addEventListener("change", function () {
+    var keys = Array.prototype.filter.call(keySelect.options, function (o) { return o.selected; })
+      .map(function (o) { return o.value; });
+    setState({ metric: metricSelect.value, keys: keys.join("|") });
+  });
+  load();
+})();

@@ -1,0 +1,145 @@
+"""The "test connection" check says what is missing: the database, the right to create
+tables (real MariaDB at 127.0.0.1:3306 with a limited user, a private
+PostgreSQL started here, the machine's Redis)."""
+
+from __future__ import annotations
+
+import glob
+import secrets
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from benchapp.connection import test_connection as check_target
+from tests.benchapp.ui_data import make_credential, make_target
+from tests.support.private_services import free_port
+
+pytestmark = pytest.mark.django_db
+
+# Debian's postgresql server binaries (package postgresql, scripts/system-packages.sh).
+PG_BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1] if glob.glob("/usr/lib/postgresql/*/bin") else ""
+
+
+def _mariadb(sql: str) -> None:
+    subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
+                   capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def limited_mariadb_user():
+    """A database and a user who may only SELECT in it: (database, user, password)."""
+    suffix = secrets.token_hex(4)
+    database, user, password = f"bb_c_{suffix}", f"bb_r_{suffix}", f"pw-{suffix}"
+    statements = [f"CREATE DATABASE {database}"]
+    for host in ("127.0.0.1", "localhost"):  # MariaDB here may see 127.0.0.1 as localhost
+        statements += [f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'",
+                       f"GRANT SELECT ON {database}.* TO '{user}'@'{host}'"]
+    _mariadb("; ".join(statements))
+    yield database, user, password
+    _mariadb(f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
+             f"DROP USER IF EXISTS '{user}'@'localhost'")
+
+
+def _as_postgres(argv: list[str], **kwargs):
+    return subprocess.run(["runuser", "-u", "postgres", "--", *argv], check=True,
+                          capture_output=True, timeout=120, **kwargs)
+
+
+@pytest.fixture
+def private_postgres():
+    """A throw-away PostgreSQL (never the app's own at 5432) on a free port,
+    with a database `bench` owned by the superuser and a user `reader` who
+    may connect but not create (PostgreSQL 15: public allows no CREATE)."""
+    # Not under tmp_path: pytest's base directory is private to root.
+    home = Path(tempfile.mkdtemp(prefix="bb-pg-"))
+    shutil.chown(home, "postgres", "postgres")
+    port = free_port()
+    _as_postgres([f"{PG_BIN}/initdb", "-D", str(home / "data"), "-U", "postgres",
+                  "--auth=trust", "-E", "UTF8"])
+    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(home / "data"), "-l", str(home / "log"), "-w",
+                  "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1", "start"])
+    try:
+        for sql in ("CREATE DATABASE bench", "CREATE USER reader"):
+            subprocess.run(["psql", "-h127.0.0.1", f"-p{port}", "-Upostgres", "-c", sql],
+                           check=True, capture_output=True, timeout=30)
+        yield port
+    finally:
+        _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(home / "data"), "-m", "immediate", "stop"])
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_connection_mysql_user_who_may_create_tables(team):
+    target = make_target(team, database="mysql")
+    result = check_target(target)
+    assert result["ok"], result["error"]
+    assert result["access"] == "user 'root' can create and drop tables in 'mysql'"
+
+
+def test_connection_mysql_missing_database(team):
+    target = make_target(team, database="bb_missing_db")
+    result = check_target(target)
+    assert not result["ok"]
+    assert result["error"] == "database 'bb_missing_db' does not exist on 127.0.0.1:3306"
+
+
+def test_connection_mysql_user_without_create(team, limited_mariadb_user):
+    database, user, password = limited_mariadb_user
+    target = make_target(team, user=user, database=database,
+                         credential=make_credential(team, secret=password))
+    result = check_target(target)
+    assert result["error"] == f"user '{user}' cannot CREATE in '{database}' on 127.0.0.1:3306"
+    assert password not in str(result)
+
+
+def test_connection_mysql_user_without_any_grant_on_database(team, limited_mariadb_user):
+    database, user, password = limited_mariadb_user
+    target = make_target(team, user=user, database="mysql",
+                         credential=make_credential(team, secret=password))
+    result = check_target(target)
+    assert result["error"] == f"user '{user}' has no privileges on database 'mysql' on 127.0.0.1:3306"
+
+
+def test_connection_postgres_checks_database_and_create(team, private_postgres):
+    def check(user, database):
+        target = make_target(team, name=f"pg-{user}-{database}", kind="postgres",
+                             port=private_postgres, user=user, database=database)
+        return check_target(target)
+
+    good = check("postgres", "bench")
+    assert good["ok"], good["error"]
+    assert good["access"] == "user 'postgres' can create and drop tables in 'bench'"
+    assert good["db"]["server_version"].startswith("15")
+    where = f"127.0.0.1:{private_postgres}"
+    assert check("postgres", "nope")["error"] == f"database 'nope' does not exist on {where}"
+    assert check("reader", "bench")["error"] == f"user 'reader' cannot CREATE in 'bench' on {where}"
+
+
+def test_connection_redis_ping(team):
+    assert check_target(make_target(team, name="cache", kind="redis", port=6379, user=""))[
+        "access"] == "redis on 127.0.0.1:6379 answered PING"
+    closed = free_port()
+    result = check_target(make_target(team, name="closed", kind="redis", port=closed, user=""))
+    assert result["error"].startswith(f"redis on 127.0.0.1:{closed} did not answer PING: ")
+    assert "refused" in result["error"]
+
+
+def test_connection_page_shows_what_is_missing(owner_client, team):
+    target = make_target(team, database="bb_missing_db")
+    html = owner_client.post(f"/targets/{target.pk}/test/").content.decode()
+    assert "Connection failed" in html
+    assert "database &#x27;bb_missing_db&#x27; does not exist on 127.0.0.1:3306" in html
+    target.refresh_from_db()
+    assert (target.last_check_ok, target.last_check_error) == (
+        False, "database 'bb_missing_db' does not exist on 127.0.0.1:3306")
+
+
+def test_connection_host_directory_must_exist(team, tmp_path):
+    target = make_target(team, name="disk", kind="host", host="", port=None, user="",
+                         directory=str(tmp_path))
+    assert check_target(target)["access"] == f"directory {tmp_path} exists on this server"
+    target.directory = f"{tmp_path}/missing"
+    assert check_target(target)["error"] == (
+        f"directory {tmp_path}/missing does not exist on this server")

@@ -1,0 +1,46 @@
+"""runners.netguard: targets that reach the app's own services are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners.netguard import Service, TargetRefused, check_target, service_from_url
+
+DB = Service("the app's database", "127.0.0.1", 5432)
+BROKER = Service("the app's broker", "127.0.0.1", 6379)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "127.0.0.2", "::1", "0.0.0.0"])
+def test_loopback_aliases_match_the_app_database(host):
+    with pytest.raises(TargetRefused, match="the app's database"):
+        check_target(host, 5432, [DB, BROKER])
+
+
+def test_broker_refused_and_message_names_it():
+    with pytest.raises(TargetRefused, match="the app's broker"):
+        check_target("localhost", 6379, [DB, BROKER])
+
+
+def test_other_port_on_this_machine_is_allowed():
+    check_target("127.0.0.1", 3306, [DB, BROKER])  # MariaDB target: not an app service
+
+
+def test_service_url_parsing_drops_secrets():
+    service = service_from_url("the app's broker", "redis://:s3cret@127.0.0.1:6380/15", 6379)
+    assert service == Service("the app's broker", "127.0.0.1", 6380)
+    with pytest.raises(TargetRefused) as refused:
+        check_target("127.0.0.1", 6380, [service])
+    assert "s3cret" not in str(refused.value)
+
+
+def test_deny_and_allow_networks():
+    with pytest.raises(TargetRefused, match="denied"):
+        check_target("127.0.0.1", 3306, [], deny=["127.0.0.0/8"])
+    with pytest.raises(TargetRefused, match="outside the networks"):
+        check_target("127.0.0.1", 3306, [], allow=["10.0.0.0/8"])
+    check_target("127.0.0.1", 3306, [], allow=["127.0.0.0/8"])
+
+
+def test_unresolvable_host_is_refused():
+    with pytest.raises(TargetRefused, match="does not resolve"):
+        check_target("no-such-host.invalid", 5432, [DB])

@@ -1,0 +1,193 @@
+"""The tool registry: every tool declares the whole interface, its metric
+catalog covers every metric its parser reports, and the rest reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runners import metrics, tools
+from runners.errors import ParseError, ValidationError
+from runners.metrics import HIGHER, LOWER, Metric
+from runners.plan import load_plan
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+INTERFACE = (
+    "NAME",
+    "BINARY",
+    "PACKAGE",
+    "PARAMS",
+    "PHASES",
+    "validate",
+    "build",
+    "parse",
+    "version_command",
+    "parse_version",
+    "TARGET_KIND",
+    "TARGET_KINDS",
+    "MEASURED",
+    "DURATION_PARAM",
+    "METRICS",
+    "SERIES",
+    "default_view",
+)
+
+
+@pytest.mark.parametrize("name", list(tools.TOOLS))
+def test_registry_tool_declares_the_whole_interface(name):
+    module = tools.TOOLS[name]
+    missing = [attr for attr in INTERFACE if not hasattr(module, attr)]
+    assert missing == []
+    assert module.NAME == name
+    assert module.TARGET_KIND in module.TARGET_KINDS
+    assert module.DURATION_PARAM is None or module.DURATION_PARAM in module.PARAMS
+    assert all(isinstance(m, Metric) and m.kind in metrics.KINDS for m in module.METRICS.values())
+    assert set(module.SERIES) <= set(module.METRICS)
+    view = module.default_view([])
+    assert set(view) == {"rows", "columns", "metric", "statistic", "chart_x", "extra_metrics"}
+
+
+def _fixture_metrics(name):
+    module, names = tools.TOOLS[name], set()
+    for path in sorted((FIXTURES / name).glob("*.out")):
+        try:
+            result = module.parse(path.read_text(errors="replace"))
+        except ParseError:
+            continue
+        names |= set(result.metrics)
+        for group in result.groups:
+            names |= set(group["metrics"])
+        for point in result.series:
+            names |= set(point) - {"t"}
+    return names
+
+
+@pytest.mark.parametrize("name", list(tools.TOOLS))
+def test_registry_catalog_has_a_row_for_every_metric_the_parser_reports(name):
+    names = _fixture_metrics(name)
+    assert names, "no fixture gave metrics"
+    unknown = sorted(n for n in names if tools.metric(name, n) == Metric(n))
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    "tool, name, expected",
+    [
+        ("sysbench", "tps", Metric("Transactions per second", "tps", HIGHER, "throughput")),
+        ("pgbench", "latency_avg_ms", Metric("Average latency", "ms", LOWER, "latency")),
+        (
+            "stress-ng",
+            "vm_bogo_ops_per_s",
+            Metric("vm Bogo operations per second (real time)", "bogo ops/s", HIGHER, "throughput"),
+        ),
+        (
+            "redis_benchmark",
+            "get_latency_p99_ms",
+            Metric("get 99th percentile latency", "ms", LOWER, "latency"),
+        ),
+        ("fio", "iops", Metric("IOPS (read + write)", "IOPS", HIGHER, "throughput")),
+        ("fio", "no_such_metric", Metric("no_such_metric")),
+        ("no_such_tool", "tps", Metric("tps")),
+    ],
+)
+def test_registry_metric_lookup(tool, name, expected):
+    assert tools.metric(tool, name) == expected
+
+
+@pytest.mark.parametrize(
+    "tool, name, delta, better",
+    [
+        ("sysbench", "tps", 5.0, True),
+        ("sysbench", "tps", -5.0, False),
+        ("sysbench", "latency_avg_ms", 5.0, False),
+        ("sysbench", "latency_avg_ms", -5.0, True),
+        ("mysqlslap", "clients", 5.0, None),
+        ("sysbench", "tps", 0.0, None),
+    ],
+)
+def test_registry_metric_direction_judges_a_delta(tool, name, delta, better):
+    assert tools.metric(tool, name).better(delta) is better
+
+
+@pytest.mark.parametrize(
+    "tool, params, seconds",
+    [
+        ("sysbench", {"time": 60, "threads": 4}, 60.0),
+        ("pgbench", {"time": 30}, 30.0),
+        ("fio", {"runtime": 10}, 10.0),
+        ("stress_ng", {"timeout": 5}, 5.0),
+        ("stress-ng", {"timeout": 5}, 5.0),
+        ("mysqlslap", {"concurrency": 4}, None),
+        ("redis_benchmark", {"requests": 1000}, None),
+        ("pgbench", {"transactions": 100}, None),
+    ],
+)
+def test_registry_duration_seconds(tool, params, seconds):
+    assert tools.duration_seconds(tool, params) == seconds
+
+
+def test_registry_lists_are_derived():
+    assert tools.TOOL_NAMES == tuple(tools.TOOLS)
+    assert "stress_ng" not in tools.MEASURED_TOOLS and "redis_benchmark" in tools.MEASURED_TOOLS
+    assert set(tools.TARGET_KINDS) == {"mysql", "postgres", "host", "redis"}
+    assert tools.DEFAULT_PORTS == {"mysql": 3306, "postgres": 5432, "redis": 6379}
+    assert tools.tools_for_kind("postgres") == ["sysbench", "fio", "pgbench"]
+    assert tools.tools_for_kind("redis") == ["redis_benchmark"]
+    assert [tools.default_tool(k) for k in ("mysql", "postgres", "host", "redis")] == [
+        "mysqlslap",
+        "pgbench",
+        "fio",
+        "redis_benchmark",
+    ]
+    with pytest.raises(KeyError, match="known: mysqlslap"):
+        tools.get_tool("nope")
+
+
+def test_registry_plan_targets_take_kind_and_port_from_the_tool():
+    plan = load_plan(
+        {"name": "r", "tool": "redis_benchmark", "targets": [{"name": "cache", "host": "10.0.0.9"}]}
+    )
+    assert (plan.targets[0].kind, plan.targets[0].port) == ("redis", 6379)
+    with pytest.raises(ValidationError) as err:
+        load_plan(
+            {
+                "name": "r",
+                "tool": "pgbench",
+                "targets": [{"name": "cache", "kind": "redis", "host": "10.0.0.9"}],
+            }
+        )
+    assert err.value.message == "pgbench needs a postgres target"
+
+
+@pytest.mark.django_db
+def test_registry_catalog_reaches_tables_deltas_and_exports(team):
+    from benchapp import archive, results
+    from tests.benchapp.results_data import make_run
+
+    def run(name, tps, latency):
+        return make_run(
+            team,
+            name=name,
+            cells=[
+                ({"threads": 4}, r, {"tps": tps + r, "latency_avg_ms": latency + r / 10})
+                for r in (1, 2, 3)
+            ],
+        )
+
+    before, after = run("before", 100.0, 5.0), run("after", 200.0, 9.0)
+    data = results.results(
+        [before, after],
+        {"rows": ["threads"], "columns": ["metric"], "metric": ["tps", "latency_avg_ms"]},
+    )
+    assert data["metric_label"] == "Transactions per second (tps), Average latency (ms)"
+    judged = {
+        col["label"].split(" · ")[-1]: cell.get("better")
+        for col, cell in zip(data["table"]["columns"], data["display"][0]["cells"])
+        if cell and "delta" in cell
+    }
+    # more tps is better; more latency is worse
+    assert judged == {"tps": True, "latency_avg_ms": False}
+    lines = archive.export_csv(team, [before]).splitlines()
+    units = {line.split(",")[-3]: line.split(",")[-1] for line in lines[1:]}
+    assert units == {"tps": "tps", "latency_avg_ms": "ms"}

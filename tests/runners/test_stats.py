@@ -1,0 +1,66 @@
+"""runners.stats against values computed by hand."""
+
+import math
+
+import pytest
+
+from runners import stats
+
+
+def test_compare_clear_shift_is_significant_with_hand_computed_interval():
+    # Means 11.5 and 15.5; both sample variances 5/3; Welch df = 6,
+    # t(0.975, 6) = 2.446912; half width = 2.446912 * sqrt(5/6) = 2.233713.
+    # Exact two-sided U test, all four above all four: p = 2 / C(8, 4) = 2/70.
+    delta = stats.compare([10, 11, 12, 13], [14, 15, 16, 17], higher_is_better=True)
+    assert delta.change == pytest.approx(4 / 11.5)
+    assert delta.ci_low == pytest.approx((4 - 2.233713) / 11.5, rel=1e-5)
+    assert delta.ci_high == pytest.approx((4 + 2.233713) / 11.5, rel=1e-5)
+    assert delta.p_value == pytest.approx(2 / 70)
+    assert delta.verdict == stats.BETTER
+
+
+def test_compare_direction_lower_is_better_makes_a_rise_worse():
+    delta = stats.compare([10, 11, 12, 13], [14, 15, 16, 17], higher_is_better=False)
+    assert delta.verdict == stats.WORSE
+    assert delta.significant
+
+
+def test_compare_means_differ_but_no_significant_difference():
+    # Means 25 and 30 (+20 %), but the repeats interleave: 10 15 20 25 30 35 40 45.
+    # U = 6 of 16; exact two-sided p = 0.6857.
+    delta = stats.compare([10, 20, 30, 40], [15, 25, 35, 45], higher_is_better=True)
+    assert delta.change == pytest.approx(0.2)
+    assert delta.p_value == pytest.approx(48 / 70)
+    assert delta.verdict == stats.NOT_SIGNIFICANT
+    assert not delta.significant
+    assert delta.ci_low < 0 < delta.ci_high
+
+
+def test_compare_three_against_three_is_too_few_repeats():
+    delta = stats.compare([10, 11, 12], [20, 21, 22], higher_is_better=True)
+    assert delta.verdict == stats.TOO_FEW
+    assert delta.p_value is None
+    assert delta.change == pytest.approx(10 / 11)
+
+
+@pytest.mark.parametrize(
+    ("n1", "n2", "enough"),
+    [(3, 3, False), (3, 4, False), (4, 4, True), (3, 5, True), (2, 7, False), (2, 8, True),
+     (1, 50, False)],
+)
+def test_enough_repeats_matches_the_exact_test_floor(n1, n2, enough):
+    assert stats.enough_repeats(n1, n2) is enough
+    assert stats.smallest_p(n1, n2) == pytest.approx(min(1, 2 / math.comb(n1 + n2, n1)))
+
+
+def test_compare_identical_repeats_are_not_significant():
+    delta = stats.compare([5, 5, 5, 5], [5, 5, 5, 5], higher_is_better=True)
+    assert delta.verdict == stats.NOT_SIGNIFICANT
+    assert delta.change == 0
+    assert (delta.ci_low, delta.ci_high) == (0, 0)
+
+
+def test_compare_zero_baseline_has_no_relative_change():
+    delta = stats.compare([0, 0, 0, 0], [1, 2, 3, 4], higher_is_better=True)
+    assert delta.change is None and delta.ci_low is None
+    assert delta.verdict == stats.BETTER
