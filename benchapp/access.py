@@ -45,7 +45,8 @@ def require_role(user, team, role) -> Membership:
 
 
 def _scoped(model, request, role, **lookup):
-    obj = get_object_or_404(model, team__membership__user=request.user, **lookup)
+    obj = get_object_or_404(model.objects.select_related("team"),
+                            team__membership__user=request.user, **lookup)
     require_role(request.user, obj.team, role)
     return obj
 

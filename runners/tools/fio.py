@@ -57,7 +57,8 @@ PARAMS: dict[str, Param] = {
         Param("ioengine", "choice", "I/O engine", choices=IOENGINES),
         Param("iodepth", "int", "I/Os in flight per job (async engines)", min=1, max=65536),
         Param("filename", "text", "file or device path (absolute; ':' separates several)"),
-        Param("directory", "text", "directory for the job files (absolute path)"),
+        Param("directory", "text", "directory for the job files (relative: inside the cell's "
+              "scratch directory)"),
         Param("nrfiles", "int", "files per job", min=1, max=100000),
         Param(
             "file_service_type",
@@ -95,17 +96,14 @@ PATH_PARAMS = ("filename", "directory")
 def validate(params: dict) -> dict:
     """Return typed, canonical params with defaults filled in, or raise ValidationError.
 
-    Cross-field rules: a filename or a directory is required (fio would
-    otherwise write into whatever its working directory is); paths are
-    absolute; rwmixread needs a mixed rw mode; time_based needs runtime.
+    Cross-field rules: a filename or a directory is required (a relative
+    one is inside the cell's scratch directory, fio's working directory);
+    rwmixread needs a mixed rw mode; time_based needs runtime.
     """
     clean = validate_params(NAME, PARAMS, params, ALIASES)
     for name, spec in PARAMS.items():
         if spec.default is not None:
             clean.setdefault(name, spec.default)
-    for name in PATH_PARAMS:
-        if name in clean and not clean[name].startswith("/"):
-            raise ValidationError(name, "an absolute path is required (starting with /)")
     for name, value in clean.items():
         if isinstance(value, str) and WORKDIR in value:
             raise ValidationError(name, f"{WORKDIR} is reserved")

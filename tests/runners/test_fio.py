@@ -178,7 +178,7 @@ def test_fio_build_flags_and_aliases():
         ({"directory": "/x", "bs": "4k; rm -rf /"}, "bs"),
         ({"filename": "/tmp/a b"}, "filename"),
         ({"filename": "/tmp/$(id)"}, "filename"),
-        ({"filename": "data/file"}, "filename"),
+        ({"filename": "-data/file"}, "filename"),
         ({"filename": f"/x{WORKDIR}"}, "filename"),
         ({"directory": "/x", "name": "--help"}, "name"),
         ({"size": "1G"}, "filename"),
@@ -221,3 +221,9 @@ def test_fio_real_run_parses(tmp_path):
     assert result.facts["version"] == fio.parse_version(
         subprocess.run(fio.version_command(), check=True, capture_output=True, text=True).stdout
     )
+
+
+def test_fio_relative_paths_are_inside_the_scratch_directory():
+    assert fio.validate({"directory": "data"})["directory"] == "data"
+    command = fio.build({"filename": "data/file", "size": "4M"})
+    assert "--filename=data/file" in command.argv
