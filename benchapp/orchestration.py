@@ -30,7 +30,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Min, Q, Subquery
 from django.utils import timezone
 
 from benchapp import provisioning, recording
@@ -127,10 +127,11 @@ def dispatch(run_id: int) -> list[int]:
 def _next_per_target(run: Run) -> list[Cell]:
     """The first queued cell of each target, in index order: later cells of a
     target wait for it either way, so a dispatch reads one row per target,
-    not every queued cell (PostgreSQL DISTINCT ON)."""
-    firsts = (run.cells.filter(status=Cell.QUEUED).order_by("target_name", "index")
-              .distinct("target_name").only("id", "index", "target_name", "run_id"))
-    return sorted(firsts, key=lambda cell: cell.index)
+    not every queued cell (one grouped subquery; works on SQLite too)."""
+    queued = run.cells.filter(status=Cell.QUEUED)
+    firsts = queued.values("target_name").annotate(first=Min("index")).values("first")
+    return list(queued.filter(index__in=Subquery(firsts)).order_by("index")
+                .only("id", "index", "target_name", "run_id"))
 
 
 def _lease() -> timezone.datetime:
