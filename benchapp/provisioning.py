@@ -49,7 +49,16 @@ from runners.errors import RunnerError, ValidationError
 from runners.plan import CellSpec, load_plan
 from runners.plan import Plan as PlanSpec
 from runners.planspec import ClientSpec, SSHSpec
-from runners.providers import counted_kinds, get_provider, primary_kinds, slots, sweep
+from runners.providers import (
+    Account,
+    ProvisionContext,
+    counted_kinds,
+    get_provider,
+    primary_kinds,
+    slots,
+    sweep,
+)
+from runners.providers.base import resource_name
 from runners.providers.endpoints import on_worker, pick, ssh_of, target_spec
 from runners.providers.slots import (  # noqa: F401 - the names callers use
     CLIENT,
@@ -112,32 +121,45 @@ def _safe_tag(text: str) -> str:
     return re.sub(r"[^\w .:/=+@-]", "_", text)[:200]
 
 
-def _aws_keys(team_id: int, credential: str | None) -> tuple[str | None, str | None]:
-    """(access key id, secret key) of the team's "aws" Credential, or (None, None)
-    for the worker's own IAM role / environment."""
+def _credential(spec: dict) -> str | None:
+    """The name of the team Credential a provision spec asks for (the
+    provider's CREDENTIAL_FIELD, e.g. aws_credential), or None."""
+    field = get_provider(spec["provider"]).CREDENTIAL_FIELD
+    return spec.get(field) if field else None
+
+
+def _account(team_id: int, provider: str, credential: str | None) -> Account:
+    """The team's keys for provider's cloud from the named Credential, or
+    Account() (the worker's own identity) when none is named."""
     if not credential:
-        return None, None
-    cred = Credential.objects.filter(team_id=team_id, name=credential, kind=Credential.AWS).first()
+        return Account()
+    meta = get_provider(provider)
+    cred = Credential.objects.filter(team_id=team_id, name=credential,
+                                     kind=meta.CREDENTIAL_KIND).first()
     if cred is None:
-        raise RunnerError(f"aws_credential {credential!r}: no AWS credential of that name in "
-                          "this team", permanent=True)
-    return cred.username, cred.secret()
+        raise RunnerError(f"{meta.CREDENTIAL_FIELD} {credential!r}: no "
+                          f"{meta.CREDENTIAL_KIND.upper()} credential of that name in this team",
+                          permanent=True)
+    return Account(key_id=cred.username, secret=cred.secret())
 
 
-def _context(team_id: int, tag: str, region: str, credential: str | None, **kw):
-    """A ProvisionContext with the team's keys and the configured waits."""
-    from runners.providers import ProvisionContext
-
-    key_id, secret = _aws_keys(team_id, credential)
+def _context(team_id: int, tag: str, region: str, provider: str, credential: str | None, **kw):
+    """A ProvisionContext with the team's account for provider and the configured waits."""
     fields = {
         "run_id": tag, "team": "", "owner": "", "expires_at": timezone.now(), "region": region,
-        "aws_access_key_id": key_id, "aws_secret_access_key": secret,
+        "account": _account(team_id, provider, credential),
         "endpoint_url": settings.AWS_ENDPOINT_URL or None,
         "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
         "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
         "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS}
     fields.update(kw)
     return ProvisionContext(**fields)
+
+
+def _stored_credential(handle: dict) -> str | None:
+    """The credential name a stored handle was made with ("aws_credential": rows
+    written before providers declared their credential field)."""
+    return handle.get("credential", handle.get("aws_credential"))
 
 
 class _Recorder:
@@ -158,7 +180,7 @@ class _Recorder:
             region=self.slot.region, state="creating", expires_at=self.expires_at,
             price_per_hour=pricing.hourly_price(kind, spec),
             handle={"spec": spec, "run_tag": tags.get("run", ""),
-                    "aws_credential": self.slot.spec.get("aws_credential")})
+                    "credential": _credential(self.slot.spec)})
 
     def on_created(self, kind: str, token: str, cloud_id: str) -> None:
         CloudResource.objects.filter(kind=kind, token=token, state__in=LIVE_STATES).update(
@@ -235,14 +257,14 @@ def provision_run(run_id: int) -> None:
 def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -> None:
     recorder = _Recorder(run, slot, expires_at)
     owner = run.created_by.get_username() if run.created_by else ""
-    ctx = _context(run.team_id, run_tag(run), slot.region, slot.spec.get("aws_credential"),
-                   team=_safe_tag(run.team.name), owner=_safe_tag(owner), expires_at=expires_at,
+    ctx = _context(run.team_id, run_tag(run), slot.region, slot.spec["provider"],
+                   _credential(slot.spec), team=_safe_tag(run.team.name), owner=_safe_tag(owner), expires_at=expires_at,
                    on_create=recorder.on_create, on_created=recorder.on_created,
                    secret_sink=recorder.secret_sink, cancel=cancel)
     ctx.check_cancel("provisioning")
     handle = get_provider(slot.spec["provider"]).provision(slot.spec, ctx)
     stored = {**handle.to_dict(), "slot": slot.to_dict(), "spec": slot.spec, "run_tag": run_tag(run),
-              "aws_credential": slot.spec.get("aws_credential")}
+              "credential": _credential(slot.spec)}
     stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
     primary = handle.ids.get("db_instance") or handle.ids.get("instance")
     CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(
@@ -372,34 +394,36 @@ def teardown_rows(rows: list[CloudResource]) -> None:
     for row in rows:
         if row.kind not in PRIMARY_KINDS or not row.handle.get("provider"):
             continue
-        ctx = _context(row.team_id, row.handle.get("run_tag", ""), row.region,
-                       row.handle.get("aws_credential"))
+        ctx = _context(row.team_id, row.handle.get("run_tag", ""), row.region, row.provider,
+                       _stored_credential(row.handle))
         try:
             get_provider(row.provider).teardown(Handle.from_dict(row.handle), ctx)
         except Exception as exc:  # noqa: BLE001 - the sweep below tries again
             log.warning("teardown of %s %s failed: %s", row.kind, row.cloud_id, _error_text(exc))
     groups = defaultdict(list)
     for row in rows:
-        groups[row.team_id, row.handle.get("aws_credential"), row.region].append(row)
-    for (team_id, credential, region), members in groups.items():
+        groups[row.team_id, row.provider, _stored_credential(row.handle), row.region].append(row)
+    for (team_id, provider, credential, region), members in groups.items():
         tags = {row.handle.get("run_tag") for row in members} - {"", None}
-        _sweep(team_id, credential, region, tags)
+        _sweep(team_id, provider, credential, region, tags)
         CloudResource.objects.filter(pk__in=[r.pk for r in members], deleted_at__isnull=True
                                      ).update(state="deleted", deleted_at=timezone.now())
         CloudResource.objects.filter(pk__in=[r.pk for r in members]).update(state="deleted")
 
 
-def _sweep(team_id: int, credential: str | None, region: str, tags: set[str]) -> list:
-    """Each provider's sweep (the reaper) in one account and region for these
-    run tags (and expired ones)."""
-    ctx = _context(team_id, "reaper", region, credential)
-    return sweep(ctx, tags)
+def _sweep(team_id: int, provider: str, credential: str | None, region: str,
+           tags: set[str]) -> list:
+    """The sweep of provider's group (the reaper) in one account and region for
+    these run tags (and expired ones); nothing for providers without a sweep."""
+    group = get_provider(provider).SWEEP_GROUP
+    if not group:
+        return []
+    ctx = _context(team_id, "reaper", region, provider, credential)
+    return sweep(ctx, tags, group)
 
 
 def _forget_secrets(run: Run) -> None:
     """Generated master passwords and private keys die with their resources."""
-    from runners.providers.aws_common import resource_name
-
     if not CloudResource.objects.filter(run=run).exclude(state="deleted").exists():
         prefix = resource_name(run_tag(run)) + "-"
         Credential.objects.filter(team_id=run.team_id, name__startswith=prefix).delete()
@@ -449,16 +473,17 @@ def _reap_expired(now) -> int:
     """Expired tagged resources in each account/region used within the last day."""
     recent = CloudResource.objects.exclude(state="deleted") | CloudResource.objects.filter(
         deleted_at__gt=now - timedelta(days=1))
-    accounts = {(row.team_id, row.handle.get("aws_credential"), row.region)
-                for row in recent.only("team_id", "handle", "region")}
+    accounts = {(row.team_id, row.provider, _stored_credential(row.handle), row.region)
+                for row in recent.only("team_id", "provider", "handle", "region")}
     seen, reaped = set(), 0
-    for team_id, credential, region in accounts:
-        key = (team_id if credential else None, credential, region)
-        if key in seen:
+    for team_id, provider, credential, region in accounts:
+        group = get_provider(provider).SWEEP_GROUP
+        key = (team_id if credential else None, group, credential, region)
+        if not group or key in seen:
             continue
         seen.add(key)
         try:
-            found = _sweep(team_id, credential, region, set())
+            found = _sweep(team_id, provider, credential, region, set())
         except Exception:
             log.warning("reap_cloud: sweep of %s failed", region, exc_info=True)
             continue

@@ -11,7 +11,7 @@ contract; reaper.py for the periodic clean-up; pricing.py for costs.
 from runners.providers import reaper
 from runners.providers.aws_ec2 import AwsEc2Provider
 from runners.providers.aws_rds import AwsRdsProvider
-from runners.providers.base import Handle, Provider, ProvisionContext
+from runners.providers.base import Account, Handle, Provider, ProvisionContext
 from runners.providers.local import LocalProvider
 from runners.providers.static import StaticProvider
 
@@ -25,7 +25,7 @@ PROVIDERS: dict[str, Provider] = {
     "aws_ec2": AwsEc2Provider(),
 }
 
-__all__ = ["PROVIDERS", "Handle", "Provider", "ProvisionContext", "get_provider",
+__all__ = ["PROVIDERS", "Account", "Handle", "Provider", "ProvisionContext", "get_provider",
            "primary_kinds", "counted_kinds", "sweepers", "sweep"]
 
 
@@ -38,10 +38,11 @@ def sweepers() -> list[Provider]:
     return list(groups.values())
 
 
-def sweep(ctx: ProvisionContext, runs: set[str]) -> list:
-    """Every sweep group's sweep in ctx's account and region: deletes what is
-    tagged with one of runs, or expired; returns what was deleted."""
-    return [item for p in sweepers() for item in SWEEPS[p.SWEEP_GROUP](ctx, runs)]
+def sweep(ctx: ProvisionContext, runs: set[str], group: str | None = None) -> list:
+    """The sweep of one group (None: every group) in ctx's account and region:
+    deletes what is tagged with one of runs, or expired; returns what was deleted."""
+    groups = [group] if group else [p.SWEEP_GROUP for p in sweepers()]
+    return [item for name in groups for item in SWEEPS[name](ctx, runs)]
 
 
 def primary_kinds() -> tuple[str, ...]:

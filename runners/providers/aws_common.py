@@ -6,15 +6,13 @@ start-up must not pay for it).
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from runners.errors import RunnerError
-from runners.providers.base import ProvisionContext
+from runners.providers.base import ProvisionContext, resource_name  # noqa: F401 (providers use aws.resource_name)
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +64,9 @@ def session(ctx: ProvisionContext, region: str | None = None):
     import boto3
 
     return boto3.Session(
-        aws_access_key_id=ctx.aws_access_key_id,
-        aws_secret_access_key=ctx.aws_secret_access_key,
-        aws_session_token=ctx.aws_session_token,
+        aws_access_key_id=ctx.account.key_id,
+        aws_secret_access_key=ctx.account.secret,
+        aws_session_token=ctx.account.session_token,
         region_name=region or ctx.region,
     )
 
@@ -186,21 +184,6 @@ def tag_dict(tags: list[dict] | None) -> dict[str, str]:
 def tag_specs(resource_types: tuple[str, ...], tags: dict[str, str]) -> list[dict]:
     """TagSpecifications for EC2 create calls."""
     return [{"ResourceType": rt, "Tags": tag_list(tags)} for rt in resource_types]
-
-
-def resource_name(*parts: Any, limit: int = 63) -> str:
-    """A deterministic AWS-safe name from parts: 'bb-<parts>', letters/digits/hyphens.
-
-    Starts with a letter, no double or trailing hyphen (RDS rules, the
-    strictest); if too long, the tail is replaced by a hash so it stays unique.
-    """
-    raw = "-".join(str(p) for p in parts if p not in (None, ""))
-    text = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")
-    name = re.sub(r"-+", "-", f"bb-{text}")
-    if len(name) > limit:
-        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
-        name = name[: limit - 11].rstrip("-") + "-" + digest
-    return name
 
 
 def notify_create(ctx: ProvisionContext, kind: str, token: str) -> dict[str, str]:

@@ -160,6 +160,7 @@ class AwsEc2Provider(Provider):
 
     name = "aws_ec2"
     SWEEP_GROUP = "aws"
+    CREDENTIAL_FIELD, CREDENTIAL_KIND = "aws_credential", "aws"
 
     PRIMARY_KINDS = ("ec2_instance",)
     COUNTED_KINDS = ("ec2_instance", "volume")

@@ -125,6 +125,7 @@ class AwsRdsProvider(Provider):
 
     name = "aws_rds"
     SWEEP_GROUP = "aws"
+    CREDENTIAL_FIELD, CREDENTIAL_KIND = "aws_credential", "aws"
 
     PRIMARY_KINDS = ("rds_instance",)
     COUNTED_KINDS = ("rds_instance",)

@@ -16,6 +16,7 @@ on_create again with the same token and the caller can get_or_create.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections.abc import Callable
@@ -35,13 +36,24 @@ def _noop(*args: Any) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class Account:
+    """The keys of a cloud account, from a team Credential of the provider's
+    CREDENTIAL_KIND (key id: its username; secret: its secret). key_id None
+    means: the worker's own identity (an IAM role, the environment)."""
+
+    key_id: str | None = None
+    secret: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+
 @dataclass
 class ProvisionContext:
     """Everything a provider needs besides the spec.
 
-    aws_access_key_id None means: use the worker's own IAM role (boto3's
-    default credential chain). endpoint_url None means: AWS itself, or the
-    AWS_ENDPOINT_URL environment variable (moto in tests).
+    account: whose cloud account (Account() means the worker's own).
+    endpoint_url None means: the cloud itself, or the provider's own
+    environment variable (AWS_ENDPOINT_URL: moto in tests).
     secret_sink(name, value) stores a generated secret (master password,
     private key) as a Credential; the value never appears in a Handle.
     """
@@ -52,9 +64,7 @@ class ProvisionContext:
     expires_at: datetime
     cell_id: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
-    aws_access_key_id: str | None = None
-    aws_secret_access_key: str | None = field(default=None, repr=False)
-    aws_session_token: str | None = field(default=None, repr=False)
+    account: Account = field(default_factory=Account)
     region: str | None = None
     endpoint_url: str | None = None
     worker_cidr: str = "127.0.0.1/32"
@@ -170,6 +180,12 @@ class Provider:
     # providers that share one account share a group, swept once per region.
     SWEEP_GROUP = ""
 
+    # The spec field naming a team Credential with the account's keys (e.g.
+    # "aws_credential"), and the Credential kind it must be; "" when the
+    # provider needs no account.
+    CREDENTIAL_FIELD = ""
+    CREDENTIAL_KIND = ""
+
     def prepare_storage(self, handle: Handle, spec: dict, secret) -> tuple[str, str]:
         """Make the provisioned host's storage ready (e.g. assemble volumes).
 
@@ -189,6 +205,21 @@ class Provider:
     def exists(self, handle: Handle, ctx: ProvisionContext) -> bool:
         """Whether anything handle names still exists."""
         raise NotImplementedError
+
+
+def resource_name(*parts: Any, limit: int = 63) -> str:
+    """A deterministic cloud-safe name from parts: 'bb-<parts>', letters/digits/hyphens.
+
+    Starts with a letter, no double or trailing hyphen (RDS rules, the
+    strictest); if too long, the tail is replaced by a hash so it stays unique.
+    """
+    raw = "-".join(str(p) for p in parts if p not in (None, ""))
+    text = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")
+    name = re.sub(r"-+", "-", f"bb-{text}")
+    if len(name) > limit:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+        name = name[: limit - 11].rstrip("-") + "-" + digest
+    return name
 
 
 def spec_kind(spec: dict, default: str = "host") -> str:

@@ -392,7 +392,7 @@ def test_team_aws_credential_is_used_and_recorded(team, broker, moto_endpoint,  
     run.refresh_from_db()
     assert run.status == Run.RUNNING
     rows = CloudResource.objects.filter(run=run)
-    assert {r.handle["aws_credential"] for r in rows} == {"team-aws"}
+    assert {r.handle["credential"] for r in rows} == {"team-aws"}
     assert "team-secret-key" not in str(list(rows.values()))
     orchestration.cancel_run(run)
     assert provisioning.teardown_run(run.pk) == 5
