@@ -108,6 +108,13 @@ def phase_failure(phase: str, record: PhaseRecord) -> str:
     return f"{phase} failed (exit {record.exit_code}): {cause}"
 
 
+def reported_failure(phase: str, record: PhaseRecord, errors: list[str]) -> str:
+    """The one-line error of a phase that exited 0 but whose tool reported
+    errors (a sysbench prepare whose threads print FATAL: and still exit 0)."""
+    cause = error_line("\n".join(errors)) or "error reported"
+    return f"{phase} failed (exit {record.exit_code}): {cause}"
+
+
 def has_metrics(result: Result) -> bool:
     """True when the parser found any number at all."""
     return bool(result.metrics) or any(g.get("metrics") for g in result.groups)

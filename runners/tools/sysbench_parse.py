@@ -81,8 +81,6 @@ def parse(text: str) -> Result:
     _read_summary(text[tail_start:], result)
     _read_header(text[: _header_end(text)], result.facts)
     result.errors = _error_lines(text)
-    if result.metrics.get("deadlocks"):
-        result.errors.append(f"deadlocks: {result.metrics['deadlocks']:g}")
     _percentile_fact(result)
     if not (result.metrics or result.series or result.errors or _has_progress(result.facts)):
         raise ParseError("no sysbench results, intervals or errors found (truncated, help or foreign text)")
