@@ -26,6 +26,7 @@ from runners.phases import (
     PhaseRecord,
     check_snapshot,
     has_metrics,
+    missing_blocks,
     one_line,
     phase_failure,
     reported_failure,
@@ -366,6 +367,8 @@ class _CellRun:
             raise CellFailed(phase_failure("measure", record), cancelled=execution.cancelled)
         if result is None:
             raise CellFailed(parse_error)
+        if not result.errors and (missing := missing_blocks(self.tool, self.cell.params, result)):
+            result.errors.append(missing)
         if result.errors:
             # Numbers beside an error (a cut summary, clients that never
             # connected) are not a measurement: they stay in result, the cell fails.

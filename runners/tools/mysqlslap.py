@@ -33,6 +33,7 @@ import re
 
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
@@ -241,7 +242,9 @@ def parse(text: str) -> Result:
 
     and --csv lines ``innodb,mixed,0.055,0.027,0.075,3,100``. Lines such as
     ``mysqlslap: Error when connecting to server: Access denied ...`` go to
-    errors. Raises ParseError when there is neither a number nor an error.
+    errors. A block without all five figures, or an output that stops inside
+    a number, is an error (cut short), its figures kept. Raises ParseError
+    when there is neither a number nor an error.
     """
     if not text or not text.strip():
         raise ParseError("empty output")
@@ -253,8 +256,34 @@ def parse(text: str) -> Result:
     groups = [_group(block) for block in blocks if block["metrics"]]
     if not groups and not errors:
         raise ParseError("no mysqlslap Benchmark block, CSV line or error found")
+    errors += _cut_short(text, blocks)
     metrics = dict(groups[0]["metrics"]) if len(groups) == 1 else {}
     return Result(metrics=metrics, groups=groups, errors=errors, facts=facts)
+
+
+_BLOCK_FIGURES = ("avg_s", "min_s", "max_s", "clients", "queries_per_client")
+
+
+def _cut_short(text: str, blocks: list[dict]) -> list[str]:
+    """Errors for blocks missing a figure and for a last number that may be cut."""
+    errors = []
+    for number, block in enumerate(blocks, 1):
+        missing = [name for name in _BLOCK_FIGURES if name not in block["metrics"]]
+        if missing:
+            errors.append(f"Benchmark block {number} is cut short: no {', '.join(missing)}")
+    # mysqlslap ends every output with a newline: a last line without one
+    # (part of a CSV line, "Bench", a number) was cut.
+    tail = text[text.rfind("\n") + 1:].strip()
+    if tail and blocks:
+        errors.append(ends_mid_number(text) or f"output ends mid-line (cut short?): {tail[-80:]}")
+    return errors
+
+
+def expected_groups(params: dict) -> int:
+    """Result blocks a run with these params prints: one per engine per
+    concurrency (a cut between two whole blocks leaves no other trace)."""
+    clean = validate(params)
+    return len(clean.get("engine") or [None]) * len(_as_list(clean.get("concurrency") or [None]))
 
 
 def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) -> None:
