@@ -124,7 +124,9 @@ def import_output(team: Team, tool: str, text: str, axes: dict, *, name: str = "
     key = ",".join(f"{k}={_key_value(axes[k])}" for k in sorted(axes)) or "imported"
     repeat = run.cells.filter(key=key).count() + 1
     index = run.cells.count() + 1
-    failed = not result.metrics and bool(result.errors)
+    # Figures beside an error the tool reported (clients that never connected,
+    # a cut summary) are kept as measurements but do not make a good cell.
+    failed = bool(result.errors)
     cell = Cell.objects.create(
         run=run, index=index, key=key, repeat=repeat, axes=axes, target_name=target,
         status=Cell.FAILED if failed else Cell.SUCCEEDED, attempt=1,

@@ -26,8 +26,10 @@ from runners.phases import (
     PhaseRecord,
     check_snapshot,
     has_metrics,
+    missing_blocks,
     one_line,
     phase_failure,
+    reported_failure,
     snapshot_steps,
     stress_params,
     wants_stress,
@@ -212,10 +214,14 @@ class _CellRun:
             raise CellFailed(f"cell timeout of {self.plan.timeout} s reached before {phase}")
         return left
 
-    def _run(self, phase: str, executor, command, *, check=True, timeout=None, force=False):
+    def _run(self, phase: str, executor, command, *, check=True, timeout=None, force=False,
+             tool=False):
         """Run command as phase; keep its record; CellFailed if check and it failed.
 
-        force: run even after a cancel (cleanup must still drop the tables).
+        tool: the command is the benchmark tool's, so an exit 0 whose output
+        reports errors (sysbench threads print FATAL: and the process still
+        exits 0) is a failure too. force: run even after a cancel (cleanup
+        must still drop the tables).
         """
         if self.ctx.cancelled and not force:
             raise CellFailed(f"{phase} cancelled", cancelled=True)
@@ -230,7 +236,17 @@ class _CellRun:
         self.outcome.phases.append(record)
         if check and (execution.exit_code != 0 or execution.timed_out or execution.cancelled):
             raise CellFailed(phase_failure(phase, record), cancelled=execution.cancelled)
+        errors = self._tool_errors(execution.output) if check and tool else []
+        if errors:
+            raise CellFailed(reported_failure(phase, record, errors))
         return execution
+
+    def _tool_errors(self, output: str) -> list[str]:
+        """The error lines the tool reported in a phase's output ([] if none or unreadable)."""
+        try:
+            return self.tool.parse(output).errors
+        except ParseError:
+            return []
 
     # -- prepare -----------------------------------------------------------
 
@@ -249,7 +265,7 @@ class _CellRun:
                 phase,
             )
             self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
-            self._run("prepare", self.client, command)
+            self._run("prepare", self.client, command, tool=True)
         if prep.snapshot_datadir:
             self._snapshot(target, "snapshot")
         if _prepared_once(self.plan):
@@ -282,7 +298,7 @@ class _CellRun:
             return
         self.on_phase("warmup")
         params = _phase_params(self.plan, self.tool, self.plan.warmup, self.cell.params)
-        self._run("warmup", self.client, self.tool.build(params, self.endpoint, "run"))
+        self._run("warmup", self.client, self.tool.build(params, self.endpoint, "run"), tool=True)
 
     def _start_stress(self, target: TargetSpec) -> None:
         if not wants_stress(self.cell.stress):
@@ -336,7 +352,8 @@ class _CellRun:
 
     def _collect(self, target: TargetSpec, execution, command) -> None:
         self.on_phase("collect")
-        record = self.outcome.phases[-1]
+        # The measure's own record: stress-ng's was appended after it when it ran.
+        record = next(r for r in reversed(self.outcome.phases) if r.phase == "measure")
         self._gather_facts(target)
         try:
             result = self.tool.parse(execution.output)
@@ -350,8 +367,14 @@ class _CellRun:
             raise CellFailed(phase_failure("measure", record), cancelled=execution.cancelled)
         if result is None:
             raise CellFailed(parse_error)
-        if result.errors and not has_metrics(result):
-            raise CellFailed(f"{self.plan.tool} reported: {one_line(result.errors[0])}")
+        if not result.errors and (missing := missing_blocks(self.tool, self.cell.params, result)):
+            result.errors.append(missing)
+        if result.errors:
+            # Numbers beside an error (a cut summary, clients that never
+            # connected) are not a measurement: they stay in result, the cell fails.
+            raise CellFailed(reported_failure("measure", record, result.errors))
+        if not has_metrics(result):
+            raise CellFailed(f"no {self.plan.tool} figures in the measure's output")
         self.outcome.status = "succeeded"
 
     def _gather_facts(self, target: TargetSpec) -> None:
@@ -401,6 +424,8 @@ class _CellRun:
             return
         if execution.exit_code != 0:
             self.outcome.warnings.append(phase_failure("cleanup", self.outcome.phases[-1]))
+        elif errors := self._tool_errors(execution.output):
+            self.outcome.warnings.append(reported_failure("cleanup", self.outcome.phases[-1], errors))
 
 
 def _safely(read: Callable[[], dict]) -> dict:

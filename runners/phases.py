@@ -108,6 +108,25 @@ def phase_failure(phase: str, record: PhaseRecord) -> str:
     return f"{phase} failed (exit {record.exit_code}): {cause}"
 
 
+def reported_failure(phase: str, record: PhaseRecord, errors: list[str]) -> str:
+    """The one-line error of a phase that exited 0 but whose tool reported
+    errors (a sysbench prepare whose threads print FATAL: and still exit 0)."""
+    cause = error_line("\n".join(errors)) or "error reported"
+    return f"{phase} failed (exit {record.exit_code}): {cause}"
+
+
+def missing_blocks(tool, params: dict, result: Result) -> str:
+    """An error when the output holds fewer result blocks than the params ask
+    for (tools with expected_groups: a cut between two whole blocks leaves no
+    trace in the text itself), else ""."""
+    expected = getattr(tool, "expected_groups", None)
+    want = expected(params) if expected is not None else 0
+    got = len(result.groups)
+    if got < want:
+        return f"{got} of the {want} result blocks the params ask for: output cut short"
+    return ""
+
+
 def has_metrics(result: Result) -> bool:
     """True when the parser found any number at all."""
     return bool(result.metrics) or any(g.get("metrics") for g in result.groups)

@@ -13,7 +13,8 @@ Every module exposes the same interface:
   parameter in seconds, or None) or duration_seconds(params), METRICS (the
   metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
-  DEFAULT_PORTS ({kind: port} for a target kind the tool brings).
+  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) and
+  expected_groups(params) (how many result blocks a whole output holds).
 
 Adding a tool: a module with that interface and one row below.
 """

@@ -189,10 +189,11 @@ def parse(text: str) -> Result:
                                        "percentile" : { "95.000000" : 1400, ... } },
                          "lat_ns" : { "mean" : 5938.12, "N" : 32768 }, ... },
 
-    Returns one group per entry of "jobs" (labels job, jobnum), whole-output
-    metrics (see _combine), `fio:` error lines and job errors in errors, notes
-    and disk utilisation in facts. fio lines without JSON (a bad option or
-    directory) give a Result with only errors.
+    Returns one group per entry of "jobs" (labels job, jobnum, and groupid
+    when the jobs ran in several reporting groups), whole-output metrics (see
+    _headline), `fio:` error lines and job errors in errors, notes and disk
+    utilisation in facts. fio lines without JSON (a bad option or directory)
+    give a Result with only errors; JSON cut short is a ParseError.
     """
     if not text.strip():
         raise ParseError("empty fio output")
@@ -207,18 +208,40 @@ def parse(text: str) -> Result:
     if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
         raise ParseError('JSON without a fio "jobs" list: not fio output')
     errors, notes = _messages(text[:start] + "\n" + text[end:])
+    several = len({_groupid(job) for job in jobs}) > 1
     groups = []
     for jobnum, job in enumerate(jobs):
-        groups.append(
-            {
-                "labels": {"job": str(job.get("jobname", "")), "jobnum": jobnum},
-                "metrics": _job_metrics(job),
-            }
-        )
+        labels = {"job": str(job.get("jobname", "")), "jobnum": jobnum}
+        if several:
+            labels["groupid"] = _groupid(job)
+        groups.append({"labels": labels, "metrics": _job_metrics(job)})
         if _number(job.get("error")):
             errors.append(_job_error(job, jobnum))
     facts = _facts(doc, notes)
-    return Result(metrics=_combine(jobs), groups=groups, errors=errors, facts=facts)
+    return Result(metrics=_headline(jobs), groups=groups, errors=errors, facts=facts)
+
+
+def _groupid(job: dict) -> int:
+    value = _number(job.get("groupid"))
+    return int(value) if value is not None else 0
+
+
+def _headline(jobs: list[dict]) -> dict[str, float]:
+    """Whole-output metrics: the jobs combined when they share one reporting
+    group (they ran side by side); with several groups (stonewall, new_group:
+    one group ran after the other), adding them up would invent a throughput
+    nothing reached, so each group's combined figures are kept apart, named
+    "group<id>_<metric>" (e.g. group1_read_iops), and no sum is given."""
+    by_group: dict[int, list[dict]] = {}
+    for job in jobs:
+        by_group.setdefault(_groupid(job), []).append(job)
+    if len(by_group) <= 1:
+        return _combine(jobs)
+    metrics = {}
+    for groupid, members in sorted(by_group.items()):
+        metrics.update({f"group{groupid}_{name}": value
+                        for name, value in _combine(members).items()})
+    return metrics
 
 
 def _json_start(text: str) -> int | None:
@@ -291,18 +314,23 @@ def _direction(job: dict, direction: str) -> dict[str, float] | None:
 
     fio 3.x reports latencies in ns (clat_ns, lat_ns, with N); fio 2.x in us
     (clat, lat, no N). "bw" is KiB/s in both. Latencies with no samples are
-    left out rather than reported as 0.
+    left out rather than reported as 0. fio before 2.2 has no total_ios
+    either: the I/O count (the weight of a job's latencies) is then
+    iops x runtime, and any I/O at all (io_bytes) means its latencies count.
     """
     stats = job.get(direction)
     if not isinstance(stats, dict):
         return None
-    ios = _number(stats.get("total_ios")) or 0
+    iops, bw = _number(stats.get("iops")), _number(stats.get("bw"))
+    runtime_ms = _number(stats.get("runtime")) or 0.0
+    ios = _number(stats.get("total_ios"))
+    if ios is None and iops is not None:
+        ios = round(iops * runtime_ms / 1000.0) or (1.0 if _number(stats.get("io_bytes")) else 0.0)
     if not ios and not _number(stats.get("io_bytes")):
         return None
-    iops, bw = _number(stats.get("iops")), _number(stats.get("bw"))
     if iops is None or bw is None:
         return None
-    out = {"iops": iops, "bw_kib_s": bw, "runtime_ms": _number(stats.get("runtime")) or 0.0}
+    out = {"iops": iops, "bw_kib_s": bw, "runtime_ms": runtime_ms}
     clat, lat, scale = _latency_blocks(stats)
     if _has_samples(lat, ios) and _number(lat.get("mean")) is not None:
         out["lat_mean_us"] = _us(_number(lat["mean"]), scale)

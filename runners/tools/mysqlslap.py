@@ -33,6 +33,7 @@ import re
 
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
@@ -241,20 +242,92 @@ def parse(text: str) -> Result:
 
     and --csv lines ``innodb,mixed,0.055,0.027,0.075,3,100``. Lines such as
     ``mysqlslap: Error when connecting to server: Access denied ...`` go to
-    errors. Raises ParseError when there is neither a number nor an error.
+    errors. A block without all five figures, or an output that stops inside
+    a number, is an error (cut short), its figures kept. Raises ParseError
+    when there is neither a number nor an error.
     """
-    if not text or not text.strip():
+    if not text or text.isspace():
         raise ParseError("empty output")
     blocks: list[dict] = []
     errors: list[str] = []
     facts: dict = {}
-    for line in text.splitlines():
-        _read_line(line, blocks, errors, facts)
-    groups = [_group(block) for block in blocks if block["metrics"]]
+    groups = _whole_blocks(text)
+    if groups is None:
+        for line in text.splitlines():
+            _read_line(line, blocks, errors, facts)
+        groups = [_group(block) for block in blocks if block["metrics"]]
+    else:
+        blocks = []  # whole by construction: only the last line is checked
     if not groups and not errors:
         raise ParseError("no mysqlslap Benchmark block, CSV line or error found")
+    errors += _cut_short(text, blocks, groups)
     metrics = dict(groups[0]["metrics"]) if len(groups) == 1 else {}
     return Result(metrics=metrics, groups=groups, errors=errors, facts=facts)
+
+
+_BLOCK_FIGURES = ("avg_s", "min_s", "max_s", "clients", "queries_per_client")
+_GAP = r"[ \t]*"
+_SECONDS = rf"number of seconds to run all queries:{_GAP}([0-9]+(?:\.[0-9]+)?){_GAP}seconds{_GAP}\n"
+_WHOLE_BLOCK = re.compile(
+    rf"^{_GAP}Benchmark{_GAP}\n"
+    rf"(?:{_GAP}Running for engine{_GAP}([A-Za-z0-9_]+){_GAP}\n)?"
+    rf"{_GAP}Average {_SECONDS}{_GAP}Minimum {_SECONDS}{_GAP}Maximum {_SECONDS}"
+    rf"{_GAP}Number of clients running queries:{_GAP}([0-9]+){_GAP}\n"
+    rf"{_GAP}Average number of queries per client:{_GAP}([0-9]+){_GAP}\n",
+    re.MULTILINE,
+)
+
+
+def _whole_blocks(text: str) -> list[dict] | None:
+    """Groups for a text made only of whole Benchmark blocks and blank lines,
+    else None (then it is read line by line).
+
+    The 50 MB case: one findall; the blocks cover every non-blank line when
+    the count of those equals the blocks' lines (a line left over, or a
+    blank line of spaces, makes the counts differ: then per line).
+    """
+    if "," in text or "slap" in text:  # CSV or error lines
+        return None
+    found = _WHOLE_BLOCK.findall(text)
+    if not found:
+        return None
+    lines = text.count("\n") + (not text.endswith("\n"))
+    blank = text.count("\n\n") + text.startswith("\n")
+    engines = sum(1 for row in found if row[0])
+    if lines - blank != 6 * len(found) + engines:
+        return None
+    # Columns converted by map() in C; one comprehension builds the groups.
+    engines, avgs, lows, highs, clients, per_client = zip(*found)
+    rows = zip(engines, map(float, avgs), map(float, lows), map(float, highs), map(int, clients),
+               map(int, per_client))
+    return [{"labels": {"engine": e, "concurrency": c} if e else {"concurrency": c},
+             "metrics": {"avg_s": avg, "min_s": low, "max_s": high, "clients": c,
+                         "queries_per_client": q, "qps": round(c * q / avg, 3)}
+             if avg > 0 else {"avg_s": avg, "min_s": low, "max_s": high, "clients": c,
+                              "queries_per_client": q}}
+            for e, avg, low, high, c, q in rows]
+
+
+def _cut_short(text: str, blocks: list[dict], groups: list[dict]) -> list[str]:
+    """Errors for blocks missing a figure and for a last number that may be cut."""
+    errors = []
+    for number, block in enumerate(blocks, 1):
+        missing = [name for name in _BLOCK_FIGURES if name not in block["metrics"]]
+        if missing:
+            errors.append(f"Benchmark block {number} is cut short: no {', '.join(missing)}")
+    # mysqlslap ends every output with a newline: a last line without one
+    # (part of a CSV line, "Bench", a number) was cut.
+    tail = text[text.rfind("\n") + 1:].strip()
+    if tail and (blocks or groups):
+        errors.append(ends_mid_number(text) or f"output ends mid-line (cut short?): {tail[-80:]}")
+    return errors
+
+
+def expected_groups(params: dict) -> int:
+    """Result blocks a run with these params prints: one per engine per
+    concurrency (a cut between two whole blocks leaves no other trace)."""
+    clean = validate(params)
+    return len(clean.get("engine") or [None]) * len(_as_list(clean.get("concurrency") or [None]))
 
 
 def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) -> None:

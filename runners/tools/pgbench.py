@@ -16,6 +16,7 @@ import re
 
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
@@ -327,13 +328,23 @@ def parse(text: str) -> Result:
     # run is almost all progress lines (55 MB parse in a few seconds).
     rest = "\n".join(other)
     metrics = _summary(rest)
-    errors = _errors(other)
+    errors = _errors(other) + _cut_short(text, metrics)
     if not metrics and not errors:
         if series or "pgbench" in rest or "transaction type:" in rest:
             raise ParseError("pgbench output has no summary (truncated or interrupted run)")
         raise ParseError("not pgbench output")
     groups = [{"labels": {}, "metrics": dict(metrics)}] if metrics else []
     return Result(metrics=metrics, groups=groups, series=series, errors=errors, facts=_facts(rest))
+
+
+def _cut_short(text: str, metrics: dict) -> list[str]:
+    """Errors for a run summary that stops before its "tps =" line (pgbench
+    prints it last; before PostgreSQL 14 the "excluding" one comes last)."""
+    run_figures = set(metrics) - {"init_time_s"}
+    if run_figures and "tps" not in metrics:
+        return ["pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)"]
+    cut = ends_mid_number(text) if metrics else ""
+    return [cut] if cut else []
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:

@@ -205,6 +205,8 @@ def parse(text: str) -> Result:
                 "stress-ng printed no metrics (killed with SIGKILL, or stopped before its summary?)"
             )
         raise ParseError("not stress-ng output (no 'stress-ng:' lines)")
+    if "run_s" not in facts and not any("run completed" in e for e in errors):
+        errors.append("stress-ng output cut short: no 'run completed' line after its metrics")
     return Result(metrics=_combine(groups), groups=groups, errors=errors, facts=facts)
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 
+from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
 from runners.results import Result
 
@@ -80,9 +81,7 @@ def parse(text: str) -> Result:
     result = Result(series=series)
     _read_summary(text[tail_start:], result)
     _read_header(text[: _header_end(text)], result.facts)
-    result.errors = _error_lines(text)
-    if result.metrics.get("deadlocks"):
-        result.errors.append(f"deadlocks: {result.metrics['deadlocks']:g}")
+    result.errors = _error_lines(text) + _cut_short(text, result)
     _percentile_fact(result)
     if not (result.metrics or result.series or result.errors or _has_progress(result.facts)):
         raise ParseError("no sysbench results, intervals or errors found (truncated, help or foreign text)")
@@ -330,6 +329,22 @@ def _finish_metrics(found: dict, result: Result) -> None:
     if "_latency_sum_ms" in found:
         result.facts["latency_sum_ms"] = found["_latency_sum_ms"]
     result.metrics = {k: v for k, v in found.items() if not k.startswith("_")}
+
+
+def _cut_short(text: str, result: Result) -> list[str]:
+    """Errors for an output that stopped before its summary ended.
+
+    Every sysbench version ends a summary with "Threads fairness:" and its
+    "execution time (avg/stddev)" line; interval lines with no summary after
+    them are a run that never finished (unless a FATAL line says why).
+    """
+    if result.metrics and "thread_time_s_stddev" not in result.facts:
+        return ["sysbench summary cut short: it stops before 'Threads fairness' (run killed or "
+                "output cut)"]
+    if result.series and not result.metrics and "FATAL:" not in text:
+        return ["sysbench output has interval lines but no summary (run interrupted or output cut)"]
+    cut = ends_mid_number(text) if result.metrics or result.series else ""
+    return [cut] if cut else []
 
 
 # ---------------------------------------------------------------- header, errors

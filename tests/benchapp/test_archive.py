@@ -63,6 +63,15 @@ def test_import_multi_engine_mysqlslap_keeps_blocks_as_groups(team):
     assert len(groups) == 2 and all(g.startswith("engine=") for g in groups)
 
 
+
+def test_import_with_errors_beside_figures_is_a_failed_cell(team):
+    # MySQL 5.7's mysqlslap printed a Benchmark block although some clients never connected.
+    cell = archive.import_output(team, "mysqlslap",
+                                 _fixture("mysqlslap", "public_mysql57_too_many_connections.out"), {})
+    assert cell.status == Cell.FAILED
+    assert cell.error.startswith("Error when connecting to server: 1040 Too many connections")
+    assert cell.measurements.filter(metric="avg_s").exists()  # the figures are still kept
+
 def test_import_refuses_unreadable_output(owner_client, team):
     response = owner_client.post("/archive/import/", {"tool": "fio", "output": "hello",
                                                       "axes": "rw=read"})
