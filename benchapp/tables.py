@@ -24,6 +24,22 @@ def hover(stats: Stats) -> str:
     return text
 
 
+SHOW_VALUES_UP_TO = 5  # repeats listed one by one up to this many; min–max beyond
+
+
+def spread(stats: Stats) -> str:
+    """What varies under a mean: the repeats (each one when few, so an upset
+    shows), and the tool's own min–max over its iterations when it reports them."""
+    parts = []
+    if 1 < stats.n <= SHOW_VALUES_UP_TO:
+        parts.append(f"n={stats.n}: " + ", ".join(fmt(v) for v in stats.values))
+    elif stats.n > SHOW_VALUES_UP_TO:
+        parts.append(f"n={stats.n} · {fmt(stats.min)}–{fmt(stats.max)}")
+    if stats.lo is not None and stats.hi is not None:
+        parts.append(f"min–max {fmt(stats.lo)}–{fmt(stats.hi)}")
+    return " · ".join(parts)
+
+
 def display_rows(data: dict) -> list[dict]:
     """The pivot as template-ready rows: each cell's chosen statistic, its hover
     text, the min–max spread (visible when n > 1), noise and client-bound
@@ -43,7 +59,7 @@ def display_rows(data: dict) -> list[dict]:
                 "title": hover(stats),
                 "noisy": stats.noisy,
                 "n": stats.n,
-                "spread": f"{fmt(stats.min)}–{fmt(stats.max)}" if stats.n > 1 else "",
+                "spread": spread(stats),
                 "client_bound": stats.client_bound,
             }
             delta = deltas_[i][j] if deltas_ else None

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 
-from benchapp import results
+from benchapp import defaults, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
@@ -21,6 +21,8 @@ class PivotForm(forms.Form):
     metric = forms.MultipleChoiceField(required=False)
     statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
     chart_x = forms.ChoiceField(required=False)
+    chart = forms.ChoiceField(required=False, choices=[("", "auto")] + [
+        (c, c) for c in defaults.CHARTS])
     baseline = forms.CharField(required=False)
 
     def __init__(self, data, dimensions=(), metrics=()):
@@ -86,7 +88,8 @@ def _requested(request) -> dict:
            "columns": [v for v in q.getlist("columns") if v],
            "metric": [v for v in q.getlist("metric") if v],
            "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
-           "chart_x": q.get("chart_x", "")}
+           "chart_x": q.get("chart_x", ""),
+           "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else ""}
     if len(req["metric"]) == 1:
         req["metric"] = req["metric"][0]
     return req
@@ -101,4 +104,5 @@ def pivot_form(data) -> PivotForm:
     metric = view["metric"]
     query.setlist("metric", metric if isinstance(metric, list) else [metric])
     query["statistic"], query["chart_x"] = view["statistic"], view.get("chart_x") or ""
+    query["chart"] = view.get("chart") or ""
     return PivotForm(query, data["dimensions"], data["metrics"])

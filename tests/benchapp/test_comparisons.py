@@ -30,7 +30,7 @@ def comparison(team, pair, owner):
 def test_compare_puts_runs_side_by_side_with_deltas(comparison, pair):
     before, after = pair
     data = comparisons.compare(comparison)
-    assert data["view"]["rows"] == ["threads"] and data["view"]["columns"] == ["run", "target"]
+    assert data["view"]["rows"] == ["threads"] and data["view"]["columns"] == ["run"]
     assert [c["key"][0] for c in data["table"]["columns"]] == [
         f"#{before.pk} before", f"#{after.pk} after"]
     row4 = data["table"]["cells"][0]
