@@ -41,9 +41,8 @@ class PivotForm(forms.Form):
 def run_results_page(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
-    form = pivot_form(data)
-    return render(request, "results/run.html", {"run": run, "data": data, "form": form,
-                                                "statistic": data["view"]["statistic"]})
+    return render(request, "results/run.html", {
+        "run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)})
 
 
 @login_required
@@ -95,8 +94,9 @@ def _requested(request) -> dict:
     return req
 
 
-def pivot_form(data) -> PivotForm:
-    """The GET form, showing the view in effect (defaults included)."""
+def view_query(data) -> QueryDict:
+    """The view in effect (defaults included) as a query: the pivot form's
+    values, the save form's hidden fields and the link that bookmarks it."""
     view = data["view"]
     query = QueryDict(mutable=True)
     for key in ("rows", "columns"):
@@ -105,4 +105,11 @@ def pivot_form(data) -> PivotForm:
     query.setlist("metric", metric if isinstance(metric, list) else [metric])
     query["statistic"], query["chart_x"] = view["statistic"], view.get("chart_x") or ""
     query["chart"] = view.get("chart") or ""
-    return PivotForm(query, data["dimensions"], data["metrics"])
+    if len(data.get("run_labels") or []) > 1 and data.get("baseline"):
+        query["baseline"] = data["baseline"]
+    return query
+
+
+def pivot_form(data) -> PivotForm:
+    """The GET form, showing the view in effect (defaults included)."""
+    return PivotForm(view_query(data), data["dimensions"], data["metrics"])

@@ -192,3 +192,33 @@ def test_comparison_export(owner_client, comparison, pair):
 def test_delete(owner_client, comparison):
     assert owner_client.post(f"/comparisons/{comparison.pk}/delete/").status_code == 302
     assert not Comparison.objects.exists()
+
+
+def test_saved_view_is_what_the_page_and_the_share_link_show(owner_client, comparison, pair,
+                                                              client):
+    after = f"#{pair[1].pk} after"
+    chosen = {"rows": ["repeat"], "columns": ["run", "threads"], "metric": "tps",
+              "statistic": "max", "chart_x": "threads", "chart": "box", "baseline": after}
+    owner_client.post(f"/comparisons/{comparison.pk}/save/", {"name": "tuning", **chosen},
+                      follow=True)
+    comparison.refresh_from_db()
+    assert comparison.chart_settings == chosen
+    token = _share(owner_client, comparison)
+
+    def shown(response):
+        data = response.context["data"]
+        return {**{k: data["view"][k] for k in chosen if k != "baseline"},
+                "baseline": data["baseline"]}
+
+    assert shown(owner_client.get(f"/comparisons/{comparison.pk}/")) == chosen
+    assert shown(client.get(f"/share/{token}/")) == chosen
+    assert client.get(f"/share/{token}/results.json").json()["chart"]["type"] == "box"
+    # Saving again from the page as shown (its form posts the view in effect) keeps it.
+    html = owner_client.get(f"/comparisons/{comparison.pk}/").content.decode()
+    assert '<input type="hidden" name="chart" value="box">' in html
+    assert '<input type="hidden" name="statistic" value="max">' in html
+    # A link to exactly this view, for bookmarks.
+    assert "?rows=repeat&amp;columns=run&amp;columns=threads&amp;metric=tps&amp;statistic=max" in html
+    # The URL overrides the saved view, one key at a time.
+    response = owner_client.get(f"/comparisons/{comparison.pk}/?statistic=min")
+    assert shown(response) == {**chosen, "statistic": "min"}
