@@ -240,38 +240,3 @@ def pivot_json(table: dict) -> dict:
         "cells": [[s.to_dict() if s else None for s in line] for line in table["cells"]],
         "margin": [s.to_dict() for s in table["margin"]],
     }
-
-
-def deltas(table: dict, baseline: str, dimension: str = "run") -> list[list[dict | None]]:
-    """Difference of each cell against the baseline column (same row, same
-    other column components, `dimension` replaced by baseline), with spread.
-
-    Each entry: {"delta", "pct", "spread"} where spread = sqrt(sd_a² + sd_b²),
-    the stddev of the difference of two independent means' samples.
-    """
-    dims = table["column_dims"]
-    if dimension not in dims:
-        return [[None] * len(table["columns"]) for _ in table["rows"]]
-    pos = dims.index(dimension)
-    index = {tuple(c["key"]): i for i, c in enumerate(table["columns"])}
-    out = []
-    for line in table["cells"]:
-        row = []
-        for col, stats in zip(table["columns"], line):
-            key = list(col["key"])
-            key[pos] = baseline
-            base_i = index.get(tuple(key))
-            base = line[base_i] if base_i is not None else None
-            if key == col["key"] or not stats or not base or base.mean is None:
-                row.append(None)
-                continue
-            delta = stats.mean - base.mean
-            row.append(
-                {
-                    "delta": delta,
-                    "pct": delta / base.mean if base.mean else None,
-                    "spread": math.hypot(stats.stddev or 0, base.stddev or 0),
-                }
-            )
-        out.append(row)
-    return out

@@ -1,6 +1,6 @@
 """Reading results: observations, pivot tables, default views, downsampling.
 
-The pure functions here (pivot, default_settings, downsample, deltas) take
+The pure functions here (pivot, default_settings, downsample) take
 plain values and are shared by the run results page, comparisons, the share
 page, exports and the API. `load_observations` is the one place that reads
 Measurements for display: only each cell's latest attempt counts (earlier
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from benchapp import defaults
+from benchapp import client_load, defaults, significance
 from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
 from benchapp.models import Cell, Measurement, Run
 from benchapp.pivot import (  # noqa: F401  (re-exported)
@@ -19,7 +19,6 @@ from benchapp.pivot import (  # noqa: F401  (re-exported)
     CellInfo,
     Observation,
     Stats,
-    deltas,
     describe,
     extremes_of,
     pivot,
@@ -221,6 +220,7 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
     (cells, measurements; runs come in). With several runs "run" becomes a
     column dimension and `baseline` (a run label) gets deltas."""
     cells = cell_infos(runs, cell_ids)
+    client_load.clear_shared(runs, cells)
     requested = dict(requested or {})
     metrics = available_metrics(r.pk for r in runs)
     tool = runs[0].tool if runs else ""
@@ -238,10 +238,12 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
         "cells": cells, "metrics": metrics, "dimensions": dimension_names(cells),
         "view": view, "failed": failed_cells(cells),
         "client_bound": [c for c in cells.values() if c.client_bound],
+        "client_load": client_load.summary(runs, cells),
         "baseline": baseline, "run_labels": labels,
         "order": plan_order(runs),
         "tool": tool, "catalog": tools.catalog(tool, metrics),
         "threshold": settings.BENCHBOARD_NOISE_CV,
+        "test_method": significance.METHOD, "test_minimum": significance.minimum_repeats(),
     }
     data["chart"] = chart_data(observations, view, tool, data["order"]) if view["metric"] else None
     data["tables"] = [
@@ -255,7 +257,8 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
     view, tool = data["view"], data["tool"]
     table = pivot(observations, view["rows"], view["columns"], metric, view["statistic"],
                   extremes=extremes, order=data["order"])
-    part = {"table": table, "deltas": deltas(table, data["baseline"]) if several_runs else None}
+    part = {"table": table,
+            "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None}
     part["display"] = display_rows({**data, **part})
     # A row's mean over its columns is meaningless when the columns are metrics.
     part["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]

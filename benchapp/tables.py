@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from benchapp import significance
 from benchapp.pivot import Stats
-from runners.tools import metric as catalog_metric
 
 
 def fmt(value) -> str:
@@ -64,13 +64,10 @@ def display_rows(data: dict) -> list[dict]:
             }
             delta = deltas_[i][j] if deltas_ else None
             if delta:
-                # better/worse by the metric's direction in the catalog (None: neither)
-                cell["better"] = _better(data, j, delta["delta"])
-                cell["delta"] = (
-                    f"{delta['delta']:+.4g}"
-                    + (f" ({delta['pct']:+.1%})" if delta["pct"] is not None else "")
-                    + f" ± {fmt(delta['spread'])}"
-                )
+                # coloured better/worse only when significant (benchapp.significance)
+                cell["better"] = delta["better"]
+                cell["verdict"] = delta["verdict"]
+                cell["delta"] = significance.describe(delta)
             cells.append(cell)
         margin = table["margin"][i]
         out.append(
@@ -81,13 +78,3 @@ def display_rows(data: dict) -> list[dict]:
             }
         )
     return out
-
-
-def _better(data: dict, column: int, delta: float) -> bool | None:
-    """Whether delta in this column is an improvement, by the metric's
-    catalogued direction (the column's metric when metrics are columns)."""
-    table, view = data["table"], data["view"]
-    name = table["metrics"][0]
-    if "metric" in table["column_dims"]:
-        name = table["columns"][column]["key"][table["column_dims"].index("metric")]
-    return catalog_metric(data.get("tool", ""), name).better(delta) if view else None
