@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from benchapp import client_load, defaults, significance
+from benchapp import client_load, costs, defaults, significance
 from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
 from benchapp.models import Cell, Measurement, Run
 from benchapp.pivot import (  # noqa: F401  (re-exported)
@@ -239,6 +239,7 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
         "view": view, "failed": failed_cells(cells),
         "client_bound": [c for c in cells.values() if c.client_bound],
         "client_load": client_load.summary(runs, cells),
+        "costs": costs.costs(runs, shown, metrics),
         "baseline": baseline, "run_labels": labels,
         "order": plan_order(runs),
         "tool": tool, "catalog": tools.catalog(tool, metrics),

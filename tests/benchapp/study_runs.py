@@ -72,9 +72,13 @@ def s4_run(team, name="managed-mysql-threads") -> Run:
                 cells.append(({"target": target, "threads": threads, "read_only": read_only}, 1,
                               {"tps": tps, "qps": tps * 20, "latency_avg_ms": 5.0}))
     return make_run(team, name=name, cells=cells, document={
-        "targets": [{"name": "rds-mysql", "price_per_month": 187.18},
-                    {"name": "galera-3node", "price_per_month": 31200, "currency": "JPY"}],
-        "params": {"test": "oltp_read_write", "time": 120}})
+        "targets": [{"name": "rds-mysql", "kind": "mysql", "host": "rds.example.internal",
+                     "user": "test", "price_per_month": 187.18},
+                    {"name": "galera-3node", "kind": "mysql", "host": "haproxy.internal",
+                     "user": "test", "price_per_month": 31200, "currency": "JPY"}],
+        "params": {"test": "oltp_read_write", "table_size": 1000000, "time": 120},
+        "axes": {"target": ["rds-mysql", "galera-3node"], "threads": [4, 16, 64, 128, 256],
+                 "read_only": [True, False]}})
 
 
 S5_VALUES = {10000: [7645.0, 4197.0, 11777.0], 1000000: [410.0, 395.0, 402.0]}
