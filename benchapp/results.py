@@ -241,7 +241,7 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
         "client_load": client_load.summary(runs, cells),
         "costs": costs.costs(runs, shown, metrics),
         "baseline": baseline, "run_labels": labels,
-        "order": plan_order(runs),
+        "order": {**plan_order(runs), "metric": shown},
         "tool": tool, "catalog": tools.catalog(tool, metrics),
         "threshold": settings.BENCHBOARD_NOISE_CV,
         "test_method": significance.METHOD, "test_minimum": significance.minimum_repeats(),
@@ -258,6 +258,7 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
     view, tool = data["view"], data["tool"]
     table = pivot(observations, view["rows"], view["columns"], metric, view["statistic"],
                   extremes=extremes, order=data["order"])
+    _title_metrics(table, tool)
     part = {"table": table,
             "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None}
     part["display"] = display_rows({**data, **part})
@@ -265,6 +266,21 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
     part["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]
     part["metric_label"] = ", ".join(tools.metric(tool, m).title() for m in table["metrics"])
     return part
+
+
+def _title_metrics(table: dict, tool: str) -> None:
+    """Headers say "Transactions per second (tps)", not "tps"; a table with no
+    column dimension has one column, headed by its metric."""
+    for lines, dims in ((table["rows"], table["row_dims"]), (table["columns"], table["column_dims"])):
+        if "metric" in dims:
+            i = dims.index("metric")
+            for line in lines:
+                parts = [tools.metric(tool, v).title() if j == i else ("" if v is None else str(v))
+                         for j, v in enumerate(line["key"])]
+                line["label"] = " · ".join(parts)
+    if not table["column_dims"] and len(table["columns"]) == 1:
+        table["columns"][0]["label"] = ", ".join(tools.metric(tool, m).title()
+                                                 for m in table["metrics"])
 
 
 def _flatten_facts(facts: dict, prefix: str = "") -> dict:

@@ -182,7 +182,7 @@ def test_registry_catalog_reaches_tables_deltas_and_exports(team):
     )
     assert data["metric_label"] == "Transactions per second (tps), Average latency (ms)"
     judged = {
-        col["label"].split(" · ")[-1]: cell.get("better")
+        col["key"][-1]: cell.get("better")
         for col, cell in zip(data["table"]["columns"], data["display"][0]["cells"])
         if cell and "delta" in cell
     }
