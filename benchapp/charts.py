@@ -10,30 +10,32 @@ from runners.tools import metric as catalog_metric
 MAX_PANELS = 6  # more panels than this and the facet values join the line names
 
 
-def chart_data(observations, view: dict, tool: str = "", order: dict | None = None) -> dict:
+def chart_data(observations, view: dict, tool: str = "", order: dict | None = None,
+               extremes: dict | None = None) -> dict:
     """Data of the results chart: the first metric against view["chart_x"].
 
     The other chosen dimensions (repeats and metrics aside) give one line
     (or bar colour) per run and target, else per the first of them; the rest
     are panels ("read-only and read-write apart"). Repeats fold into each
-    point: mean, min–max error bars, and the raw values for markers and box
-    plots. A numeric x spanning two orders of magnitude gets a log axis.
+    point: mean, min–max error bars (the tool's own min–max over its
+    iterations when it reports one, extremes), and the raw values for markers
+    and box plots. A numeric x spanning two orders of magnitude gets a log axis.
     """
     x = view.get("chart_x") or (view["rows"] or ["repeat"])[0]
     dims = [d for d in view["rows"] + view["columns"] if d not in (x, "repeat", "metric")]
     series = [d for d in ("run", "target") if d in dims] or dims[:1]
     facets = [d for d in dims if d not in series]
     metrics = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
-    table = pivot(observations, [x], facets + series, metrics[0], order=order)
+    table = pivot(observations, [x], facets + series, metrics[0], order=order, extremes=extremes)
     if len({tuple(c["key"][: len(facets)]) for c in table["columns"]}) > MAX_PANELS:
         series, facets = facets + series, []
+    info = catalog_metric(tool, metrics[0])
     for col in table["columns"]:
         col["facet"] = _label(col["key"][: len(facets)]) if facets else ""
-        col["series"] = _label(col["key"][len(facets):]) if series else metrics[0]
+        col["series"] = _label(col["key"][len(facets):]) if series else info.label
     xs = [r["key"][0] for r in table["rows"]]
     numeric = bool(xs) and all(is_number(v) for v in xs)
     chart = view.get("chart") or (LINE if numeric else BAR)
-    info = catalog_metric(tool, metrics[0])
     return {
         "x_dim": x,
         "line_dims": series,

@@ -246,7 +246,8 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
         "threshold": settings.BENCHBOARD_NOISE_CV,
         "test_method": significance.METHOD, "test_minimum": significance.minimum_repeats(),
     }
-    data["chart"] = chart_data(observations, view, tool, data["order"]) if view["metric"] else None
+    data["chart"] = (chart_data(observations, view, tool, data["order"], extremes)
+                     if view["metric"] else None)
     data["tables"] = [
         _table(data, observations, metric, extremes, len(runs) > 1)
         for metric in [view["metric"] or []] + view["extra_metrics"]]

@@ -33,8 +33,11 @@
         if (!s) return;
         x.push(chart.numeric_x && chart.type !== "bar" ? row.key[0] : String(row.label));
         mean.push(s.mean);
-        plus.push(s.max - s.mean);
-        minus.push(s.mean - s.min);
+        // the tool's own min–max over its iterations (mysqlslap) when it has one
+        const lo = s.lo !== null && s.lo !== undefined ? Math.min(s.lo, s.min) : s.min;
+        const hi = s.hi !== null && s.hi !== undefined ? Math.max(s.hi, s.max) : s.max;
+        plus.push(hi - s.mean);
+        minus.push(s.mean - lo);
         values.push(s.values);
       });
       return { name: col.series || chart.metric, facet: col.facet || "", x, mean, plus, minus, values };
@@ -75,7 +78,7 @@
       if (rx.length) {
         out.push(Object.assign({}, common, { type: "scatter", mode: "markers", x: rx, y: ry,
           name: t.name + " (repeats)", showlegend: false, hoverinfo: "x+y",
-          marker: { color, size: 5, opacity: 0.5 } }));
+          marker: { color, size: 8, symbol: "circle-open" } }));
       }
     });
     return out;
