@@ -2,32 +2,57 @@
 
 from __future__ import annotations
 
+from benchapp.defaults import BAR, LINE, is_number
 from benchapp.models import SeriesPoint
 from benchapp.pivot import CellInfo, pivot, pivot_json
 from runners.tools import metric as catalog_metric
 
+MAX_PANELS = 6  # more panels than this and the facet values join the line names
 
-def chart_data(observations, view: dict, tool: str = "") -> dict:
-    """Data of the sweep/bar/box charts: the first metric against view["chart_x"],
-    one line per combination of the other chosen dimensions; repeats are folded
-    into each point (mean, min–max error bars, raw values for box plots)."""
+
+def chart_data(observations, view: dict, tool: str = "", order: dict | None = None,
+               extremes: dict | None = None) -> dict:
+    """Data of the results chart: the first metric against view["chart_x"].
+
+    The other chosen dimensions (repeats and metrics aside) give one line
+    (or bar colour) per run and target, else per the first of them; the rest
+    are panels ("read-only and read-write apart"). Repeats fold into each
+    point: mean, min–max error bars (the tool's own min–max over its
+    iterations when it reports one, extremes), and the raw values for markers
+    and box plots. A numeric x spanning two orders of magnitude gets a log axis.
+    """
     x = view.get("chart_x") or (view["rows"] or ["repeat"])[0]
-    lines = [d for d in view["rows"] + view["columns"] if d not in (x, "repeat", "metric")]
+    dims = [d for d in view["rows"] + view["columns"] if d not in (x, "repeat", "metric")]
+    series = [d for d in ("run", "target") if d in dims] or dims[:1]
+    facets = [d for d in dims if d not in series]
     metrics = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
-    table = pivot(observations, [x], lines, metrics[0])
-    numeric = all(
-        isinstance(r["key"][0], (int, float)) and not isinstance(r["key"][0], bool)
-        for r in table["rows"]
-    )
-    # metric_info: the catalog row, so the y axis title carries the unit.
+    table = pivot(observations, [x], facets + series, metrics[0], order=order, extremes=extremes)
+    if len({tuple(c["key"][: len(facets)]) for c in table["columns"]}) > MAX_PANELS:
+        series, facets = facets + series, []
+    info = catalog_metric(tool, metrics[0])
+    for col in table["columns"]:
+        col["facet"] = _label(col["key"][: len(facets)]) if facets else ""
+        col["series"] = _label(col["key"][len(facets):]) if series else info.label
+    xs = [r["key"][0] for r in table["rows"]]
+    numeric = bool(xs) and all(is_number(v) for v in xs)
+    chart = view.get("chart") or (LINE if numeric else BAR)
     return {
         "x_dim": x,
-        "line_dims": lines,
+        "line_dims": series,
+        "facet_dims": facets,
+        "facets": list(dict.fromkeys(c["facet"] for c in table["columns"])),
         "metric": metrics[0],
+        "type": chart,
         "numeric_x": numeric,
-        "metric_info": catalog_metric(tool, metrics[0]).to_dict(),
+        "log_x": numeric and chart == LINE and min(xs) > 0 and max(xs) / min(xs) >= 100,
+        # the catalog row, so the y axis title carries the unit
+        "metric_info": info.to_dict(),
         **pivot_json(table),
     }
+
+
+def _label(values) -> str:
+    return " · ".join(str(v) for v in values)
 
 
 def cell_series(cells: dict[int, CellInfo], metric: str, max_points: int) -> list[dict]:

@@ -27,8 +27,10 @@ def compare(comparison: Comparison, requested: dict | None = None,
     runs = comparison_runs(comparison)
     saved = dict(comparison.chart_settings or {})
     baseline = baseline or saved.pop("baseline", None)
-    data = results.results(runs, {**saved, **(requested or {})}, comparison.cells or None,
-                           baseline)
+    # What the URL leaves empty keeps the saved choice (an empty request
+    # must not turn a saved view back into the default one).
+    asked = {k: v for k, v in (requested or {}).items() if v not in (None, "", [])}
+    data = results.results(runs, {**saved, **asked}, comparison.cells or None, baseline)
     data["runs"] = runs
     data["diff"] = diff(runs, data["cells"])
     return data

@@ -70,6 +70,10 @@ class Stats:
     values: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     client_bound: bool = False
+    # The lowest and highest value the tool itself reported around this mean
+    # (mysqlslap's min_s/max_s over its iterations), when it reports them.
+    lo: float | None = None
+    hi: float | None = None
 
     def get(self, statistic: str):
         return getattr(self, statistic)
@@ -88,6 +92,8 @@ class Stats:
                 "values",
                 "errors",
                 "client_bound",
+                "lo",
+                "hi",
             )
         }
 
@@ -134,27 +140,71 @@ def _label(values: tuple) -> str:
     return " · ".join("" if v is None else str(v) for v in values) or "all"
 
 
-def pivot(observations, rows, columns, metric, statistic="mean", threshold=None) -> dict:
+def extremes_of(metric: str, available) -> tuple[str, str] | None:
+    """The min/max companions of an average the tool reports ("avg_s" ->
+    ("min_s", "max_s"), "latency_avg_ms" -> ("latency_min_ms", ...)), when
+    both are among `available`."""
+    parts = metric.split("_")
+    if "avg" not in parts:
+        return None
+    i = parts.index("avg")
+    lo, hi = ("_".join(parts[:i] + [w] + parts[i + 1:]) for w in ("min", "max"))
+    return (lo, hi) if lo in available and hi in available else None
+
+
+def _ranker(order: dict | None, dims: list[str]):
+    """Sort key of a row or column key: a dimension's values in the plan's
+    order (`order` {dimension: [values]}), others numerically, then as text."""
+    order = order or {}
+    positions = {d: {_hashable(v): i for i, v in enumerate(order.get(d, ()))} for d in dims}
+
+    def key(values):
+        out = []
+        for d, v in zip(dims, values):
+            i = positions[d].get(_hashable(v))
+            out.append((0, i) if i is not None else (1, *_sort_key(v)))
+        return out
+    return key
+
+
+def _hashable(value):
+    return (type(value).__name__, value) if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def pivot(observations, rows, columns, metric, statistic="mean", threshold=None,
+          extremes=None, order=None) -> dict:
     """Group observations into a rows × columns table of one statistic.
 
     rows, columns: lists of dimension names (axes, target, repeat, run, metric, group).
     metric: a metric name or a list of names (with "metric" as a dimension to
     show several side by side, as in S2's TPS/QPS/latency table).
-    Returns {"rows": [{"key", "label"}], "columns": [...], "cells": [[Stats|None]],
-    "margin": [Stats] (each row over all its columns), "statistic", ...}.
+    extremes: {metric: (min metric, max metric)} (see extremes_of): each
+    cell's Stats.lo/hi are the lowest min and highest max in its bucket.
+    order: {dimension: [values]}, the plan's order of an axis's values.
+    Values are in repeat order. Returns {"rows": [{"key", "label"}],
+    "columns": [...], "cells": [[Stats|None]], "margin": [Stats] (each row
+    over all its columns), "statistic", ...}.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     rows, columns = list(rows), list(columns)
-    buckets, row_margin = {}, {}
+    companion = {name: (main, side) for main, pair in (extremes or {}).items()
+                 if main in metrics for side, name in zip(("lo", "hi"), pair)}
+    buckets, row_margin, bounds = {}, {}, {}
     for o in observations:
+        if o.metric in companion:
+            main, side = companion[o.metric]
+            o = Observation(o.cell, o.group, main, o.value)
+            key = (tuple(o.dimension(d) for d in rows), tuple(o.dimension(d) for d in columns))
+            bounds.setdefault(key, {}).setdefault(side, []).append(o.value)
+            continue
         if o.metric not in metrics:
             continue
         rk = tuple(o.dimension(d) for d in rows)
         ck = tuple(o.dimension(d) for d in columns)
         buckets.setdefault((rk, ck), []).append(o)
         row_margin.setdefault(rk, []).append(o.value)
-    row_keys = sorted({rk for rk, _ in buckets}, key=lambda k: [_sort_key(v) for v in k])
-    col_keys = sorted({ck for _, ck in buckets}, key=lambda k: [_sort_key(v) for v in k])
+    row_keys = sorted({rk for rk, _ in buckets}, key=_ranker(order, rows))
+    col_keys = sorted({ck for _, ck in buckets}, key=_ranker(order, columns))
     table = []
     for rk in row_keys:
         line = []
@@ -163,8 +213,12 @@ def pivot(observations, rows, columns, metric, statistic="mean", threshold=None)
             if not obs:
                 line.append(None)
                 continue
+            obs = sorted(obs, key=lambda o: (o.cell.run_id, o.cell.repeat))
             stats = describe([o.value for o in obs], threshold)
             stats.client_bound = any(o.cell.client_bound for o in obs)
+            found = bounds.get((rk, ck), {})
+            stats.lo = min(found["lo"]) if found.get("lo") else None
+            stats.hi = max(found["hi"]) if found.get("hi") else None
             line.append(stats)
         table.append(line)
     return {
@@ -186,38 +240,3 @@ def pivot_json(table: dict) -> dict:
         "cells": [[s.to_dict() if s else None for s in line] for line in table["cells"]],
         "margin": [s.to_dict() for s in table["margin"]],
     }
-
-
-def deltas(table: dict, baseline: str, dimension: str = "run") -> list[list[dict | None]]:
-    """Difference of each cell against the baseline column (same row, same
-    other column components, `dimension` replaced by baseline), with spread.
-
-    Each entry: {"delta", "pct", "spread"} where spread = sqrt(sd_a² + sd_b²),
-    the stddev of the difference of two independent means' samples.
-    """
-    dims = table["column_dims"]
-    if dimension not in dims:
-        return [[None] * len(table["columns"]) for _ in table["rows"]]
-    pos = dims.index(dimension)
-    index = {tuple(c["key"]): i for i, c in enumerate(table["columns"])}
-    out = []
-    for line in table["cells"]:
-        row = []
-        for col, stats in zip(table["columns"], line):
-            key = list(col["key"])
-            key[pos] = baseline
-            base_i = index.get(tuple(key))
-            base = line[base_i] if base_i is not None else None
-            if key == col["key"] or not stats or not base or base.mean is None:
-                row.append(None)
-                continue
-            delta = stats.mean - base.mean
-            row.append(
-                {
-                    "delta": delta,
-                    "pct": delta / base.mean if base.mean else None,
-                    "spread": math.hypot(stats.stddev or 0, base.stddev or 0),
-                }
-            )
-        out.append(row)
-    return out

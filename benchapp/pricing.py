@@ -61,7 +61,7 @@ def run_hours(plan: PlanSpec) -> float:
     return float(max(1, math.ceil(run_seconds(plan) / 3600)))
 
 
-def _static_spec(target) -> dict | None:
+def static_spec(target) -> dict | None:
     """A priced static target as a spec runners' pricing understands, or None."""
     hourly = target.price_per_hour
     if hourly is None and target.price_per_month is not None:
@@ -81,7 +81,7 @@ def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
     slots = planned_slots(plan, settings.AWS_DEFAULT_REGION)
     labelled = [(slot.label, slot.spec) for slot in slots]
     labelled += [(t.name, spec) for t in plan.targets if not t.provision
-                 for spec in [_static_spec(t)] if spec]
+                 for spec in [static_spec(t)] if spec]
     total = cost.estimate([spec for _, spec in labelled], hours, prices).total
     lines = [dict(vars(line), target=label) for label, spec in labelled
              for line in cost.spec_lines(spec, hours, prices)]
@@ -142,7 +142,7 @@ def target_prices(run: Run) -> dict[str, float]:
             label = Slot(slot["target"], slot["variant"], slot["spec"]).label
             result[label] = cost.estimate([slot["spec"]], 1.0, prices).total
     for target in load_plan(run.document).targets:
-        spec = None if target.provision else _static_spec(target)
+        spec = None if target.provision else static_spec(target)
         if spec:
             result[target.name] = float(spec["price_per_hour"])
     return result

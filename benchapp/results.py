@@ -1,6 +1,6 @@
 """Reading results: observations, pivot tables, default views, downsampling.
 
-The pure functions here (pivot, default_settings, downsample, deltas) take
+The pure functions here (pivot, default_settings, downsample) take
 plain values and are shared by the run results page, comparisons, the share
 page, exports and the API. `load_observations` is the one place that reads
 Measurements for display: only each cell's latest attempt counts (earlier
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from benchapp import client_load, costs, defaults, significance
 from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
 from benchapp.models import Cell, Measurement, Run
 from benchapp.pivot import (  # noqa: F401  (re-exported)
@@ -18,13 +19,12 @@ from benchapp.pivot import (  # noqa: F401  (re-exported)
     CellInfo,
     Observation,
     Stats,
-    deltas,
     describe,
+    extremes_of,
     pivot,
     pivot_json,
 )
 from benchapp.tables import display_rows, fmt, hover  # noqa: F401  (re-exported)
-from runners import metrics as metrics_catalog
 from runners import tools
 
 # Dimensions every observation has besides the plan's axes.
@@ -64,6 +64,22 @@ def cell_infos(runs: list[Run], cell_ids=None) -> dict[int, CellInfo]:
                              row[5] or {}, row[6], row[7], row[8], row[9], row[10],
                              row[11] or {})
             for row in rows}
+
+
+def plan_order(runs: list[Run]) -> dict[str, list]:
+    """{axis: values} in the order the plans list them (targets by their
+    list), so tables and charts keep the study's order (read, write, key...)."""
+    order: dict[str, list] = {}
+    for run in runs:
+        doc = run.document if isinstance(run.document, dict) else {}
+        axes = dict(doc.get("axes") or {}) if isinstance(doc.get("axes"), dict) else {}
+        targets = [t.get("name") if isinstance(t, dict) else t for t in doc.get("targets") or []]
+        axes.setdefault("target", targets)
+        for name, values in axes.items():
+            if isinstance(values, list):
+                seen = order.setdefault(name, [])
+                seen += [v for v in values if v not in seen and not isinstance(v, (dict, list))]
+    return order
 
 
 def run_label(run: Run) -> str:
@@ -150,33 +166,34 @@ def failed_cells(cells: dict[int, CellInfo]) -> list[CellInfo]:
 # ---------------------------------------------------------- default settings
 
 
-def default_settings(tool: str, axes: list[str]) -> dict:
-    """Pivot settings that reproduce each study's own table: the tool's
-    default_view in its registry block (runners/tools)."""
-    from runners.tools import TOOLS
-
-    module = TOOLS.get(tool.replace("-", "_"))
-    if module is None:
-        return metrics_catalog.view(["target"], ["repeat"], None)
-    return module.default_view(list(axes))
+def default_settings(tool: str, axes: list[str], cells=()) -> dict:
+    """The view a run opens with (benchapp.defaults): from which axes of the
+    cells vary and the tool's registry metric."""
+    return defaults.default_view(tool, list(cells), list(axes))
 
 
 # ------------------------------------------------------------- one service
 
+VIEW_KEYS = ("rows", "columns", "metric", "statistic", "chart_x", "chart")
+
 
 def resolve_view(tool: str, cells: dict[int, CellInfo], metrics: list[str],
                  requested: dict | None = None) -> dict:
-    """The pivot settings to show: the tool's defaults overridden by what the
-    user picked (empty values keep the default); metrics not in the data fall
-    back to the first one that is."""
+    """The pivot settings to show: the defaults overridden by what the user
+    picked (empty values keep the default; unknown names are dropped);
+    metrics not in the data fall back to the first one that is."""
     dims = dimension_names(cells)
-    view = default_settings(tool, axis_names(cells))
-    requested = dict(requested or {})
+    view = default_settings(tool, axis_names(cells), cells.values())
+    requested = {k: v for k, v in (requested or {}).items() if k in VIEW_KEYS}
     for key in ("rows", "columns"):
         if key in requested:
             requested[key] = [d for d in requested[key] if d in dims]
     if requested.get("statistic") not in STATISTICS:
         requested.pop("statistic", None)
+    if requested.get("chart") not in defaults.CHARTS:
+        requested.pop("chart", None)
+    if requested.get("chart_x") not in dims:
+        requested.pop("chart_x", None)
     for key, value in requested.items():
         if value not in (None, "", []):
             view[key] = value
@@ -188,7 +205,12 @@ def resolve_view(tool: str, cells: dict[int, CellInfo], metrics: list[str],
     if len(chosen) > 1 and "metric" not in view["rows"] + view["columns"]:
         view["columns"] = view["columns"] + ["metric"]
     if view.get("chart_x") not in view["rows"] + view["columns"]:
-        view["chart_x"] = view["rows"][0] if view["rows"] else "repeat"
+        view["chart_x"] = next((d for d in view["rows"] + view["columns"]
+                                if d not in ("metric", "repeat")), "repeat")
+    if not requested.get("chart"):
+        view["chart"] = ""  # line for a numeric x, bars otherwise (benchapp.charts)
+    view["extra_metrics"] = [m for m in view.get("extra_metrics", [])
+                             if m in metrics and m not in chosen and len(chosen) == 1]
     return view
 
 
@@ -198,35 +220,68 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
     (cells, measurements; runs come in). With several runs "run" becomes a
     column dimension and `baseline` (a run label) gets deltas."""
     cells = cell_infos(runs, cell_ids)
+    client_load.clear_shared(runs, cells)
     requested = dict(requested or {})
     metrics = available_metrics(r.pk for r in runs)
     tool = runs[0].tool if runs else ""
     view = resolve_view(tool, cells, metrics, requested)
     all_groups = "group" in view["rows"] + view["columns"]
     shown = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
-    observations = load_observations(cells, shown, all_groups=all_groups)
+    extremes = {m: pair for m in shown if (pair := extremes_of(m, metrics))}
+    wanted = shown + view["extra_metrics"] + [n for pair in extremes.values() for n in pair]
+    observations = load_observations(cells, wanted, all_groups=all_groups)
     if len(runs) > 1 and "run" not in view["rows"] + view["columns"]:
         view["columns"] = ["run"] + view["columns"]
-    table = pivot(observations, view["rows"], view["columns"], view["metric"] or [],
-                  view["statistic"])
     labels = [run_label(r) for r in runs]
     baseline = baseline if baseline in labels else (labels[0] if labels else None)
     data = {
         "cells": cells, "metrics": metrics, "dimensions": dimension_names(cells),
-        "view": view, "table": table, "failed": failed_cells(cells),
+        "view": view, "failed": failed_cells(cells),
         "client_bound": [c for c in cells.values() if c.client_bound],
-        "deltas": deltas(table, baseline) if len(runs) > 1 else None,
+        "client_load": client_load.summary(runs, cells),
+        "costs": costs.costs(runs, shown, metrics),
         "baseline": baseline, "run_labels": labels,
-        "chart": chart_data(observations, view, tool) if view["metric"] else None,
+        "order": {**plan_order(runs), "metric": shown},
         "tool": tool, "catalog": tools.catalog(tool, metrics),
         "threshold": settings.BENCHBOARD_NOISE_CV,
+        "test_method": significance.METHOD, "test_minimum": significance.minimum_repeats(),
     }
-    data["display"] = display_rows(data)
-    # A row's mean over its columns is meaningless when the columns are metrics.
-    data["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]
-    data["metric_label"] = ", ".join(tools.metric(tool, m).title()
-                                     for m in table["metrics"])
+    data["chart"] = (chart_data(observations, view, tool, data["order"], extremes)
+                     if view["metric"] else None)
+    data["tables"] = [
+        _table(data, observations, metric, extremes, len(runs) > 1)
+        for metric in [view["metric"] or []] + view["extra_metrics"]]
+    data.update(data["tables"][0])  # the main table: data["table"], ["display"], ...
     return data
+
+
+def _table(data: dict, observations, metric, extremes: dict, several_runs: bool) -> dict:
+    view, tool = data["view"], data["tool"]
+    table = pivot(observations, view["rows"], view["columns"], metric, view["statistic"],
+                  extremes=extremes, order=data["order"])
+    _title_metrics(table, tool)
+    part = {"table": table,
+            "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None}
+    part["display"] = display_rows({**data, **part})
+    # A row's mean over its columns is meaningless when the columns are metrics.
+    part["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]
+    part["metric_label"] = ", ".join(tools.metric(tool, m).title() for m in table["metrics"])
+    return part
+
+
+def _title_metrics(table: dict, tool: str) -> None:
+    """Headers say "Transactions per second (tps)", not "tps"; a table with no
+    column dimension has one column, headed by its metric."""
+    for lines, dims in ((table["rows"], table["row_dims"]), (table["columns"], table["column_dims"])):
+        if "metric" in dims:
+            i = dims.index("metric")
+            for line in lines:
+                parts = [tools.metric(tool, v).title() if j == i else ("" if v is None else str(v))
+                         for j, v in enumerate(line["key"])]
+                line["label"] = " · ".join(parts)
+    if not table["column_dims"] and len(table["columns"]) == 1:
+        table["columns"][0]["label"] = ", ".join(tools.metric(tool, m).title()
+                                                 for m in table["metrics"])
 
 
 def _flatten_facts(facts: dict, prefix: str = "") -> dict:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from benchapp import significance
 from benchapp.pivot import Stats
-from runners.tools import metric as catalog_metric
 
 
 def fmt(value) -> str:
@@ -22,6 +22,22 @@ def hover(stats: Stats) -> str:
     if stats.cv is not None:
         text += f" · cv {stats.cv:.1%}"
     return text
+
+
+SHOW_VALUES_UP_TO = 5  # repeats listed one by one up to this many; min–max beyond
+
+
+def spread(stats: Stats) -> str:
+    """What varies under a mean: the repeats (each one when few, so an upset
+    shows), and the tool's own min–max over its iterations when it reports them."""
+    parts = []
+    if 1 < stats.n <= SHOW_VALUES_UP_TO:
+        parts.append(f"n={stats.n}: " + ", ".join(fmt(v) for v in stats.values))
+    elif stats.n > SHOW_VALUES_UP_TO:
+        parts.append(f"n={stats.n} · {fmt(stats.min)}–{fmt(stats.max)}")
+    if stats.lo is not None and stats.hi is not None:
+        parts.append(f"min–max {fmt(stats.lo)}–{fmt(stats.hi)}")
+    return " · ".join(parts)
 
 
 def display_rows(data: dict) -> list[dict]:
@@ -43,18 +59,15 @@ def display_rows(data: dict) -> list[dict]:
                 "title": hover(stats),
                 "noisy": stats.noisy,
                 "n": stats.n,
-                "spread": f"{fmt(stats.min)}–{fmt(stats.max)}" if stats.n > 1 else "",
+                "spread": spread(stats),
                 "client_bound": stats.client_bound,
             }
             delta = deltas_[i][j] if deltas_ else None
             if delta:
-                # better/worse by the metric's direction in the catalog (None: neither)
-                cell["better"] = _better(data, j, delta["delta"])
-                cell["delta"] = (
-                    f"{delta['delta']:+.4g}"
-                    + (f" ({delta['pct']:+.1%})" if delta["pct"] is not None else "")
-                    + f" ± {fmt(delta['spread'])}"
-                )
+                # coloured better/worse only when significant (benchapp.significance)
+                cell["better"] = delta["better"]
+                cell["verdict"] = delta["verdict"]
+                cell["delta"] = significance.describe(delta)
             cells.append(cell)
         margin = table["margin"][i]
         out.append(
@@ -65,13 +78,3 @@ def display_rows(data: dict) -> list[dict]:
             }
         )
     return out
-
-
-def _better(data: dict, column: int, delta: float) -> bool | None:
-    """Whether delta in this column is an improvement, by the metric's
-    catalogued direction (the column's metric when metrics are columns)."""
-    table, view = data["table"], data["view"]
-    name = table["metrics"][0]
-    if "metric" in table["column_dims"]:
-        name = table["columns"][column]["key"][table["column_dims"].index("metric")]
-    return catalog_metric(data.get("tool", ""), name).better(delta) if view else None

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from benchapp import comparisons, results
 from benchapp.access import current_team, get_comparison
 from benchapp.views.archive import SearchForm
-from benchapp.views.results import _requested, pivot_form, series_payload
+from benchapp.views.results import _requested, pivot_form, series_payload, view_query
 
 
 class NewComparisonForm(forms.Form):
@@ -58,7 +58,7 @@ def comparison_detail(request, pk):
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
     return render(request, "comparisons/detail.html", {
         "comparison": comparison, "data": data,
-        "form": pivot_form(data)})
+        "form": pivot_form(data), "view_query": view_query(data)})
 
 
 @login_required
@@ -74,7 +74,8 @@ def comparison_series(request, pk):
 @login_required
 @require_POST
 def comparison_save(request, pk):
-    """Keep the pivot settings and baseline now shown, and the name."""
+    """Keep the view now shown (the form posts every setting in effect,
+    defaults included), its baseline, and the name."""
     comparison = get_comparison(request, pk)
     chosen = {k: v for k, v in _requested(_Post(request)).items() if v}
     if request.POST.get("baseline"):
@@ -141,7 +142,7 @@ def shared(request, token):
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
     return render(request, "comparisons/shared.html", {
         "comparison": comparison, "data": data, "token": token,
-        "form": pivot_form(data)})
+        "form": pivot_form(data), "view_query": view_query(data)})
 
 
 @_private

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 
-from benchapp import results
+from benchapp import defaults, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
@@ -21,6 +21,8 @@ class PivotForm(forms.Form):
     metric = forms.MultipleChoiceField(required=False)
     statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
     chart_x = forms.ChoiceField(required=False)
+    chart = forms.ChoiceField(required=False, choices=[("", "auto")] + [
+        (c, c) for c in defaults.CHARTS])
     baseline = forms.CharField(required=False)
 
     def __init__(self, data, dimensions=(), metrics=()):
@@ -39,9 +41,8 @@ class PivotForm(forms.Form):
 def run_results_page(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
-    form = pivot_form(data)
-    return render(request, "results/run.html", {"run": run, "data": data, "form": form,
-                                                "statistic": data["view"]["statistic"]})
+    return render(request, "results/run.html", {
+        "run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)})
 
 
 @login_required
@@ -86,14 +87,16 @@ def _requested(request) -> dict:
            "columns": [v for v in q.getlist("columns") if v],
            "metric": [v for v in q.getlist("metric") if v],
            "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
-           "chart_x": q.get("chart_x", "")}
+           "chart_x": q.get("chart_x", ""),
+           "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else ""}
     if len(req["metric"]) == 1:
         req["metric"] = req["metric"][0]
     return req
 
 
-def pivot_form(data) -> PivotForm:
-    """The GET form, showing the view in effect (defaults included)."""
+def view_query(data) -> QueryDict:
+    """The view in effect (defaults included) as a query: the pivot form's
+    values, the save form's hidden fields and the link that bookmarks it."""
     view = data["view"]
     query = QueryDict(mutable=True)
     for key in ("rows", "columns"):
@@ -101,4 +104,12 @@ def pivot_form(data) -> PivotForm:
     metric = view["metric"]
     query.setlist("metric", metric if isinstance(metric, list) else [metric])
     query["statistic"], query["chart_x"] = view["statistic"], view.get("chart_x") or ""
-    return PivotForm(query, data["dimensions"], data["metrics"])
+    query["chart"] = view.get("chart") or ""
+    if len(data.get("run_labels") or []) > 1 and data.get("baseline"):
+        query["baseline"] = data["baseline"]
+    return query
+
+
+def pivot_form(data) -> PivotForm:
+    """The GET form, showing the view in effect (defaults included)."""
+    return PivotForm(view_query(data), data["dimensions"], data["metrics"])

@@ -20,55 +20,94 @@
     return chart.metric_info ? chart.metric_info.title : chart.metric;
   }
 
-  // One trace per pivot column (a line of the sweep): mean with min–max error bars.
-  function columnTraces(chart, build) {
+  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+  // One entry per pivot column (a line, or a bar colour, of one panel):
+  // mean with min–max error bars and the raw repeat values.
+  function columnData(chart) {
     return chart.columns.map((col, j) => {
       const x = [], mean = [], plus = [], minus = [], values = [];
       chart.rows.forEach((row, i) => {
         const s = chart.cells[i][j];
         if (!s) return;
-        x.push(chart.numeric_x ? row.key[0] : row.label);
+        x.push(chart.numeric_x && chart.type !== "bar" ? row.key[0] : String(row.label));
         mean.push(s.mean);
-        plus.push(s.max - s.mean);
-        minus.push(s.mean - s.min);
+        // the tool's own min–max over its iterations (mysqlslap) when it has one
+        const lo = s.lo !== null && s.lo !== undefined ? Math.min(s.lo, s.min) : s.min;
+        const hi = s.hi !== null && s.hi !== undefined ? Math.max(s.hi, s.max) : s.max;
+        plus.push(hi - s.mean);
+        minus.push(s.mean - lo);
         values.push(s.values);
       });
-      return build({ name: col.label || chart.metric, x, mean, plus, minus, values });
+      return { name: col.series || chart.metric, facet: col.facet || "", x, mean, plus, minus, values };
     });
   }
 
-  function sweep(div, chart) {
-    const traces = columnTraces(chart, (t) => ({
-      type: t.x.length > SCATTERGL_FROM ? "scattergl" : "scatter",
-      mode: "lines+markers", name: t.name, x: t.x, y: t.mean,
-      error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
-    }));
-    return Plotly.newPlot(div, traces,
-      layout(chart.metric + " vs " + chart.x_dim, chart.x_dim, axisTitle(chart)), CONFIG);
-  }
-
-  function bars(div, chart) {
-    const traces = columnTraces(chart, (t) => ({
-      type: "bar", name: t.name, x: t.x.map(String), y: t.mean,
-      error_y: { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus },
-    }));
-    return Plotly.newPlot(div, traces,
-      layout(chart.metric + " by " + chart.x_dim, chart.x_dim, axisTitle(chart),
-        { barmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
-      CONFIG);
-  }
-
-  // Box plots of the repeats: every raw value of each (x, line) point.
-  function box(div, chart) {
-    const traces = columnTraces(chart, (t) => {
-      const x = [], y = [];
-      t.values.forEach((vals, i) => vals.forEach((v) => { x.push(String(t.x[i])); y.push(v); }));
-      return { type: "box", name: t.name, x, y, boxpoints: "all", jitter: 0.3 };
+  // Traces of the chart's type; each series keeps one colour in every panel.
+  function traces(chart) {
+    const panels = chart.facets.length ? chart.facets : [""];
+    const names = [];
+    const out = [];
+    columnData(chart).forEach((t) => {
+      if (!names.includes(t.name)) names.push(t.name);
+      const k = names.indexOf(t.name);
+      const p = Math.max(panels.indexOf(t.facet), 0);
+      const axes = { xaxis: "x" + (p ? p + 1 : ""), yaxis: "y" + (p ? p + 1 : "") };
+      const color = COLORS[k % COLORS.length];
+      const common = Object.assign({ name: t.name, legendgroup: t.name, showlegend: p === 0 }, axes);
+      const errors = { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus };
+      if (chart.type === "box") {
+        const x = [], y = [];
+        t.values.forEach((vals, i) => vals.forEach((v) => { x.push(String(t.x[i])); y.push(v); }));
+        out.push(Object.assign({ type: "box", x, y, boxpoints: "all", jitter: 0.3,
+          marker: { color } }, common));
+        return;
+      }
+      if (chart.type === "bar") {
+        out.push(Object.assign({ type: "bar", x: t.x, y: t.mean, error_y: errors,
+          marker: { color } }, common));
+        return;
+      }
+      out.push(Object.assign({ type: t.x.length > SCATTERGL_FROM ? "scattergl" : "scatter",
+        mode: "lines+markers", x: t.x, y: t.mean, error_y: errors,
+        line: { color }, marker: { color } }, common));
+      // Every repeat as a small dot beside its mean, so the spread shows.
+      const rx = [], ry = [];
+      t.values.forEach((vals, i) => { if (vals.length > 1) vals.forEach((v) => { rx.push(t.x[i]); ry.push(v); }); });
+      if (rx.length) {
+        out.push(Object.assign({}, common, { type: "scatter", mode: "markers", x: rx, y: ry,
+          name: t.name + " (repeats)", showlegend: false, hoverinfo: "x+y",
+          marker: { color, size: 8, symbol: "circle-open" } }));
+      }
     });
-    return Plotly.newPlot(div, traces,
-      layout("repeats of " + chart.metric, chart.x_dim, axisTitle(chart),
-        { boxmode: "group", xaxis: { type: "category", title: { text: chart.x_dim } } }),
-      CONFIG);
+    return out;
+  }
+
+  // The results chart: one panel per facet value, stacked, axes titled from
+  // the metric catalog (unit included).
+  function main(div, chart) {
+    const panels = chart.facets.length ? chart.facets : [""];
+    const extra = { annotations: [] };
+    const xType = chart.type === "line" && chart.numeric_x ? (chart.log_x ? "log" : "linear") : "category";
+    panels.forEach((facet, p) => {
+      const n = p ? p + 1 : "";
+      extra["xaxis" + n] = { title: { text: chart.x_dim }, type: xType };
+      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero" };
+      if (facet) {
+        extra.annotations.push({ text: chart.facet_dims.join(" · ") + ": " + facet, showarrow: false,
+          xref: "x" + n + " domain", yref: "y" + n + " domain", x: 0.5, y: 1.08, font: { size: 12 } });
+      }
+    });
+    if (panels.length > 1) {
+      extra.grid = { rows: panels.length, columns: 1, pattern: "independent", ygap: 0.35 };
+      extra.height = 340 * panels.length;
+    }
+    if (chart.type === "bar") extra.barmode = "group";
+    if (chart.type === "box") extra.boxmode = "group";
+    const verb = chart.type === "line" ? " vs " : " by ";
+    const title = (chart.metric_info ? chart.metric_info.label : chart.metric) + verb + chart.x_dim;
+    return Plotly.newPlot(div, traces(chart), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
   function series(div, payload, metric) {
@@ -106,17 +145,14 @@
     const query = window.location.search;
     const form = section.querySelector(".series-form");
     getJSON(section.dataset.resultsUrl + query).then((data) => {
-      fillCells(form.cells, data.cells || []);
-      plot();
-      const chart = data.chart;
-      if (!chart || !chart.rows.length) {
-        ["chart-sweep", "chart-bars", "chart-box"].forEach((id) =>
-          empty(document.getElementById(id), "No measurements to chart."));
-        return;
+      if (form) {
+        fillCells(form.cells, data.cells || []);
+        plot();
       }
-      sweep(document.getElementById("chart-sweep"), chart);
-      bars(document.getElementById("chart-bars"), chart);
-      box(document.getElementById("chart-box"), chart);
+      const chart = data.chart;
+      const div = document.getElementById("chart-main");
+      if (!chart || !chart.rows.length) return empty(div, "No measurements to chart.");
+      main(div, chart).then(() => { div.dataset.ready = "1"; });
     });
     function plot() {
       const cells = Array.from(form.cells.selectedOptions).map((o) => o.value).join(",");
@@ -130,10 +166,10 @@
         series(div, payload, form.metric.value);
       });
     }
-    form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
+    if (form) form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
     section.querySelectorAll("button.png").forEach((b) =>
       b.addEventListener("click", () => png(b.dataset.png)));
   }
 
-  window.BenchCharts = { sweep, bars, box, series, png, wire };
+  window.BenchCharts = { main, series, png, wire };
 })();

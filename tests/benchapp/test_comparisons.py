@@ -1,7 +1,5 @@
 """Comparisons: side by side, deltas, diff, save, share links."""
 
-import math
-
 import pytest
 
 from benchapp import comparisons
@@ -30,22 +28,66 @@ def comparison(team, pair, owner):
 def test_compare_puts_runs_side_by_side_with_deltas(comparison, pair):
     before, after = pair
     data = comparisons.compare(comparison)
-    assert data["view"]["rows"] == ["threads"] and data["view"]["columns"] == ["run", "target"]
+    assert data["view"]["rows"] == ["threads"] and data["view"]["columns"] == ["run"]
     assert [c["key"][0] for c in data["table"]["columns"]] == [
         f"#{before.pk} before", f"#{after.pk} after"]
     row4 = data["table"]["cells"][0]
     assert (row4[0].mean, row4[1].mean) == (41.5, 49.5)
     delta = data["deltas"][0][1]
-    assert delta["delta"] == 8.0 and delta["pct"] == pytest.approx(8 / 41.5)
-    assert delta["spread"] == pytest.approx(math.hypot(math.sqrt(0.5), math.sqrt(0.5)))
+    assert delta["delta"] == 8.0 and delta["change"] == pytest.approx(8 / 41.5)
+    # two repeats a side: even 8 against 41.5 cannot be told from noise
+    assert delta["verdict"] == "too few repeats" and delta["better"] is None
     assert data["deltas"][0][0] is None  # the baseline itself
-    display = data["display"][0]["cells"][1]["delta"]
-    assert display.startswith("+8 (+19.3%) ± ")
+    cell = data["display"][0]["cells"][1]
+    assert cell["delta"].startswith("+19.3% (95 % CI ") and cell["delta"].endswith(
+        " · too few repeats (2 vs 2)")
+    html_note = "two-sided Mann–Whitney U test over the repeats"
+    assert html_note in data["test_method"] and data["test_minimum"] == "4 repeats on each side"
 
 
-def test_compare_baseline_can_be_chosen(comparison, pair):
-    data = comparisons.compare(comparison, baseline=f"#{pair[1].pk} after")
-    assert data["deltas"][0][0]["delta"] == -8.0
+def _repeats_run(team, name, values, metric="tps"):
+    return make_run(team, name=name, cells=[
+        ({"threads": 4}, r, {metric: v}) for r, v in enumerate(values, 1)])
+
+
+@pytest.mark.parametrize("before, after, metric, verdict, better, p, ci", [
+    # U = 0 of 16: exact two-sided p = 2 / C(8, 4) = 2/70. Means 11.5 -> 15.5 (+34.8 %);
+    # Welch: s² = 5/3 each, se = √(5/6) = 0.91287, df = 6, t(.975, 6) = 2.44691,
+    # half-width 2.23374 -> diff [1.76626, 6.23374] / 11.5.
+    ([10, 11, 12, 13], [14, 15, 16, 17], "tps", "better", True, 2 / 70,
+     (1.76626 / 11.5, 6.23374 / 11.5)),
+    # The same numbers as latency: higher is worse.
+    ([10, 11, 12, 13], [14, 15, 16, 17], "latency_avg_ms", "worse", False, 2 / 70,
+     (1.76626 / 11.5, 6.23374 / 11.5)),
+    # Means differ (25 -> 30, +20 %) but the repeats overlap: U = 6, P(U <= 6) = 24/70,
+    # p = 48/70; s² = 500/3 each, se = √(250/3) = 9.12871, half-width 22.3374.
+    ([10, 20, 30, 40], [15, 25, 35, 45], "tps", "no significant difference", None, 48 / 70,
+     (-17.3374 / 25, 27.3374 / 25)),
+])
+def test_deltas_say_whether_a_difference_is_real(team, owner, before, after, metric, verdict,
+                                                 better, p, ci):
+    runs = [_repeats_run(team, "before", before, metric), _repeats_run(team, "after", after,
+                                                                      metric)]
+    comp = comparisons.save_comparison(team, "judged", runs, user=owner)
+    data = comparisons.compare(comp)
+    delta = data["deltas"][0][1]
+    assert delta["change"] == pytest.approx((sum(after) - sum(before)) / sum(before))
+    assert (delta["verdict"], delta["better"]) == (verdict, better)
+    assert delta["p_value"] == pytest.approx(p, rel=1e-6)
+    assert (delta["ci_low"], delta["ci_high"]) == pytest.approx(ci, rel=1e-4)
+    assert data["display"][0]["cells"][1]["better"] is better
+
+
+def test_deltas_page_colours_only_significant_ones(owner_client, team, owner):
+    runs = [_repeats_run(team, "before", [10, 11, 12, 13]),
+            _repeats_run(team, "after", [14, 15, 16, 17]),
+            _repeats_run(team, "noise", [10, 20, 30, 40])]
+    comp = comparisons.save_comparison(team, "three", runs, user=owner)
+    html = owner_client.get(f"/comparisons/{comp.pk}/").content.decode()
+    assert ('class="delta better" data-verdict="better">+34.8% (95 % CI +15.4% to +54.2%) '
+            "· better, p = 0.029</small>") in html
+    assert 'class="delta" data-verdict="no significant difference">' in html
+    assert "Mann–Whitney U" in html
 
 
 def test_diff_shows_tool_versions_and_host_facts(comparison):
@@ -192,3 +234,33 @@ def test_comparison_export(owner_client, comparison, pair):
 def test_delete(owner_client, comparison):
     assert owner_client.post(f"/comparisons/{comparison.pk}/delete/").status_code == 302
     assert not Comparison.objects.exists()
+
+
+def test_saved_view_is_what_the_page_and_the_share_link_show(owner_client, comparison, pair,
+                                                              client):
+    after = f"#{pair[1].pk} after"
+    chosen = {"rows": ["repeat"], "columns": ["run", "threads"], "metric": "tps",
+              "statistic": "max", "chart_x": "threads", "chart": "box", "baseline": after}
+    owner_client.post(f"/comparisons/{comparison.pk}/save/", {"name": "tuning", **chosen},
+                      follow=True)
+    comparison.refresh_from_db()
+    assert comparison.chart_settings == chosen
+    token = _share(owner_client, comparison)
+
+    def shown(response):
+        data = response.context["data"]
+        return {**{k: data["view"][k] for k in chosen if k != "baseline"},
+                "baseline": data["baseline"]}
+
+    assert shown(owner_client.get(f"/comparisons/{comparison.pk}/")) == chosen
+    assert shown(client.get(f"/share/{token}/")) == chosen
+    assert client.get(f"/share/{token}/results.json").json()["chart"]["type"] == "box"
+    # Saving again from the page as shown (its form posts the view in effect) keeps it.
+    html = owner_client.get(f"/comparisons/{comparison.pk}/").content.decode()
+    assert '<input type="hidden" name="chart" value="box">' in html
+    assert '<input type="hidden" name="statistic" value="max">' in html
+    # A link to exactly this view, for bookmarks.
+    assert "?rows=repeat&amp;columns=run&amp;columns=threads&amp;metric=tps&amp;statistic=max" in html
+    # The URL overrides the saved view, one key at a time.
+    response = owner_client.get(f"/comparisons/{comparison.pk}/?statistic=min")
+    assert shown(response) == {**chosen, "statistic": "min"}

@@ -31,18 +31,16 @@ def test_results_page_charts_render_and_png_downloads(page, live_server, owner, 
     run = _runs(team)[0]
     login(page, live_server, owner)
     page.goto(f"{live_server.url}/runs/{run.pk}/results/")
-    assert _traces(page, "chart-sweep") >= 1
-    assert _traces(page, "chart-bars") >= 1
-    assert _traces(page, "chart-box") >= 1
+    assert _traces(page, "chart-main") >= 1
     # The y axis title comes from the metric catalog, unit included.
-    assert page.locator("#chart-sweep .g-ytitle").text_content() == "Transactions per second (tps)"
+    assert page.locator("#chart-main .g-ytitle").text_content() == "Transactions per second (tps)"
     # 1,500 points > 1,000: the series comes as scattergl (a WebGL canvas layer).
     page.wait_for_selector("#chart-series .main-svg", state="attached")
     assert page.locator("#chart-series .gl-container canvas, #chart-series .trace").count() >= 1
     with page.expect_download() as info:
-        page.click("button[data-png=chart-sweep]")
+        page.click("button[data-png=chart-main]")
     download = info.value
-    assert download.suggested_filename == "chart-sweep.png"
+    assert download.suggested_filename == "chart-main.png"
     path = download.path()
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     screenshot(page, "results-charts")
@@ -54,7 +52,10 @@ def test_share_page_renders_charts_logged_out(page, live_server, owner, team):  
     comparison = comparisons.save_comparison(team, "before/after", [before, after])
     token = comparison.share()
     page.goto(f"{live_server.url}/share/{token}/")
-    assert _traces(page, "chart-sweep") == 2  # one line per run
+    # one line per run, and a dot per repeat beside each
+    page.wait_for_selector("#chart-main[data-ready='1']", state="attached")
+    types = page.evaluate("[...document.getElementById('chart-main').data].map(t => t.mode)")
+    assert types.count("lines+markers") == 2
     assert page.locator("nav.mainnav").count() == 0
     assert page.locator("table.pivot td.num").count() > 0
     screenshot(page, "shared-comparison")
