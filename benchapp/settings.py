@@ -95,6 +95,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "benchapp.uploads.UploadCapMiddleware",
     "benchapp.middleware.NulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -272,7 +273,14 @@ LOGGING = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("BENCHBOARD_MAX_BODY_MB", default=10) * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440
+# Uploaded files (raw outputs, plan files) are counted chunk by chunk and
+# refused past BENCHBOARD_MAX_UPLOAD_MB (benchapp/uploads.py).
 BENCHBOARD_MAX_UPLOAD_MB = env.int("BENCHBOARD_MAX_UPLOAD_MB", default=50)
+FILE_UPLOAD_HANDLERS = [
+    "benchapp.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 if not DEBUG and not EMBEDDED:  # embedded: plain HTTP on this machine
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

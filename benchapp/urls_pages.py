@@ -44,4 +44,6 @@ urlpatterns = [
     path("runs/<int:pk>/cells/<int:cell_id>/cancel/", runs.cell_cancel, name="cell_cancel"),
     path("runs/<int:pk>/cells/<int:cell_id>/artifacts/", runs.cell_artifacts,
          name="cell_artifacts"),
+    path("runs/<int:pk>/cells/<int:cell_id>/artifacts/<int:artifact_id>/<str:stream>.txt",
+         runs.cell_artifact_download, name="cell_artifact_download"),
 ]
