@@ -8,6 +8,7 @@ DJANGO_DEBUG=False the required secrets must come from the environment.
 Every variable read here is listed in .env.example (a test checks it).
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -89,6 +90,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_celery_beat",
+    "axes",
     "benchapp",
 ]
 
@@ -103,6 +105,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a lockout into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "benchapp.urls"
@@ -140,6 +144,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login rate limit (django-axes): after FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for COOLOFF minutes (a
+# right password is refused too). Wrong API tokens count the same way, per
+# address (benchapp.tokens). The address is REMOTE_ADDR: behind a reverse
+# proxy every client shares the proxy's, so the lockout is per username then.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("BENCHBOARD_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("BENCHBOARD_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -240,7 +259,7 @@ BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "benchapp.tokens.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

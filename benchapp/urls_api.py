@@ -20,5 +20,7 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("token/", api.ObtainToken.as_view(), name="api-token"),
+    path("tokens/", api.TokenList.as_view(), name="api-tokens"),
+    path("tokens/<str:prefix>/", api.TokenRevoke.as_view(), name="api-token-revoke"),
     path("", include(router.urls)),
 ]
