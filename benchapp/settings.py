@@ -105,9 +105,30 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: turns a lockout into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy on every answer (django-csp). Pages load scripts
+# and styles only from this site and carry no inline script (no <script>
+# without src, no on*= attributes); Plotly is its strict bundle (no eval).
+# style-src allows 'unsafe-inline' because plotly.js adds its chart CSS
+# (mode bar, hover labels) as a <style> element at run time and ships no
+# stylesheet to load instead; styles cannot run script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        # blob: for Plotly's PNG export (it draws the chart's SVG via a blob: image).
+        "img-src": ["'self'", "data:", "blob:"],
+        "frame-ancestors": ["'none'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+    },
+}
 
 ROOT_URLCONF = "benchapp.urls"
 WSGI_APPLICATION = "benchapp.wsgi.application"
