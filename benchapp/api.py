@@ -13,9 +13,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
+from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from benchapp import comparisons, orchestration, results
+from benchapp import comparisons, orchestration, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, Measurement
@@ -204,6 +206,38 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
 
 
 class ObtainToken(ObtainAuthToken):
-    """POST username and password, get the API token (header `Authorization: Token <key>`)."""
+    """POST username and password, get the API token (header `Authorization: Token <key>`).
+    Wrong passwords count towards the login lockout (429 while locked out)."""
 
     schema = BenchSchema()
+
+    def post(self, request, *args, **kwargs):
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            if getattr(request, "axes_locked_out", False):
+                request._request.axes_locked_out = False  # answer in JSON, not the page
+                raise Throttled(detail="Too many failed logins; try again later.") from None
+            raise
+
+
+class TokenList(APIView):
+    """Your API tokens (a key prefix and when it was made, never the key)."""
+
+    schema = BenchSchema()
+
+    @extend_schema(responses=s.TokenSerializer(many=True))
+    def get(self, request):
+        return Response(s.TokenSerializer(tokens.user_tokens(request.user), many=True).data)
+
+
+class TokenRevoke(APIView):
+    """DELETE revokes your token with this prefix: it gets a 401 from then on."""
+
+    schema = BenchSchema()
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, prefix):
+        if not tokens.revoke_token(request.user, prefix):
+            raise Http404("No such token")
+        return Response(status=status.HTTP_204_NO_CONTENT)

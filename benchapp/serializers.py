@@ -226,3 +226,8 @@ class ComparisonSerializer(serializers.ModelSerializer):
 class ShareSerializer(serializers.Serializer):
     url = serializers.CharField(read_only=True)
     token = serializers.CharField(read_only=True)
+
+
+class TokenSerializer(serializers.Serializer):
+    prefix = serializers.CharField(read_only=True, help_text="the key's first characters")
+    created = serializers.DateTimeField(read_only=True)

@@ -8,6 +8,7 @@ DJANGO_DEBUG=False the required secrets must come from the environment.
 Every variable read here is listed in .env.example (a test checks it).
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -89,12 +90,14 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_celery_beat",
+    "axes",
     "benchapp",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "benchapp.uploads.UploadCapMiddleware",
     "benchapp.middleware.NulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -102,7 +105,30 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a lockout into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy on every answer (django-csp). Pages load scripts
+# and styles only from this site and carry no inline script (no <script>
+# without src, no on*= attributes); Plotly is its strict bundle (no eval).
+# style-src allows 'unsafe-inline' because plotly.js adds its chart CSS
+# (mode bar, hover labels) as a <style> element at run time and ships no
+# stylesheet to load instead; styles cannot run script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        # blob: for Plotly's PNG export (it draws the chart's SVG via a blob: image).
+        "img-src": ["'self'", "data:", "blob:"],
+        "frame-ancestors": ["'none'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+    },
+}
 
 ROOT_URLCONF = "benchapp.urls"
 WSGI_APPLICATION = "benchapp.wsgi.application"
@@ -139,6 +165,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login rate limit (django-axes): after FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for COOLOFF minutes (a
+# right password is refused too). Wrong API tokens count the same way, per
+# address (benchapp.tokens). The address is REMOTE_ADDR: behind a reverse
+# proxy every client shares the proxy's, so the lockout is per username then.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("BENCHBOARD_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("BENCHBOARD_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -239,7 +280,7 @@ BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "benchapp.tokens.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -272,7 +313,14 @@ LOGGING = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("BENCHBOARD_MAX_BODY_MB", default=10) * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440
+# Uploaded files (raw outputs, plan files) are counted chunk by chunk and
+# refused past BENCHBOARD_MAX_UPLOAD_MB (benchapp/uploads.py).
 BENCHBOARD_MAX_UPLOAD_MB = env.int("BENCHBOARD_MAX_UPLOAD_MB", default=50)
+FILE_UPLOAD_HANDLERS = [
+    "benchapp.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 if not DEBUG and not EMBEDDED:  # embedded: plain HTTP on this machine
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,7 +1,12 @@
 """The REST API under /api/ (see benchapp/api.py), its OpenAPI schema and docs."""
 
+from csp.decorators import csp_update
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 from rest_framework.routers import DefaultRouter
 
 from benchapp import api
@@ -17,8 +22,13 @@ router.register("comparisons", api.ComparisonViewSet, basename="api-comparison")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The split view serves its start-up script as a file: no inline script (CSP).
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # Redoc runs its search in a worker made from a blob: URL.
+    path("redoc/", csp_update({"worker-src": ["'self'", "blob:"]})(
+        SpectacularRedocView.as_view(url_name="api-schema")), name="api-redoc"),
     path("token/", api.ObtainToken.as_view(), name="api-token"),
+    path("tokens/", api.TokenList.as_view(), name="api-tokens"),
+    path("tokens/<str:prefix>/", api.TokenRevoke.as_view(), name="api-token-revoke"),
     path("", include(router.urls)),
 ]

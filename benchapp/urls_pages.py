@@ -3,7 +3,7 @@ runs and schedules. benchapp/urls.py includes them at the root."""
 
 from django.urls import path
 
-from benchapp.views import credentials, history, plans, runs, schedules, targets
+from benchapp.views import credentials, history, plans, runs, schedules, targets, tokens
 
 urlpatterns = [
     path("targets/", targets.target_list, name="target_list"),
@@ -18,6 +18,8 @@ urlpatterns = [
     path("credentials/<int:pk>/edit/", credentials.credential_edit, name="credential_edit"),
     path("credentials/<int:pk>/delete/", credentials.credential_delete,
          name="credential_delete"),
+    path("tokens/", tokens.token_list, name="token_list"),
+    path("tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("plans/", plans.plan_list, name="plan_list"),
     path("plans/new/", plans.plan_create, name="plan_create"),
     path("plans/import/", plans.plan_import, name="plan_import"),
@@ -44,4 +46,6 @@ urlpatterns = [
     path("runs/<int:pk>/cells/<int:cell_id>/cancel/", runs.cell_cancel, name="cell_cancel"),
     path("runs/<int:pk>/cells/<int:cell_id>/artifacts/", runs.cell_artifacts,
          name="cell_artifacts"),
+    path("runs/<int:pk>/cells/<int:cell_id>/artifacts/<int:artifact_id>/<str:stream>.txt",
+         runs.cell_artifact_download, name="cell_artifact_download"),
 ]

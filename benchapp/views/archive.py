@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import archive as service
-from benchapp import comparisons
+from benchapp import comparisons, uploads
 from benchapp.access import current_team, get_comparison, get_run
 from benchapp.middleware import safe_next
 from benchapp.models import Run
@@ -70,7 +70,10 @@ class ImportForm(forms.Form):
     def clean(self):
         data = super().clean()
         upload = data.get("file")
-        text = upload.read().decode("utf-8", "replace") if upload else data.get("output", "")
+        try:
+            text = uploads.read_text(upload) if upload else data.get("output", "")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
         if not text.strip():
             raise forms.ValidationError("Paste an output or upload a file.")
         if data.get("run") and data.get("tool") and data["run"].tool != data["tool"]:
@@ -103,6 +106,11 @@ def annotate_run(request, pk):
 def import_page(request):
     team = current_team(request)
     form = ImportForm(team, request.POST or None, request.FILES or None)
+    refused = getattr(request, "upload_refused", "")
+    if refused:  # the upload handler stopped reading past the cap: nothing to import
+        form.is_valid()
+        form.add_error("file", refused)
+        return render(request, "archive/import.html", {"form": form}, status=413)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:

@@ -5,14 +5,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration
+from benchapp import orchestration, rawoutput
 from benchapp.access import current_team, get_run
 from benchapp.documents import result_document
-from benchapp.models import Cell, Run
+from benchapp.models import Artifact, Cell, Run
 from benchapp.progress import run_progress
 
 
@@ -77,8 +78,24 @@ def cell_cancel(request, pk, cell_id):
 def cell_artifacts(request, pk, cell_id):
     run = get_run(request, pk)
     cell = get_object_or_404(Cell, run=run, pk=cell_id)
-    return render(request, "runs/artifacts.html",
-                  {"run": run, "cell": cell, "artifacts": cell.artifacts.all()})
+    return render(request, "runs/artifacts.html", {
+        "run": run, "cell": cell, "artifacts": rawoutput.excerpts(cell.artifacts.all()),
+        "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024})
+
+
+@login_required
+def cell_artifact_download(request, pk, cell_id, artifact_id, stream):
+    """The full stdout or stderr of one artifact, streamed slice by slice."""
+    run = get_run(request, pk)
+    artifact = get_object_or_404(Artifact.objects.only("pk", "phase", "attempt"),
+                                 cell__run=run, cell_id=cell_id, pk=artifact_id)
+    if stream not in rawoutput.STREAMS:
+        raise Http404("No such stream")
+    response = StreamingHttpResponse(rawoutput.stream_slices(artifact.pk, stream),
+                                     content_type="text/plain; charset=utf-8")
+    name = f"run-{run.pk}-cell-{cell_id}-{slugify(artifact.phase)}-{artifact.attempt}.{stream}.txt"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 def _tails(run: Run) -> dict:
