@@ -33,8 +33,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from benchapp import provisioning, recording
+from benchapp import finalcleanup, provisioning, recording
 from benchapp.dispatch import (
+    CLEANUP_RUN,
     DETECT_CHANGES,
     DISPATCH_RUN,
     EXECUTE_CELL,
@@ -319,6 +320,9 @@ def finish_run(run_id: int) -> Run:
     run = Run.objects.get(pk=run_id)
     if run.status not in Run.ACTIVE or run.cells.exclude(status__in=Cell.TERMINAL).exists():
         return run
+    if finalcleanup.pending(run):
+        send(CLEANUP_RUN, run_id)  # it dispatches again when done, which ends the run
+        return run
     statuses = set(run.cells.values_list("status", flat=True))
     if run.cancel_requested:
         status = Run.CANCELLED
@@ -346,8 +350,11 @@ def cancel_run(run: Run) -> Run:
     TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
         holder=None, lease_expires_at=None)
     if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
-        # Nothing runs: the run ends now, and what it provisioned goes now too.
-        if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+        # Nothing runs: the run ends now (after its final cleanup, if any),
+        # and what it provisioned goes now too.
+        if finalcleanup.pending(Run.objects.get(pk=run.pk)):
+            send(CLEANUP_RUN, run.pk)
+        elif Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
                 status=Run.CANCELLED, finished_at=now):
             send(TEARDOWN_RUN, run.pk)
     run.refresh_from_db()

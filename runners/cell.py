@@ -77,16 +77,24 @@ def run_cell(
     return _CellRun(plan, cell, ctx, on_phase, on_output).execute()
 
 
-def cleanup_target(plan: Plan, target_name: str, ctx: CellContext) -> PhaseRecord | None:
-    """With prepare.once and `cleanup: true`, drop a target's data after its last cell."""
+def wants_final_cleanup(plan: Plan) -> bool:
+    """prepare.once with `cleanup: true`: each target's data is dropped after its last cell."""
+    return bool(plan.cleanup) and _prepared_once(plan) and "cleanup" in get_tool(plan.tool).PHASES
+
+
+def cleanup_target(plan: Plan, target_name: str, ctx: CellContext,
+                   params: dict | None = None) -> PhaseRecord | None:
+    """With prepare.once and `cleanup: true`, drop a target's data after its last cell.
+
+    params: the parameters the data was prepared with (e.g. sysbench `tables`),
+    default the plan's. None when there is nothing to drop.
+    """
+    if not wants_final_cleanup(plan) or target_name not in ctx.prepared:
+        return None
     tool = get_tool(plan.tool)
-    if not (plan.cleanup and _prepared_once(plan) and "cleanup" in tool.PHASES):
-        return None
-    if target_name not in ctx.prepared:
-        return None
     target = ctx.target(target_name)
     executor = ctx.executor(ctx.client_ssh_for(target))
-    command = tool.build(_phase_params(plan, tool, {}), ctx.endpoint(target), "cleanup")
+    command = tool.build(_phase_params(plan, tool, {}, params), ctx.endpoint(target), "cleanup")
     execution = executor.run(command, timeout=CLEANUP_TIMEOUT_S)
     ctx.prepared.discard(target_name)
     return _record("cleanup", command, execution)
@@ -249,7 +257,13 @@ class _CellRun:
                 phase,
             )
             self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
-            self._run("prepare", self.client, command)
+            try:
+                self._run("prepare", self.client, command)
+            except CellFailed as exc:
+                if exc.cancelled and _prepared_once(self.plan):
+                    # Half-made data: the run ends, its final cleanup drops it.
+                    self.ctx.prepared.add(name)
+                raise
         if prep.snapshot_datadir:
             self._snapshot(target, "snapshot")
         if _prepared_once(self.plan):
