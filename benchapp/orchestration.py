@@ -12,9 +12,10 @@ worker can pick up where another died:
   across runs), within the run's concurrency.
 - `execute_cell` claims the cell atomically, runs its frozen spec through
   runners.cell with a heartbeat thread that renews the lease and watches for
-  cancel, records the outcome exactly once per attempt, releases the lock and
-  dispatches again; a transient failure is retried after a backoff
-  (`retry_delay`, the one retry policy).
+  cancel, records the outcome exactly once per attempt, applies the adaptive
+  repeat rule (benchapp.adaptive), releases the lock and dispatches again; a
+  transient failure is retried after a backoff (`retry_delay`, the one retry
+  policy).
 
 Tasks are sent by name through benchapp.dispatch, after commit.
 - `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
@@ -33,7 +34,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from benchapp import finalcleanup, provisioning, recording
+from benchapp import adaptive, finalcleanup, provisioning, recording
 from benchapp.dispatch import (
     CLEANUP_RUN,
     DETECT_CHANGES,
@@ -203,6 +204,7 @@ def execute_cell(cell_id: int) -> str | None:
     if delay is not None:
         _retry_later(cell, delay)
         return Cell.QUEUED
+    adaptive.after_cell(cell)  # before the lock goes: no later repeat is dispatched yet
     _finish_cell(cell, outcome.status, outcome.error, record=False)
     return outcome.status
 

@@ -20,6 +20,7 @@ import yaml
 
 from runners import safeyaml
 from runners.errors import ValidationError
+from runners.metrics import Metric
 from runners.planspec import (
     PATTERN_HELP,
     STRESS_AXES,
@@ -37,7 +38,6 @@ from runners.planspec import (
 from runners.planspec import (
     convert_param as _convert_param,
 )
-from runners.metrics import Metric
 from runners.repeats import RepeatRule, read_repeat
 from runners.tools import MEASURED_TOOLS, get_tool, metric
 
