@@ -8,6 +8,7 @@ from runners.errors import ValidationError
 from runners.frozen import freeze, thaw
 from runners.plan import count_cells, expand, load_plan
 from runners.repeats import CV, MAX, RepeatRule, coefficient_of_variation, decide
+from tests.support.dbtargets import mariadb_target  # noqa: F401
 
 RULE = RepeatRule(min=3, max=10, until_cv=0.03, metric="tps")
 
@@ -107,3 +108,30 @@ def test_the_metric_comes_from_the_tools_catalog():
                 tool="fio").repeat_rule.metric == "read_iops"
     with pytest.raises(ValidationError, match="not a metric"):
         plan({"min": 2, "max": 3, "until_cv": 0.1, "metric": "tps"}, tool="fio")
+
+
+# ------------------------------------------------------------------ inline
+
+
+def test_inline_run_stops_a_steady_combination_at_min(mariadb_target, monkeypatch):  # noqa: F811
+    """`python -m runners run`: with --events=200 and no rate every repeat
+    completes exactly 200 transactions (cv 0), at --rate=50 a Poisson number
+    (about 100 +- 10, which three repeats match to 0.2% about once in a thousand)."""
+    from runners.inline import run_plan
+
+    monkeypatch.setenv("BB_TEST_REPEATS_PASSWORD", mariadb_target.password)
+    target = {"name": "db", "kind": "mysql", "host": mariadb_target.host,
+              "port": mariadb_target.port, "user": mariadb_target.user,
+              "database": mariadb_target.database, "password_env": "BB_TEST_REPEATS_PASSWORD"}
+    p = load_plan({"name": "inline-adaptive", "tool": "sysbench", "targets": [target],
+                   "params": {"test": "oltp_point_select", "tables": 1, "table_size": 100,
+                              "time": 2, "events": 200},
+                   "axes": {"rate": [0, 50]}, "prepare": {"once": True}, "cleanup": True,
+                   "repeat": {"min": 3, "max": 4, "until_cv": 0.002, "metric": "transactions"}})
+    cells = run_plan(p)["cells"]
+    steady = [c for c in cells if c["axes"]["rate"] == 0]
+    noisy = [c for c in cells if c["axes"]["rate"] == 50]
+    assert [c["repeat"] for c in steady] == [1, 2, 3]
+    assert [c["repeat"] for c in noisy] == [1, 2, 3, 4]
+    assert {c["repeat_stop"]["reason"] for c in steady} == {CV}
+    assert {c["repeat_stop"]["reason"] for c in noisy} == {MAX}
