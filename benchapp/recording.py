@@ -79,6 +79,10 @@ def cell_context(run: Run, plan: PlanSpec, spec: CellSpec, book: SecretBook,
                       sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
                       unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION)
     ctx.prepared = set(run.prepared_targets)
+    if plan.prepare.snapshot_datadir:  # the snapshot's checksums, from the cell that took it
+        taken = run.cells.filter(facts__has_key="data_checksums").order_by("index")
+        for target, facts in taken.values_list("target_name", "facts"):
+            ctx.checksums.setdefault(target, facts["data_checksums"])
     return plan, ctx
 
 

@@ -3,6 +3,8 @@
     prepare   sysbench prepare / pgbench -i (or, with prepare.once, only before
               a target's first cell; with snapshot_datadir, the data directory
               is copied aside after it and restored before every later cell)
+    checksum  with snapshot_datadir on mysql: table checksums, equal to the
+              snapshot's (else the cell fails)
     warmup    the tool with the plan's warmup params (S4: 16 threads read-only)
     stress    stress-ng started in the background on the target's machine
     measure   the tool, with the client's CPU sampled around it
@@ -178,6 +180,7 @@ class _CellRun:
         self.endpoint = self.ctx.endpoint(target)
         self.client = self.ctx.executor(self.client_ssh)
         self._prepare(target)
+        self._check_data(target)
         self._warmup()
         self._start_stress(target)
         execution, command = self._measure()
@@ -288,6 +291,20 @@ class _CellRun:
                     self._run(f"{phase}:start", executor, command, force=True)
         if phase == "snapshot":
             self.ctx.snapshots.add(target.name)
+
+    def _check_data(self, target: TargetSpec) -> None:
+        """With a datadir snapshot: the tables' checksums, which must equal
+        those taken after the snapshot (the target's first cell)."""
+        if not self.plan.prepare.snapshot_datadir or target.kind != "mysql":
+            return
+        from runners.checksums import differences, table_checksums
+
+        self.on_phase("checksum")
+        sums = table_checksums(self.client, self.endpoint)
+        self.outcome.facts["data_checksums"] = sums
+        changed = differences(self.ctx.checksums.setdefault(target.name, sums), sums)
+        if changed:
+            raise CellFailed("the data differs from the snapshot's: " + "; ".join(changed[:3]))
 
     # -- warmup, stress, measure -------------------------------------------
 

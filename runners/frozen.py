@@ -50,6 +50,11 @@ def _target(data: dict) -> TargetSpec:
                          "data_dirs": tuple(data.get("data_dirs") or ())})
 
 
+def _prepare(data: dict) -> PrepareSpec:
+    return PrepareSpec(**{**data, "stop_command": tuple(data.get("stop_command") or ()),
+                          "start_command": tuple(data.get("start_command") or ())})
+
+
 def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     """(Plan, CellSpec) of a frozen cell; ValueError for an unknown version."""
     if data.get("version") != VERSION:
@@ -62,7 +67,7 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         targets=tuple(_target(t) for t in doc["targets"]),
         client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
         params=doc["params"], axes={k: [v] for k, v in cell.axes.items()}, overrides=(),
-        seed=doc["seed"], prepare=PrepareSpec(**doc["prepare"]), warmup=doc["warmup"],
+        seed=doc["seed"], prepare=_prepare(doc["prepare"]), warmup=doc["warmup"],
         stress=doc["stress"], cleanup=doc["cleanup"], timeout=doc["timeout"], document={},
         repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None)
     return plan, cell
