@@ -98,10 +98,42 @@ def repeat_section() -> list[str]:
     ]
 
 
+def prepare_section() -> list[str]:
+    """Markdown lines of the plan's `prepare` and `cleanup` keys."""
+    return [
+        "## prepare and cleanup",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        "| `prepare: false` | no prepare phase (sysbench prepare, pgbench -i) |",
+        "| `prepare: {once: true}` | prepare before a target's first cell only |",
+        "| `prepare: {params: {...}}` | parameters for the prepare phase only |",
+        "| `prepare: {snapshot_datadir: true, datadir, snapshot_dir}` | after the prepare, "
+        "copy the data directory aside (rsync -a --delete) with the server stopped; restore "
+        "it the same way before every later cell (implies once). On a mysql target the "
+        "tables' checksums (CHECKSUM TABLE) are taken before each measure and must equal "
+        "those taken after the snapshot, else the cell fails; each cell keeps them in its "
+        "facts (`data_checksums`) |",
+        "| `prepare: {service_manager: systemctl \| service, service: mysql}` | how the server "
+        "is stopped and started around a copy (default systemctl mysql) |",
+        "| `prepare: {service_manager: command, stop_command: [...], start_command: [...]}` | "
+        "stop and start with these argument lists (no shell line); start_command returns "
+        "once the server accepts connections |",
+        "| `prepare: {service_manager: none}` | copy without stopping anything |",
+        "| `cleanup: true` | with `prepare: {once: true}`: drop each target's data (sysbench "
+        "cleanup) once the run's cells are over, succeeded, failed or cancelled, before the "
+        "run ends; `cleanup: false` keeps per-cell prepared data too |",
+        "",
+        "Snapshots and service commands run on the target's machine (its `ssh:`), so a plan "
+        "from the web or the API needs the target's admin to allow custom scripts there.",
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
-        "# Plan file reference: repeats and tools",
+        "# Plan file reference: repeats, prepare and tools",
         "",
         "Generated from the tool registry (runners/tools) by "
         "`python -m runners.docs > docs/plan-reference.md`; do not edit by hand.",
@@ -110,7 +142,7 @@ def render() -> str:
         "the results pages, exports and the API show.",
         "",
     ]
-    lines += repeat_section()
+    lines += repeat_section() + prepare_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"
