@@ -38,6 +38,7 @@ def result_document(run: Run) -> dict:
                 "groups": [{"labels": _labels(g), "metrics": m} for g, m in groups[c.pk].items()]
                 or ([{"labels": {}, "metrics": metrics[c.pk]}] if metrics[c.pk] else []),
                 "command": c.command, "facts": c.facts, "attempt": c.attempt,
+                **({"repeat_stop": c.repeat_stop} if c.repeat_stop else {}),
             }
             for c in cells
         ],

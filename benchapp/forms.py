@@ -25,6 +25,8 @@ from runners.tools import MEASURED_TOOLS, default_tool, get_tool
 
 SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
 # Keys the structured form edits itself; everything else lives in `extra`.
+# `repeat: {min, max, until_cv, metric}`: min is the builder's `repeat`, KEY its repeat_KEY.
+ADAPTIVE_KEYS = ("until_cv", "max", "metric")
 STRUCTURED_KEYS = ("name", "tool", "targets", "params", "axes", "overrides", "repeat", "order",
                    "seed")
 BLANK_ROWS = 1  # empty axis/override rows offered after the filled ones
@@ -258,8 +260,18 @@ class PlanForm(forms.Form):
     targets = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple,
         help_text="Stored targets of this team. Several targets need a `target` axis.")
-    repeat = forms.IntegerField(min_value=1, max_value=1000, initial=1,
-                                help_text="Runs of every combination.")
+    repeat = forms.IntegerField(min_value=1, max_value=1000, initial=1, label="Repeats",
+                                help_text="Runs of every combination (with a CV target: "
+                                          "the fewest, at least 2).")
+    repeat_until_cv = forms.FloatField(
+        required=False, label="Until CV ≤",
+        help_text="Adaptive repeats: e.g. 0.03 repeats a combination until the coefficient "
+                  "of variation of the metric over its repeats is at most 3%. Empty: a "
+                  "fixed count.")
+    repeat_max = forms.IntegerField(required=False, min_value=2, max_value=100, label="Up to",
+                                    help_text="With a CV target: the most repeats.")
+    repeat_metric = forms.CharField(required=False, max_length=100, label="Of metric",
+                                    help_text="With a CV target: a metric of the tool, e.g. tps.")
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], initial="sequential",
                               help_text="sequential: repeats together; interleaved: round "
                                         "by round; shuffled: random, reproducible with the seed.")
@@ -376,7 +388,11 @@ class PlanForm(forms.Form):
         overrides = self._overrides(data)
         if overrides:
             doc["overrides"] = overrides
-        if data["repeat"] != 1:
+        adaptive = {key: data.get(f"repeat_{key}") for key in ADAPTIVE_KEYS}
+        adaptive = {key: value for key, value in adaptive.items() if value not in (None, "")}
+        if adaptive:
+            doc["repeat"] = {"min": data["repeat"], **adaptive}
+        elif data["repeat"] != 1:
             doc["repeat"] = data["repeat"]
         if data["order"] != "sequential":
             doc["order"] = data["order"]
@@ -434,6 +450,8 @@ class PlanForm(forms.Form):
                     return f"axis-{i}-values"
         if m := re.match(r"overrides\[(\d+)\]\.(when|set)", path):
             return self._override_field(int(m.group(1)), m.group(2))
+        if m := re.fullmatch(r"repeat\.(max|until_cv|metric)", path):
+            return f"repeat_{m.group(1)}"
         if head in ("name", "tool", "repeat", "order", "seed"):
             return head
         if head == "targets":
@@ -471,6 +489,10 @@ def initial_from_document(document: dict, team) -> dict:
     initial = {"name": document.get("name", ""), "tool": tool_name, "targets": picked,
                "repeat": document.get("repeat", 1), "order": document.get("order", "sequential"),
                "seed": document.get("seed")}
+    if isinstance(initial["repeat"], dict):
+        adaptive = initial["repeat"]
+        initial["repeat"] = adaptive.get("min")
+        initial.update({f"repeat_{key}": adaptive.get(key) for key in ADAPTIVE_KEYS})
     for name, value in (document.get("params") or {}).items():
         key = canonical(tool, name) if tool else name
         param = tool.PARAMS.get(key) if tool else None

@@ -241,6 +241,9 @@ class Cell(models.Model):
     output_tail = models.TextField(blank=True)  # live tail of the current phase, masked
     # runners.frozen.freeze(plan, cell): all the cell needs to run, fixed at start_run.
     spec = models.JSONField(default=dict, blank=True)
+    # Adaptive repeats (`repeat: {min, max, until_cv, metric}`): once the cell's
+    # combination stopped, how many repeats ran and why (runners.repeats.Stop.to_dict).
+    repeat_stop = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "index"]

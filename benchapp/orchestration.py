@@ -12,9 +12,10 @@ worker can pick up where another died:
   across runs), within the run's concurrency.
 - `execute_cell` claims the cell atomically, runs its frozen spec through
   runners.cell with a heartbeat thread that renews the lease and watches for
-  cancel, records the outcome exactly once per attempt, releases the lock and
-  dispatches again; a transient failure is retried after a backoff
-  (`retry_delay`, the one retry policy).
+  cancel, records the outcome exactly once per attempt, applies the adaptive
+  repeat rule (benchapp.adaptive), releases the lock and dispatches again; a
+  transient failure is retried after a backoff (`retry_delay`, the one retry
+  policy).
 
 Tasks are sent by name through benchapp.dispatch, after commit.
 - `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
@@ -33,8 +34,9 @@ from django.db import transaction
 from django.db.models import F, Min, Q, Subquery
 from django.utils import timezone
 
-from benchapp import provisioning, recording
+from benchapp import adaptive, finalcleanup, provisioning, recording
 from benchapp.dispatch import (
+    CLEANUP_RUN,
     DETECT_CHANGES,
     DISPATCH_RUN,
     EXECUTE_CELL,
@@ -203,6 +205,7 @@ def execute_cell(cell_id: int) -> str | None:
     if delay is not None:
         _retry_later(cell, delay)
         return Cell.QUEUED
+    adaptive.after_cell(cell)  # before the lock goes: no later repeat is dispatched yet
     _finish_cell(cell, outcome.status, outcome.error, record=False)
     return outcome.status
 
@@ -320,6 +323,9 @@ def finish_run(run_id: int) -> Run:
     run = Run.objects.get(pk=run_id)
     if run.status not in Run.ACTIVE or run.cells.exclude(status__in=Cell.TERMINAL).exists():
         return run
+    if finalcleanup.pending(run):
+        send(CLEANUP_RUN, run_id)  # it dispatches again when done, which ends the run
+        return run
     statuses = set(run.cells.values_list("status", flat=True))
     if run.cancel_requested:
         status = Run.CANCELLED
@@ -347,8 +353,11 @@ def cancel_run(run: Run) -> Run:
     TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
         holder=None, lease_expires_at=None)
     if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
-        # Nothing runs: the run ends now, and what it provisioned goes now too.
-        if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+        # Nothing runs: the run ends now (after its final cleanup, if any),
+        # and what it provisioned goes now too.
+        if finalcleanup.pending(Run.objects.get(pk=run.pk)):
+            send(CLEANUP_RUN, run.pk)
+        elif Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
                 status=Run.CANCELLED, finished_at=now):
             send(TEARDOWN_RUN, run.pk)
     run.refresh_from_db()

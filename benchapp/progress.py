@@ -32,7 +32,7 @@ def run_progress(run: Run) -> dict:
         **{s: Count("id", filter=Q(status=s)) for s, _ in Cell.STATUSES})
     cells = list(Cell.objects.filter(run=run).order_by("index").only(
         "id", "index", "key", "repeat", "axes", "target_name", "status", "phase", "attempt",
-        "started_at", "finished_at", "phase_started_at", "error", "client_bound"))
+        "started_at", "finished_at", "phase_started_at", "error", "client_bound", "repeat_stop"))
     durations = [c.duration for c in cells if c.status == Cell.SUCCEEDED and c.duration]
     expected = expected_cell_seconds(run, durations)
     done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
@@ -68,4 +68,5 @@ def cell_progress(cell: Cell, expected: float, now) -> dict:
         "phase": cell.phase, "attempt": cell.attempt, "elapsed_s": elapsed,
         "expected_s": round(expected, 1), "percent": percent, "error": cell.error,
         "client_bound": cell.client_bound,
+        "repeats": (cell.repeat_stop or {}).get("summary", ""),  # adaptive repeats' decision
     }

@@ -67,12 +67,11 @@ def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
     raise RunnerError(f"cell {cell.key} #{cell.repeat} is not in the run's plan", permanent=True)
 
 
-def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
-    """Run one stored cell through runners; return (CellOutcome, SecretBook)."""
-    run = cell.run
-    plan, spec = frozen_cell(cell)
+def cell_context(run: Run, plan: PlanSpec, spec: CellSpec, book: SecretBook,
+                 cancel_event: threading.Event | None = None) -> tuple[PlanSpec, CellContext]:
+    """(the plan as it runs here, a CellContext) for a stored cell of run: its
+    provisioned endpoints, the team's secrets and what the run may do."""
     plan = provisioning.runtime_plan(run, plan)
-    book = SecretBook(run.team_id)
     targets, client_ssh = provisioning.runtime_overrides(run, plan, spec)
     ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event, targets=targets,
                       client_ssh=client_ssh, trusted=run.origin == "cli",
@@ -80,6 +79,19 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
                       sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
                       unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION)
     ctx.prepared = set(run.prepared_targets)
+    if plan.prepare.snapshot_datadir:  # the snapshot's checksums, from the cell that took it
+        taken = run.cells.filter(facts__has_key="data_checksums").order_by("index")
+        for target, facts in taken.values_list("target_name", "facts"):
+            ctx.checksums.setdefault(target, facts["data_checksums"])
+    return plan, ctx
+
+
+def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
+    """Run one stored cell through runners; return (CellOutcome, SecretBook)."""
+    run = cell.run
+    plan, spec = frozen_cell(cell)
+    book = SecretBook(run.team_id)
+    plan, ctx = cell_context(run, plan, spec, book, cancel_event)
     done = threading.Event()
     watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),
                                daemon=True)

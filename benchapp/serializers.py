@@ -170,7 +170,7 @@ class CellSerializer(serializers.ModelSerializer):
         model = Cell
         fields = ("id", "run", "index", "key", "repeat", "axes", "target_name", "status", "phase",
                   "attempt", "started_at", "finished_at", "command", "tool_version", "facts",
-                  "client_bound", "error")
+                  "client_bound", "error", "repeat_stop")
         read_only_fields = fields
 
 

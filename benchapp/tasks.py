@@ -12,7 +12,7 @@ import socket
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
+from benchapp import finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
 from benchapp.models import Plan
 
 
@@ -38,6 +38,12 @@ def dispatch_run(run_id: int) -> list[int]:
 @shared_task(name="benchapp.execute_cell")
 def execute_cell(cell_id: int) -> str | None:
     return orchestration.execute_cell(cell_id)
+
+
+@shared_task(name="benchapp.cleanup_run")
+def cleanup_run(run_id: int) -> list[str]:
+    """Drop the data a prepare-once run left on its targets, before it ends."""
+    return finalcleanup.cleanup_run(run_id)
 
 
 @shared_task(name="benchapp.teardown_run", autoretry_for=(Exception,), retry_backoff=10,

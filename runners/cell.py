@@ -3,6 +3,8 @@
     prepare   sysbench prepare / pgbench -i (or, with prepare.once, only before
               a target's first cell; with snapshot_datadir, the data directory
               is copied aside after it and restored before every later cell)
+    checksum  with snapshot_datadir on mysql: table checksums, equal to the
+              snapshot's (else the cell fails)
     warmup    the tool with the plan's warmup params (S4: 16 threads read-only)
     stress    stress-ng started in the background on the target's machine
     measure   the tool, with the client's CPU sampled around it
@@ -79,16 +81,24 @@ def run_cell(
     return _CellRun(plan, cell, ctx, on_phase, on_output).execute()
 
 
-def cleanup_target(plan: Plan, target_name: str, ctx: CellContext) -> PhaseRecord | None:
-    """With prepare.once and `cleanup: true`, drop a target's data after its last cell."""
+def wants_final_cleanup(plan: Plan) -> bool:
+    """prepare.once with `cleanup: true`: each target's data is dropped after its last cell."""
+    return bool(plan.cleanup) and _prepared_once(plan) and "cleanup" in get_tool(plan.tool).PHASES
+
+
+def cleanup_target(plan: Plan, target_name: str, ctx: CellContext,
+                   params: dict | None = None) -> PhaseRecord | None:
+    """With prepare.once and `cleanup: true`, drop a target's data after its last cell.
+
+    params: the parameters the data was prepared with (e.g. sysbench `tables`),
+    default the plan's. None when there is nothing to drop.
+    """
+    if not wants_final_cleanup(plan) or target_name not in ctx.prepared:
+        return None
     tool = get_tool(plan.tool)
-    if not (plan.cleanup and _prepared_once(plan) and "cleanup" in tool.PHASES):
-        return None
-    if target_name not in ctx.prepared:
-        return None
     target = ctx.target(target_name)
     executor = ctx.executor(ctx.client_ssh_for(target))
-    command = tool.build(_phase_params(plan, tool, {}), ctx.endpoint(target), "cleanup")
+    command = tool.build(_phase_params(plan, tool, {}, params), ctx.endpoint(target), "cleanup")
     execution = executor.run(command, timeout=CLEANUP_TIMEOUT_S)
     ctx.prepared.discard(target_name)
     return _record("cleanup", command, execution)
@@ -172,6 +182,7 @@ class _CellRun:
         self.endpoint = self.ctx.endpoint(target)
         self.client = self.ctx.executor(self.client_ssh)
         self._prepare(target)
+        self._check_data(target)
         self._warmup()
         self._start_stress(target)
         execution, command = self._measure()
@@ -265,7 +276,13 @@ class _CellRun:
                 phase,
             )
             self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
-            self._run("prepare", self.client, command, tool=True)
+            try:
+                self._run("prepare", self.client, command, tool=True)
+            except CellFailed as exc:
+                if exc.cancelled and _prepared_once(self.plan):
+                    # Half-made data: the run ends, its final cleanup drops it.
+                    self.ctx.prepared.add(name)
+                raise
         if prep.snapshot_datadir:
             self._snapshot(target, "snapshot")
         if _prepared_once(self.plan):
@@ -290,6 +307,20 @@ class _CellRun:
                     self._run(f"{phase}:start", executor, command, force=True)
         if phase == "snapshot":
             self.ctx.snapshots.add(target.name)
+
+    def _check_data(self, target: TargetSpec) -> None:
+        """With a datadir snapshot: the tables' checksums, which must equal
+        those taken after the snapshot (the target's first cell)."""
+        if not self.plan.prepare.snapshot_datadir or target.kind != "mysql":
+            return
+        from runners.checksums import differences, table_checksums
+
+        self.on_phase("checksum")
+        sums = table_checksums(self.client, self.endpoint)
+        self.outcome.facts["data_checksums"] = sums
+        changed = differences(self.ctx.checksums.setdefault(target.name, sums), sums)
+        if changed:
+            raise CellFailed("the data differs from the snapshot's: " + "; ".join(changed[:3]))
 
     # -- warmup, stress, measure -------------------------------------------
 

@@ -94,6 +94,7 @@ class CellContext:
         self.cancel_event = cancel_event or threading.Event()
         self.prepared: set[str] = set()  # targets whose data is prepared (prepare.once)
         self.snapshots: set[str] = set()  # targets whose datadir was copied aside
+        self.checksums: dict[str, dict] = {}  # target name -> table checksums of its snapshot
         self.host_facts: dict[str, dict] = {}  # executor key -> host facts
         self.db_facts: dict[str, dict] = {}  # target name -> db facts
         self.versions: dict[str, str | None] = {}  # executor key -> tool version

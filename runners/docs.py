@@ -8,6 +8,7 @@ prints, so a parameter added to a tool's PARAMS is documented by running it.
 
 from __future__ import annotations
 
+from runners.repeats import MAX_ADAPTIVE, MAX_REPEATS
 from runners.tools import TOOLS
 
 
@@ -69,10 +70,70 @@ def tool_section(name: str, module) -> list[str]:
     return lines + [""]
 
 
+def repeat_section() -> list[str]:
+    """Markdown lines of the plan's `repeat` key (its limits from runners.repeats)."""
+    return [
+        "## repeat",
+        "",
+        "How many times every combination of axis values runs.",
+        "",
+        "| form | meaning |",
+        "|---|---|",
+        f"| `repeat: 5` | every combination 5 times (1 to {MAX_REPEATS}; default 1) |",
+        "| `repeat: {min: 3, max: 10, until_cv: 0.03, metric: tps}` | adaptive: at least "
+        "`min` and at most `max` times; after each repeat, once `min` repeats succeeded, the "
+        "combination stops when the coefficient of variation (sample standard deviation / "
+        "mean) of `metric` over its succeeded repeats is at or below `until_cv` |",
+        "",
+        f"Adaptive repeats: `min` >= 2, `max` >= `min` and <= {MAX_ADAPTIVE}, `until_cv` a "
+        "fraction between 0 and 1 (0.03 is 3%), `metric` one of the tool's metrics below. A "
+        "run holds `max` cells per combination (the cell limit and the estimate count them); "
+        "the repeats a stopped combination no longer needs are dropped. Each repeat that ran "
+        "says how many ran and why they stopped (`repeat_stop`: reason `cv` or `max`, the "
+        "number of repeats, the coefficient of variation and a one-line summary), on the run "
+        "page, in the API and in the result document. With `order: interleaved` or "
+        "`shuffled`, combinations stop independently. The plan builder's repeat fields write "
+        "the same key.",
+        "",
+    ]
+
+
+def prepare_section() -> list[str]:
+    """Markdown lines of the plan's `prepare` and `cleanup` keys."""
+    return [
+        "## prepare and cleanup",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        "| `prepare: false` | no prepare phase (sysbench prepare, pgbench -i) |",
+        "| `prepare: {once: true}` | prepare before a target's first cell only |",
+        "| `prepare: {params: {...}}` | parameters for the prepare phase only |",
+        "| `prepare: {snapshot_datadir: true, datadir, snapshot_dir}` | after the prepare, "
+        "copy the data directory aside (rsync -a --delete) with the server stopped; restore "
+        "it the same way before every later cell (implies once). On a mysql target the "
+        "tables' checksums (CHECKSUM TABLE) are taken before each measure and must equal "
+        "those taken after the snapshot, else the cell fails; each cell keeps them in its "
+        "facts (`data_checksums`) |",
+        "| `prepare: {service_manager: systemctl \\| service, service: mysql}` | how the server "
+        "is stopped and started around a copy (default systemctl mysql) |",
+        "| `prepare: {service_manager: command, stop_command: [...], start_command: [...]}` | "
+        "stop and start with these argument lists (no shell line); start_command returns "
+        "once the server accepts connections |",
+        "| `prepare: {service_manager: none}` | copy without stopping anything |",
+        "| `cleanup: true` | with `prepare: {once: true}`: drop each target's data (sysbench "
+        "cleanup) once the run's cells are over, succeeded, failed or cancelled, before the "
+        "run ends; `cleanup: false` keeps per-cell prepared data too |",
+        "",
+        "Snapshots and service commands run on the target's machine (its `ssh:`), so a plan "
+        "from the web or the API needs the target's admin to allow custom scripts there.",
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
-        "# Plan file reference: tools",
+        "# Plan file reference: repeats, prepare and tools",
         "",
         "Generated from the tool registry (runners/tools) by "
         "`python -m runners.docs > docs/plan-reference.md`; do not edit by hand.",
@@ -81,6 +142,7 @@ def render() -> str:
         "the results pages, exports and the API show.",
         "",
     ]
+    lines += repeat_section() + prepare_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

@@ -3,7 +3,8 @@ never reloads or re-expands its plan.
 
 `freeze(plan, cell)` keeps the cell's resolved parameters (after overrides)
 and the plan's per-cell parts: phases (prepare, warmup, cleanup, timeout,
-stress), the cell's target, the client and the target the client runs on.
+stress), the adaptive repeat rule, the cell's target, the client and the
+target the client runs on.
 `thaw(data)` gives back a (Plan, CellSpec) pair that runners.cell.run_cell
 accepts; its Plan has only the cell's own axis values and targets.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from runners.plan import CellSpec, Plan
 from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
+from runners.repeats import RepeatRule
 
 VERSION = 1
 
@@ -32,6 +34,7 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             "params": plan.params, "seed": plan.seed, "warmup": plan.warmup,
             "stress": plan.stress, "cleanup": plan.cleanup, "timeout": plan.timeout,
             "prepare": asdict(plan.prepare), "client": asdict(plan.client),
+            "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
             "targets": [asdict(t) for t in plan.targets if t.name in wanted],
         },
     }
@@ -47,6 +50,11 @@ def _target(data: dict) -> TargetSpec:
                          "data_dirs": tuple(data.get("data_dirs") or ())})
 
 
+def _prepare(data: dict) -> PrepareSpec:
+    return PrepareSpec(**{**data, "stop_command": tuple(data.get("stop_command") or ()),
+                          "start_command": tuple(data.get("start_command") or ())})
+
+
 def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     """(Plan, CellSpec) of a frozen cell; ValueError for an unknown version."""
     if data.get("version") != VERSION:
@@ -59,6 +67,7 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         targets=tuple(_target(t) for t in doc["targets"]),
         client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
         params=doc["params"], axes={k: [v] for k, v in cell.axes.items()}, overrides=(),
-        seed=doc["seed"], prepare=PrepareSpec(**doc["prepare"]), warmup=doc["warmup"],
-        stress=doc["stress"], cleanup=doc["cleanup"], timeout=doc["timeout"], document={})
+        seed=doc["seed"], prepare=_prepare(doc["prepare"]), warmup=doc["warmup"],
+        stress=doc["stress"], cleanup=doc["cleanup"], timeout=doc["timeout"], document={},
+        repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None)
     return plan, cell

@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from runners.errors import RunnerError
 from runners.phases import CellOutcome
 from runners.plan import CellSpec, Plan, expand, with_seed
 from runners.planspec import TargetSpec
+from runners.repeats import decide
 
 Progress = Callable[[CellSpec, int, CellOutcome | None], None]
 Provision = Callable[[TargetSpec], TargetSpec]
@@ -126,7 +128,8 @@ def run_plan(
     on_progress(cell, total, outcome) is called before (outcome None) and
     after each cell. Cells run one after the other; a failed cell does not
     stop the plan. cancel_event set: the cell running is cancelled and the
-    remaining cells are reported as cancelled.
+    remaining cells are reported as cancelled. With adaptive repeats
+    (plan.repeat_rule), a combination's repeats stop once the rule says so.
     """
     if seed is not None:
         plan = with_seed(plan, seed)
@@ -143,7 +146,13 @@ def run_plan(
         ) as ctx,
         _watch_cancel(ctx),
     ):
+        repeats = _Repeats(plan, cells)
         for cell in cells:
+            if repeats.stopped(cell):
+                if last_of_target[cell.target] == cell.index:
+                    last = next(d for d in reversed(documents) if d["target"] == cell.target)
+                    _final_cleanup(plan, cell.target, ctx, last)
+                continue
             if on_progress:
                 on_progress(cell, len(cells), None)
             outcome = _one_cell(plan, cell, ctx, failed.get(cell.target), on_output)
@@ -151,11 +160,41 @@ def run_plan(
             if with_phases:
                 document["phases"] = phases_document(outcome)
             documents.append(document)
+            repeats.ended(cell, document)
             if on_progress:
                 on_progress(cell, len(cells), outcome)
             if last_of_target[cell.target] == cell.index:
                 _final_cleanup(plan, cell.target, ctx, document)
     return {"plan": plan.document, "cells": documents}
+
+
+class _Repeats:
+    """Adaptive repeats inline: the stop rule after each repeat of a combination;
+    a stopped combination's later repeats are skipped, and each of its cell
+    documents gets the decision as "repeat_stop"."""
+
+    def __init__(self, plan: Plan, cells: list[CellSpec]):
+        self.rule = plan.repeat_rule
+        self.left = Counter(cell.key for cell in cells)
+        self.done: dict[str, list[dict]] = defaultdict(list)
+        self.stop: set[str] = set()
+
+    def stopped(self, cell: CellSpec) -> bool:
+        return cell.key in self.stop
+
+    def ended(self, cell: CellSpec, document: dict) -> None:
+        if self.rule is None:
+            return
+        self.left[cell.key] -= 1
+        ran = [d for d in self.done[cell.key] + [document] if d["status"] != "cancelled"]
+        self.done[cell.key].append(document)
+        values = [d["metrics"][self.rule.metric] for d in ran if d["status"] == "succeeded"
+                  and isinstance(d["metrics"].get(self.rule.metric), (int, float))]
+        stop = decide(self.rule, values, len(ran), left=self.left[cell.key])
+        if stop is not None:
+            self.stop.add(cell.key)
+            for done in self.done[cell.key]:
+                done["repeat_stop"] = stop.to_dict(self.rule)
 
 
 @contextmanager

@@ -141,6 +141,9 @@ def service_command(prepare: PrepareSpec, action: str) -> Command | None:
         argv = ["systemctl", action, prepare.service]
     elif prepare.service_manager == "service":
         argv = ["service", prepare.service, action]
+    elif prepare.service_manager == "command":
+        argv = list(prepare.stop_command if action == "stop" else prepare.start_command)
+        return Command(argv=argv, tool="service", package="", sandbox=False)
     else:
         return None
     return Command(argv=argv, tool="service", package="systemd", sandbox=False)

@@ -20,6 +20,7 @@ import yaml
 
 from runners import safeyaml
 from runners.errors import ValidationError
+from runners.metrics import Metric
 from runners.planspec import (
     PATTERN_HELP,
     STRESS_AXES,
@@ -37,7 +38,8 @@ from runners.planspec import (
 from runners.planspec import (
     convert_param as _convert_param,
 )
-from runners.tools import MEASURED_TOOLS, get_tool
+from runners.repeats import RepeatRule, read_repeat
+from runners.tools import MEASURED_TOOLS, get_tool, metric
 
 ORDERS = ("sequential", "interleaved", "shuffled")
 SYSBENCH_VERSIONS = r"0\.4|1|1\.0|1\.1"
@@ -59,7 +61,8 @@ class Plan:
     params: dict[str, Any]
     axes: dict[str, list[Any]]
     overrides: tuple[tuple[dict[str, Any], dict[str, Any]], ...]
-    repeat: int = 1
+    repeat: int = 1  # cells per combination (an adaptive rule's max)
+    repeat_rule: RepeatRule | None = None  # `repeat: {min, max, until_cv, metric}`
     order: str = "sequential"
     seed: int | None = None
     sysbench_version: str | None = None
@@ -122,7 +125,6 @@ def load_plan(source: str | bytes | dict) -> Plan:
         params=_read_params(doc, tool, version),
         axes=_read_axes(doc, tool, names),
         overrides=(),
-        repeat=doc.integer("repeat", default=1, lo=1, hi=1000),
         order=doc.choice("order", ORDERS, default="sequential"),
         seed=doc.integer("seed", lo=0),
         prepare=read_prepare(doc, tool),
@@ -132,7 +134,9 @@ def load_plan(source: str | bytes | dict) -> Plan:
         timeout=doc.integer("timeout", lo=1),
         document=document,
     )
-    plan = replace(plan, overrides=_read_overrides(doc, tool, plan.axes, names))
+    repeat, rule = read_repeat(doc, lambda name: _measures(tool_name, name))
+    plan = replace(plan, overrides=_read_overrides(doc, tool, plan.axes, names),
+                   repeat=repeat, repeat_rule=rule)
     doc.done()
     if len(targets) > 1 and "target" not in plan.axes:
         raise ValidationError(
@@ -140,6 +144,11 @@ def load_plan(source: str | bytes | dict) -> Plan:
         )
     _check_combinations(plan, tool)
     return plan
+
+
+def _measures(tool_name: str, name: str) -> bool:
+    """Whether the tool's metric catalog (runners.tools.metric) knows name."""
+    return name in get_tool(tool_name).METRICS or metric(tool_name, name) != Metric(name)
 
 
 def _parse_text(text: str | bytes) -> Any:

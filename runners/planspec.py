@@ -403,7 +403,8 @@ class PrepareSpec:
     enabled: false skips the tool's prepare phase; once: prepare only before a
     target's first cell; snapshot_datadir: copy `datadir` aside after the
     prepare and restore it before every cell, with the server stopped by
-    `service_manager` (systemctl | service | none) acting on `service`.
+    `service_manager` (systemctl | service | none) acting on `service`, or
+    (command) running the argv lists `stop_command` and `start_command`.
     params: tool params used only for the prepare phase.
     """
 
@@ -415,6 +416,8 @@ class PrepareSpec:
     service: str = "mysql"
     service_manager: str = "systemctl"
     params: dict[str, Any] = field(default_factory=dict)
+    stop_command: tuple[str, ...] = ()
+    start_command: tuple[str, ...] = ()
 
     @property
     def snapshot_path(self) -> str:
@@ -426,6 +429,15 @@ def _safe_dir(doc: Doc, key: str, default: str | None) -> str | None:
     if path is not None and (".." in path.split("/") or path.rstrip("/") in FORBIDDEN_DIRS | {""}):
         raise ValidationError(doc.where(key), f"{path!r} is not allowed for a data snapshot")
     return path
+
+
+def _argv(doc: Doc, key: str) -> tuple[str, ...]:
+    """A command as a list of arguments (never a shell line); () when absent."""
+    value = doc.get(key, [])
+    if not isinstance(value, list) or not all(
+            isinstance(a, str) and a and "\0" not in a and len(a) <= 1000 for a in value):
+        raise ValidationError(doc.where(key), "expected a list of arguments, e.g. [sh, stop.sh]")
+    return tuple(value)
 
 
 def read_prepare(doc: Doc, tool) -> PrepareSpec:
@@ -445,11 +457,16 @@ def read_prepare(doc: Doc, tool) -> PrepareSpec:
         snapshot_dir=_safe_dir(prep, "snapshot_dir", None),
         service=prep.text("service", default="mysql"),
         service_manager=prep.choice(
-            "service_manager", ("systemctl", "service", "none"), default="systemctl"
+            "service_manager", ("systemctl", "service", "command", "none"), default="systemctl"
         ),
         params=dict(convert_param(tool, n, v, f"prepare.params.{n}") for n, v in params.items()),
+        stop_command=_argv(prep, "stop_command"),
+        start_command=_argv(prep, "start_command"),
     )
     prep.done()
+    if (spec.service_manager == "command") != bool(spec.stop_command and spec.start_command):
+        raise ValidationError("prepare.service_manager", "service_manager: command goes with "
+                              "stop_command and start_command (argv lists), and only with it")
     if spec.snapshot_path.rstrip("/") == spec.datadir.rstrip("/"):
         raise ValidationError("prepare.snapshot_dir", "must differ from datadir")
     return spec

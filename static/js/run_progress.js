@@ -28,6 +28,23 @@
     part("time").textContent = cell.elapsed_s === null ? "" : `${cell.elapsed_s} / ~${cell.expected_s} s`;
     part("error").textContent = cell.error || "";
     part("cancel").hidden = !["queued", "running"].includes(cell.status);
+    if (cell.repeats) {
+      const repeat = part("repeat");
+      repeat.title = cell.repeats;
+      repeat.textContent = `${cell.repeat} `;
+      const summary = document.createElement("small");
+      summary.className = "muted repeat-stop";
+      summary.textContent = cell.repeats;
+      repeat.appendChild(summary);
+    }
+  }
+
+  // Adaptive repeats: a combination that stopped early drops its queued repeats.
+  function dropGone(cells) {
+    const ids = new Set(cells.map((cell) => String(cell.id)));
+    document.querySelectorAll("tr[data-cell]").forEach((row) => {
+      if (!ids.has(row.dataset.cell)) row.remove();
+    });
   }
 
   function updateTails(tails) {
@@ -53,6 +70,7 @@
     $("run-counts").textContent = counts;
     $("run-eta").textContent = data.eta_s === null ? "" : `about ${Math.round(data.eta_s)} s left`;
     data.cells.forEach(updateCell);
+    dropGone(data.cells);
     updateTails(data.tails);
   }
 

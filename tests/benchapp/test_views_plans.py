@@ -376,3 +376,40 @@ def test_run_now_refused_plan_shows_why(owner_client, plan, settings):
     response = owner_client.post(f"/plans/{plan.pk}/run/", follow=True)
     assert "This plan cannot start" in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_builder_makes_adaptive_repeats_and_edits_them_back(owner_client, team, stored):
+    response = owner_client.post("/plans/new/", builder_data(team, **{
+        "name": "adaptive", "repeat": "3", "repeat_until_cv": "0.03", "repeat_max": "10",
+        "repeat_metric": "qps"}))
+    plan = Plan.objects.get(team=team, name="adaptive")
+    assert response.url == f"/plans/{plan.pk}/"
+    assert plan.document["repeat"] == {"min": 3, "until_cv": 0.03, "max": 10, "metric": "qps"}
+    assert count_cells(load_plan(plan.document)) == 40  # max per combination
+    form = PlanForm(initial=initial_from_document(plan.document, team), team=team)
+    data = form_data(form)
+    assert (data["repeat"], data["repeat_until_cv"], data["repeat_max"],
+            data["repeat_metric"]) == ("3", "0.03", "10", "qps")
+    assert owner_client.post(f"/plans/{plan.pk}/edit/", data).status_code == 302
+    plan.refresh_from_db()
+    assert plan.document["repeat"]["metric"] == "qps"
+
+
+@pytest.mark.parametrize("over,field,message", [
+    ({"repeat_until_cv": "0.03", "repeat_max": "10", "repeat_metric": "tps"},
+     "repeat_metric", "not a metric of this tool"),
+    ({"repeat_until_cv": "0.03", "repeat_metric": "qps"}, "repeat_max", "required"),
+    ({"repeat": "5", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
+     "repeat_max", "less than min"),
+    ({"repeat": "1", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
+     "repeat", "between 2 and 100"),
+    ({"repeat_until_cv": "2", "repeat_max": "4", "repeat_metric": "qps"},
+     "repeat_until_cv", "fraction between 0 and 1"),
+])
+def test_builder_adaptive_repeat_errors_are_inline(owner_client, team, stored, over, field,
+                                                   message):
+    response = owner_client.post("/plans/new/", builder_data(team, **{"repeat": "3", **over}))
+    html = response.content.decode()
+    assert response.status_code == 200 and not Plan.objects.exists()
+    start = html.index(f'id="field-{field}"')
+    assert "has-error" in html[start - 40:start] and message in html[start:start + 3000]

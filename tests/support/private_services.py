@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,3 +82,52 @@ def private_mariadb(tmp_path):
     yield server
     server.stop()
     shutil.rmtree(datadir, ignore_errors=True)
+
+
+class ScriptedMariaDB:
+    """mariadbd in a tmp dir, started and stopped by two shell scripts (what
+    the plan's start_command and stop_command run)."""
+
+    def __init__(self, root):
+        self.root, self.port = root, free_port()
+        self.datadir, self.snapshot = root / "data", root / "snapshot"
+        pid, sock, log = root / "mariadb.pid", root / "mariadb.sock", root / "mariadb.log"
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
+                        "--user=root", "--auth-root-authentication-method=normal",
+                        "--skip-test-db"], check=True, capture_output=True, timeout=120)
+        self.start_script, self.stop_script = root / "start.sh", root / "stop.sh"
+        self.start_script.write_text(textwrap.dedent(f"""\
+            setsid /usr/sbin/mariadbd --no-defaults --datadir={self.datadir} \\
+              --port={self.port} --bind-address=127.0.0.1 --user=root --socket={sock} \\
+              --skip-log-bin --pid-file={pid} >>{log} 2>&1 </dev/null &
+            for i in $(seq 300); do
+              mariadb-admin --no-defaults -h127.0.0.1 -P{self.port} -uroot ping \\
+                >/dev/null 2>&1 && exit 0
+              sleep 0.1
+            done
+            exit 1
+            """))
+        self.stop_script.write_text(textwrap.dedent(f"""\
+            [ -f {pid} ] || exit 0
+            pid=$(cat {pid})
+            kill "$pid"
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+            """))
+
+    def sh(self, script) -> None:
+        subprocess.run(["sh", str(script)], check=True, timeout=60)
+
+    def sql(self, statement: str) -> str:
+        return subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{self.port}",
+                               "-uroot", "-N", "-e", statement], check=True,
+                              capture_output=True, text=True, timeout=60).stdout
+
+
+@pytest.fixture
+def scripted_mariadb(tmp_path):
+    """A ScriptedMariaDB, running, with an empty database `bench`; stopped after."""
+    server = ScriptedMariaDB(tmp_path)
+    server.sh(server.start_script)
+    server.sql("CREATE DATABASE bench")
+    yield server
+    server.sh(server.stop_script)
