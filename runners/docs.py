@@ -114,7 +114,7 @@ def prepare_section() -> list[str]:
         "tables' checksums (CHECKSUM TABLE) are taken before each measure and must equal "
         "those taken after the snapshot, else the cell fails; each cell keeps them in its "
         "facts (`data_checksums`) |",
-        "| `prepare: {service_manager: systemctl \| service, service: mysql}` | how the server "
+        "| `prepare: {service_manager: systemctl \\| service, service: mysql}` | how the server "
         "is stopped and started around a copy (default systemctl mysql) |",
         "| `prepare: {service_manager: command, stop_command: [...], start_command: [...]}` | "
         "stop and start with these argument lists (no shell line); start_command returns "
