@@ -6,10 +6,13 @@ local MariaDB, with a real stress-ng beside them."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from runners.cell import run_cell
 from runners.context import CellContext
+from runners.phases import PhaseRecord, reported_failure
 from runners.plan import expand, load_plan
+from runners.tools import get_tool
 from tests.support.dbtargets import mariadb_target  # noqa: F401
 
 PASSWORD_ENV = "BB_TEST_CELL_ERRORS_PASSWORD"
@@ -66,3 +69,17 @@ def test_measure_failure_beside_stress_ng_names_the_tool_not_stress_ng(mariadb_t
     assert "1146" in outcome.error and "doesn't exist" in outcome.error
     assert "stress-ng" not in outcome.error
 
+
+
+def test_reported_failure_names_the_phase_and_the_tools_cause():
+    # Real pgbench and mysqlslap error outputs: the phase and the line that says why.
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    record = PhaseRecord(phase="prepare", command="", exit_code=0, stdout="", stderr="",
+                         started=0.0, finished=0.0)
+    pgbench = get_tool("pgbench").parse((fixtures / "pgbench/pgbench_not_initialized.out").read_text())
+    assert reported_failure("warmup", record, pgbench.errors) == (
+        'warmup failed (exit 0): pgbench: error: could not count number of branches: ERROR: '
+        'relation "pgbench_branches" does not exist')
+    slap = get_tool("mysqlslap").parse((fixtures / "mysqlslap/mysqlslap_bad_engine.out").read_text())
+    assert reported_failure("measure", record, slap.errors).startswith(
+        "measure failed (exit 0): Cannot run query CREATE TABLE")
