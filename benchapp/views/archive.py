@@ -18,6 +18,13 @@ from runners.tools import MEASURED_TOOLS
 PAGE = 100
 
 
+
+def _pasted(text: str) -> str:
+    """A pasted output with the final newline a copy usually drops: a tool's
+    output ends with one, and the parsers read a last line that stops in a
+    number with no newline as cut short (a file upload is kept byte for byte)."""
+    return text if not text or text.endswith("\n") else text + "\n"
+
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, label="Text")
     tool = forms.ChoiceField(required=False, choices=[("", "any")] + [(t, t) for t in MEASURED_TOOLS])
@@ -71,7 +78,7 @@ class ImportForm(forms.Form):
         data = super().clean()
         upload = data.get("file")
         try:
-            text = uploads.read_text(upload) if upload else data.get("output", "")
+            text = uploads.read_text(upload) if upload else _pasted(data.get("output", ""))
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         if not text.strip():

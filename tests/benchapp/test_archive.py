@@ -171,3 +171,14 @@ def test_export_skips_earlier_attempts(owner_client, team):
                                metric="tps", value=999.0)
     doc = json.loads(owner_client.get(f"/runs/{run.pk}/export.json").content)
     assert [m["value"] for m in doc["runs"][0]["cells"][0]["measurements"]] == [5.0]
+
+
+def test_a_pasted_output_without_its_final_newline_is_whole(owner_client, team):
+    """A copy from a terminal drops the last newline; mysqlslap's last line ends
+    in a number, which the parser would otherwise read as cut short."""
+    text = _fixture("mysqlslap", "mysqlslap_load_update.out").rstrip("\n")
+    response = owner_client.post("/archive/import/", {
+        "tool": "mysqlslap", "name": "pasted", "axes": "", "output": text})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    cell = Run.objects.get(team=team, name="pasted").cells.get()
+    assert cell.status == "succeeded" and cell.error == ""
