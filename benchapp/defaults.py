@@ -11,6 +11,8 @@ registry (`default_view(axes)` in runners/tools: the number its studies read).
 - Otherwise the numeric axis with the most values (a sweep: threads, cores,
   volumes) is the column; the other axes, the target first, are rows. With
   no numeric axis the target is the row and the other axes the columns.
+- The output's groups (several blocks in one cell's output) count as an
+  axis when the tool's view names "group".
 - Chart: that numeric axis as x and a line chart; else the first categorical
   axis that is not the target, as grouped bars (see benchapp.charts for the
   lines and panels).
@@ -67,6 +69,10 @@ def default_view(tool: str, cells, axes: list[str]) -> dict:
     if "target" in categorical:  # the target first: "one row (or line) per target"
         categorical.remove("target")
         categorical.insert(0, "target")
+    if "group" in metric["rows"] + metric["columns"]:
+        # the output's own blocks (redis-benchmark's tests in one run) are a dimension too
+        categorical.insert(0, "group")
+        dims["group"] = []
     sweep = max(numeric, key=lambda d: len(dims[d])) if numeric else None
     metrics = metric["metric"]
     if isinstance(metrics, list) and len(metrics) > 1:

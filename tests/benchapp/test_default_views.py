@@ -4,6 +4,7 @@ chosen from the plan's axes (benchapp.defaults), with repeats folded into n."""
 import pytest
 
 from benchapp import results
+from tests.benchapp.results_data import make_run
 from tests.benchapp.study_runs import s1_run, s2_run, s3_run, s4_run, s5_run
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,17 @@ def test_chart_type_can_be_asked_for(team):
     data = results.results([s2_run(team)], {"chart": "box"})
     assert data["chart"]["type"] == "box" and data["view"]["chart"] == "box"
     assert results.results([s2_run(team)], {"chart": "pie"})["chart"]["type"] == "line"
+
+
+def test_output_groups_are_rows_when_the_tool_reads_them(team):
+    from benchapp.models import Measurement
+
+    run = make_run(team, tool="redis_benchmark", cells=[({}, 1, {"rps": 1.0})])
+    cell = run.cells.get()
+    Measurement.objects.bulk_create(
+        Measurement(run=run, cell=cell, attempt=1, group=g, metric="rps", value=v)
+        for g, v in (("SET", 90000.0), ("GET", 120000.0)))
+    data = results.results([run])
+    assert data["view"]["rows"] == ["group"] and data["view"]["metric"] == "rps"
+    assert _rows(data["table"]) == ["all", "GET", "SET"]  # "all": the cell's own line
+    assert data["chart"]["type"] == "bar" and data["chart"]["x_dim"] == "group"
