@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import provisioning
+from benchapp import provisioning, targetguard
 from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
@@ -78,7 +78,8 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
                       client_ssh=client_ssh, trusted=run.origin == "cli",
                       permissions=_permissions(run, plan),
                       sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
-                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION)
+                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+                      guard=targetguard.guard())
     ctx.prepared = set(run.prepared_targets)
     done = threading.Event()
     watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),

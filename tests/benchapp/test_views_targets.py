@@ -222,7 +222,7 @@ def test_target_directory_refuses_bad_paths(owner_client, directory, message):
     assert not Target.objects.filter(name="disk").exists()
 
 
-@pytest.mark.parametrize("kind,port", [("redis", "6379"), ("postgres", "5432")])
+@pytest.mark.parametrize("kind,port", [("redis", "6380"), ("postgres", "5433")])  # not the app's own
 def test_target_create_every_database_kind(owner_client, team, kind, port):
     response = owner_client.post("/targets/new/", valid_post(
         name="db", kind=kind, host="127.0.0.1", port=port, user=""))
