@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import comparisons, results
-from benchapp.access import current_team, get_comparison
+from benchapp.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.views.archive import SearchForm
 from benchapp.views.results import _requested, pivot_form, series_payload
 
@@ -34,6 +34,7 @@ def comparison_list(request):
 
 
 @login_required
+@role_required(MEMBER)
 def comparison_new(request):
     team = current_team(request)
     search = SearchForm(team, request.GET)
@@ -73,6 +74,7 @@ def comparison_series(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_save(request, pk):
     """Keep the pivot settings and baseline now shown, and the name."""
     comparison = get_comparison(request, pk)
@@ -95,6 +97,7 @@ class _Post:
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_share(request, pk):
     comparison = get_comparison(request, pk)
     token = comparison.share()
@@ -105,6 +108,7 @@ def comparison_share(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_revoke(request, pk):
     get_comparison(request, pk).revoke()
     messages.success(request, "Share link revoked.")
@@ -113,6 +117,7 @@ def comparison_revoke(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_delete(request, pk):
     get_comparison(request, pk).delete()
     messages.success(request, "Comparison deleted.")
