@@ -204,7 +204,7 @@ def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
                          allow_custom_scripts=True)
     response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
         name="box", kind="host", host="10.0.0.5", port="", user="", ssh_host="10.0.0.5",
-        ssh_user="ops", directory="/data/fio"))
+        ssh_user="ops", directory="/data/fio", allow_custom_scripts="on"))  # the box as shown
     assert response.status_code == 302, response.content.decode()[:3000]
     target.refresh_from_db()
     assert target.directory == "/data/fio"
