@@ -150,3 +150,15 @@ def test_a_target_that_got_in_is_refused_by_a_real_worker(team, start_worker):
         assert not Artifact.objects.filter(cell__run=run).exists()  # no tool ran
     assert _app_tables() == before
     assert not any(name.startswith("pgbench_") for name in _app_tables())
+
+
+def test_a_socket_on_this_machine_at_the_app_database_port_is_refused(member):
+    client = APIClient()
+    client.force_authenticate(member)
+    port = _app_db()[1]
+    document = {"name": "p", "tool": "pgbench", "targets": [
+        {"name": "pg", "kind": "postgres", "socket": f"/run/postgresql/.s.PGSQL.{port}",
+         "port": port, "user": "postgres"}]}
+    response = client.post("/api/plans/", {"document": document}, format="json")
+    assert response.status_code == 400
+    assert "is the app's database" in str(response.json())
