@@ -5,13 +5,16 @@ sees only their teams' objects and anything else is a 404, never a 403, so
 the existence of other teams' objects does not leak.
 """
 
+from functools import wraps
+
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from benchapp.models import Comparison, Credential, Membership, Plan, Run, Target, Team
 
-VIEWER, MEMBER, ADMIN = Membership.VIEWER, Membership.MEMBER, Membership.ADMIN
+VIEWER, MEMBER, ADMIN, OWNER = (Membership.VIEWER, Membership.MEMBER, Membership.ADMIN,
+                                Membership.OWNER)
 
 SESSION_KEY = "team_id"
 
@@ -69,3 +72,25 @@ def get_run(request, pk, role=VIEWER) -> Run:
 
 def get_comparison(request, pk, role=VIEWER) -> Comparison:
     return _scoped(Comparison, request, role, pk=pk)
+
+
+_GETTERS = {"plan": get_plan, "run": get_run, "comparison": get_comparison,
+            "target": get_target, "credential": get_credential}
+
+
+def role_required(role, kind: str | None = None):
+    """View decorator: 403 below `role` (404 outside the team) before the view runs.
+
+    kind names the object the URL's pk is ("plan", "run", ...): the role is
+    checked in that object's team; without kind, in the current team.
+    """
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if kind is None:
+                require_role(request.user, current_team(request), role)
+            else:
+                _GETTERS[kind](request, kwargs["pk"], role=role)
+            return view(request, *args, **kwargs)
+        return wrapped
+    return decorate

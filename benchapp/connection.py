@@ -19,7 +19,7 @@ import secrets
 from benchapp.models import Credential, Target
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import RunnerError
-from runners.tools import tools_for_kind
+from runners.tools import DEFAULT_PORTS, tools_for_kind
 
 
 def test_connection(target: Target) -> dict:
@@ -29,6 +29,10 @@ def test_connection(target: Target) -> dict:
     if target.provision and not target.host:
         result["error"] = ("This target is provisioned when a run starts; there is nothing "
                            "to reach yet.")
+        return result
+    problem = _refused(target)
+    if problem:
+        result["error"] = problem
         return result
     try:
         if target.ssh_host and not target.known_host_key:
@@ -54,6 +58,22 @@ def test_connection(target: Target) -> dict:
         return result
     result["ok"] = True
     return result
+
+
+def _refused(target: Target) -> str:
+    """Why the target may not be reached (an app service, a denied network), or ""."""
+    from benchapp.targetguard import guard
+    from runners.netguard import TargetRefused
+
+    checks = [(target.ssh_host, target.ssh_port)] if target.ssh_host else []
+    if target.kind != "host":
+        checks.append((target.host or None, target.port or DEFAULT_PORTS.get(target.kind)))
+    try:
+        for host, port in checks:
+            guard().check(host, port)
+    except TargetRefused as exc:
+        return str(exc)
+    return ""
 
 
 def host_key_fingerprint(line: str) -> str:

@@ -6,6 +6,7 @@ import yaml
 from django.conf import settings
 
 from benchapp.models import Plan, Team
+from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
@@ -27,6 +28,7 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
         # Resolve before validating: a bare {name: X} is not a valid target on its own.
         document = resolve_stored_targets(_parsed(document), team)
     spec = load_plan(document)
+    check_plan(spec)  # never the app's own services (docs/trust-model.md)
     cells = count_cells(spec)
     limit = settings.BENCHBOARD_CELL_LIMIT
     if cells > limit:

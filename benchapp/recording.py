@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import provisioning
+from benchapp import provisioning, targetguard
 from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
@@ -77,7 +77,8 @@ def cell_context(run: Run, plan: PlanSpec, spec: CellSpec, book: SecretBook,
                       client_ssh=client_ssh, trusted=run.origin == "cli",
                       permissions=_permissions(run, plan),
                       sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
-                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION)
+                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+                      guard=targetguard.guard())
     ctx.prepared = set(run.prepared_targets)
     if plan.prepare.snapshot_datadir:  # the snapshot's checksums, from the cell that took it
         taken = run.cells.filter(facts__has_key="data_checksums").order_by("index")

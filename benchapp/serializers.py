@@ -1,12 +1,12 @@
 """REST serializers. Validation is the pages' own: targets and credentials go
-through benchapp.forms, plan documents through orchestration.validate_document.
+through benchapp.forms_targets, plan documents through orchestration.validate_document.
 Credentials are write-only: the secret is accepted, never returned."""
 
 import json
 
 from rest_framework import serializers
 
-from benchapp import forms, orchestration
+from benchapp import forms_targets, orchestration
 from benchapp.models import Cell, Comparison, Credential, Measurement, Plan, Run, Target
 from runners.errors import ValidationError as PlanError
 
@@ -30,7 +30,7 @@ class CredentialSerializer(serializers.ModelSerializer):
                 "kind": attrs.get("kind", getattr(self.instance, "kind", "")),
                 "username": attrs.get("username", getattr(self.instance, "username", "")),
                 "secret": attrs.get("secret", "")}
-        form = forms.CredentialForm(data, instance=self.instance, team=self.context["team"])
+        form = forms_targets.CredentialForm(data, instance=self.instance, team=self.context["team"])
         if not form.is_valid():
             raise _form_errors(form)
         attrs["_form"] = form
@@ -53,21 +53,27 @@ class TargetSerializer(serializers.ModelSerializer):
     ssh_credential = CredentialName(slug_field="name", required=False, allow_null=True)
     provision = serializers.JSONField(required=False)
     nodes = serializers.ListField(child=serializers.CharField(), required=False)
+    data_dirs = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Where tools may write on the worker host; operators (staff) only.")
+    allow_custom_scripts = serializers.BooleanField(
+        required=False, help_text="Code-running features over SSH on this target; team admins only.")
 
     class Meta:
         model = Target
         fields = ("id", "name", "kind", "host", "port", "user", "database", "directory", "credential",
                   "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "nodes",
-                  "provision", "price_per_hour", "notes", "created_at")
+                  "provision", "price_per_hour", "notes", "allow_custom_scripts", "data_dirs",
+                  "created_at")
         read_only_fields = ("created_at",)
 
     def validate(self, attrs):
         current = TargetSerializer(self.instance, context=self.context).data if self.instance \
             else {}
         merged = {**current, **attrs}
-        data = {k: v for k, v in merged.items() if k in forms.TargetForm.Meta.fields
+        data = {k: v for k, v in merged.items() if k in forms_targets.TargetForm.Meta.fields
                 and v is not None}
-        for name in forms.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
+        for name in forms_targets.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
             field = Target._meta.get_field(name)
             if name not in data and field.has_default():
                 data[name] = field.get_default()
@@ -79,7 +85,10 @@ class TargetSerializer(serializers.ModelSerializer):
         data["provision"] = json.dumps(merged.get("provision") or {}) \
             if merged.get("provision") else ""
         data["nodes"] = ", ".join(merged.get("nodes") or [])
-        form = forms.TargetForm(data, instance=self.instance, team=self.context["team"])
+        data["allow_custom_scripts"] = bool(merged.get("allow_custom_scripts"))
+        data["data_dirs"] = ", ".join(merged.get("data_dirs") or [])
+        form = forms_targets.TargetForm(data, instance=self.instance, team=self.context["team"],
+                                        user=self.context["request"].user)
         if not form.is_valid():
             raise _form_errors(form)
         return {"_form": form}

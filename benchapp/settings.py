@@ -8,6 +8,7 @@ DJANGO_DEBUG=False the required secrets must come from the environment.
 Every variable read here is listed in .env.example (a test checks it).
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
@@ -268,6 +269,18 @@ BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
 # execution are refused unless the operator accepts the risk with UNSAFE.
 BENCHBOARD_SANDBOX_USER = env.str("BENCHBOARD_SANDBOX_USER", default="nobody")
 BENCHBOARD_UNSAFE_LOCAL_EXECUTION = env.bool("BENCHBOARD_UNSAFE_LOCAL_EXECUTION", default=False)
+# Targets never point at the app's own services (docs/trust-model.md): the
+# database, the broker and the web server on this port are refused, and so is
+# any target outside ALLOW (when set) or inside DENY (CIDR lists).
+BENCHBOARD_WEB_PORT = env.int("BENCHBOARD_PORT", default=8000)
+BENCHBOARD_TARGET_ALLOW_NETWORKS = env.list("BENCHBOARD_TARGET_ALLOW_NETWORKS", default=[])
+BENCHBOARD_TARGET_DENY_NETWORKS = env.list("BENCHBOARD_TARGET_DENY_NETWORKS", default=[])
+for _cidr in BENCHBOARD_TARGET_ALLOW_NETWORKS + BENCHBOARD_TARGET_DENY_NETWORKS:
+    try:
+        ipaddress.ip_network(_cidr.strip(), strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"not a network in BENCHBOARD_TARGET_*_NETWORKS: {_cidr!r}") \
+            from None
 AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
 # Provisioning (benchapp.provisioning): region when a spec names none, how
 # often and how long to wait for cloud resources, when a PROVISIONING run

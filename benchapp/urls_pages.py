@@ -1,9 +1,16 @@
 """URL patterns of the web UI pages (issue 7): targets, credentials, plans,
 runs and schedules. benchapp/urls.py includes them at the root."""
 
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 
-from benchapp.views import credentials, history, plans, runs, schedules, targets, tokens
+from benchapp.access import MEMBER, role_required
+from benchapp.views import credentials, history, members, plans, runs, schedules, targets, tokens
+
+
+def _member(view, kind=None):
+    """Writes of the history pages need the member role (403 for viewers)."""
+    return login_required(role_required(MEMBER, kind)(view))
 
 urlpatterns = [
     path("targets/", targets.target_list, name="target_list"),
@@ -33,12 +40,16 @@ urlpatterns = [
     path("plans/<int:pk>/schedule/", schedules.schedule_create, name="schedule_create"),
     path("plans/<int:pk>/trend/", history.plan_trend, name="plan_trend"),
     path("plans/<int:pk>/trend.json", history.plan_trend_json, name="plan_trend_json"),
-    path("plans/<int:pk>/baseline/", history.plan_pin_baseline, name="plan_pin_baseline"),
+    path("plans/<int:pk>/baseline/", _member(history.plan_pin_baseline, "plan"),
+         name="plan_pin_baseline"),
     path("alerts/", history.alert_list, name="alert_list"),
-    path("alerts/<int:pk>/verdict/", history.alert_verdict, name="alert_verdict"),
+    path("alerts/<int:pk>/verdict/", _member(history.alert_verdict), name="alert_verdict"),
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule_delete"),
+    path("members/", members.member_list, name="member_list"),
+    path("members/<int:pk>/role/", members.member_role, name="member_role"),
+    path("members/<int:pk>/remove/", members.member_remove, name="member_remove"),
     path("runs/", runs.run_list, name="run_list"),
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/progress.json", runs.run_progress_json, name="run_progress"),

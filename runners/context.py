@@ -16,6 +16,7 @@ from typing import Self
 
 from runners.command import Endpoint
 from runners.errors import RunnerError
+from runners.netguard import Guard, TargetRefused
 from runners.plan import Plan
 from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
 from runners.sandbox import ANYTHING, Scope, unavailable
@@ -70,6 +71,10 @@ class CellContext:
     local tool is sandboxed, and without a sandbox local execution is refused
     unless unsafe_local (BENCHBOARD_UNSAFE_LOCAL_EXECUTION). sandbox_user:
     the uid local tools drop to when the worker is root.
+
+    guard: the app's own services and the operator's network lists
+    (runners.netguard.Guard); every endpoint a tool connects to and every SSH
+    host is checked against it, after name resolution, right before use.
     """
 
     def __init__(
@@ -85,6 +90,7 @@ class CellContext:
         permissions: dict[str, Permissions] | None = None,
         sandbox_user: str = "nobody",
         unsafe_local: bool = False,
+        guard: Guard | None = None,
     ):
         self.plan = plan
         self.resolve_secret = resolve_secret or _no_secrets
@@ -102,6 +108,7 @@ class CellContext:
         self.permissions = dict(permissions or {})
         self.sandbox_user = sandbox_user
         self.unsafe_local = unsafe_local
+        self.guard = guard
         self._executors: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -140,15 +147,29 @@ class CellContext:
 
     def endpoint(self, target: TargetSpec) -> Endpoint:
         """The Endpoint the tool connects to (connect_via replaces host)."""
+        host = target.connect_via or target.host
+        port = target.port if target.kind != "host" else None
+        if target.kind != "host" and not (target.socket and target.ssh is not None):
+            # A socket on this machine is this machine; on an SSH host it is the team's.
+            self.check_address(target.name, None if target.socket else host, port)
         return Endpoint(
             kind=target.kind,
-            host=target.connect_via or target.host,
-            port=target.port if target.kind != "host" else None,
+            host=host,
+            port=port,
             user=target.user,
             database=target.database,
             password=self.secret(target.credential, target.password_env),
             socket=target.socket,
         )
+
+    def check_address(self, name: str, host: str | None, port: int | None) -> None:
+        """RunnerError (permanent) when the guard refuses host:port for target name."""
+        if self.guard is None:
+            return
+        try:
+            self.guard.check(host, port)
+        except TargetRefused as exc:
+            raise RunnerError(f"target {name}: {exc}", permanent=True) from None
 
     # -- executors ---------------------------------------------------------
 
@@ -158,6 +179,8 @@ class CellContext:
         with self._lock:
             if key in self._executors:
                 return self._executors[key]
+        if ssh is not None:
+            self.check_address(f"SSH host {ssh.host}", ssh.host, ssh.port)
         secret = self.secret(ssh.credential, ssh.password_env) if ssh else None
         made = self.executor_factory(ssh, secret)
         if ssh is None and hasattr(made, "sandbox"):

@@ -83,3 +83,36 @@ def check_target(host: str, port: int, services, allow=(), deny=(), resolver=res
             raise TargetRefused(
                 f"Target {host} ({address}) is outside the networks the operator allowed."
             )
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The protected services and the operator's network lists, checked together.
+
+    benchapp builds one from its settings and hands it to the runner, which
+    calls check() right before a tool or an SSH connection reaches a host.
+    """
+
+    services: tuple[Service, ...] = ()
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def check(self, host: str | None, port: int | None, resolver=resolve) -> None:
+        """TargetRefused when host:port is an app service or outside the operator's lists.
+
+        No host (a Unix socket, or the client library's default) is this
+        machine: localhost at the same port.
+        """
+        check_target(host or "localhost", int(port or 0), self.services, self.allow, self.deny,
+                     resolver=resolver)
+
+    def allows_at_save(self, host: str, port: int | None) -> str:
+        """"" when host:port may be saved, else the refusal. A name that does
+        not resolve yet passes: it is checked again when a cell connects."""
+        try:
+            self.check(host, port)
+        except TargetRefused as exc:
+            if "does not resolve" in str(exc):
+                return ""
+            return str(exc)
+        return ""

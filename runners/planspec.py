@@ -331,6 +331,9 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
                               "not a system directory")
     if target.credential and target.password_env:
         raise ValidationError(f"{path}.password_env", "give credential or password_env, not both")
+    check = getattr(tools.get_tool(tool), "check_target", None)  # a tool's own limits
+    if check is not None:
+        check(target, path)
     doc.done()
     return target
 

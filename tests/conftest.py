@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.support.worker"]
+pytest_plugins = ["tests.support.worker", "tests.support.private_services"]
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from benchapp import archive as service
 from benchapp import comparisons, uploads
-from benchapp.access import current_team, get_comparison, get_run
+from benchapp.access import MEMBER, current_team, get_comparison, get_run, role_required
 from benchapp.middleware import safe_next
 from benchapp.models import Run
 from runners.errors import ParseError
@@ -100,6 +100,7 @@ def archive(request):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "run")
 def annotate_run(request, pk):
     run = get_run(request, pk)
     form = AnnotateForm(request.POST)
@@ -110,6 +111,7 @@ def annotate_run(request, pk):
 
 
 @login_required
+@role_required(MEMBER)
 def import_page(request):
     team = current_team(request)
     form = ImportForm(team, request.POST or None, request.FILES or None)

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import comparisons, results
-from benchapp.access import current_team, get_comparison
+from benchapp.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.views.archive import SearchForm
 from benchapp.views.results import _requested, pivot_form, series_payload, view_query
 
@@ -34,6 +34,7 @@ def comparison_list(request):
 
 
 @login_required
+@role_required(MEMBER)
 def comparison_new(request):
     team = current_team(request)
     search = SearchForm(team, request.GET)
@@ -73,6 +74,7 @@ def comparison_series(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_save(request, pk):
     """Keep the view now shown (the form posts every setting in effect,
     defaults included), its baseline, and the name."""
@@ -96,6 +98,7 @@ class _Post:
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_share(request, pk):
     comparison = get_comparison(request, pk)
     token = comparison.share()
@@ -106,6 +109,7 @@ def comparison_share(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_revoke(request, pk):
     get_comparison(request, pk).revoke()
     messages.success(request, "Share link revoked.")
@@ -114,6 +118,7 @@ def comparison_revoke(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "comparison")
 def comparison_delete(request, pk):
     get_comparison(request, pk).delete()
     messages.success(request, "Comparison deleted.")

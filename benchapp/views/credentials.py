@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp.access import ADMIN, current_team, get_credential, require_role
-from benchapp.forms import CredentialForm
+from benchapp.forms_targets import CredentialForm
 from benchapp.models import Credential
 
 

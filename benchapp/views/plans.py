@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import orchestration, scheduling
-from benchapp.access import current_team, get_plan
+from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, ScheduleForm, TemplateForm, initial_from_document
 from benchapp.models import Plan
@@ -31,6 +31,7 @@ def plan_list(request):
 
 
 @login_required
+@role_required(MEMBER)
 def plan_create(request):
     team = current_team(request)
     template = get_template(request.GET.get("template", ""))
@@ -47,6 +48,7 @@ def plan_create(request):
 
 
 @login_required
+@role_required(MEMBER, "plan")
 def plan_edit(request, pk):
     plan = get_plan(request, pk)
     return _builder(request, plan.team, plan.document, plan=plan)
@@ -70,6 +72,7 @@ def _builder(request, team, document, plan=None, template=None):
 
 
 @login_required
+@role_required(MEMBER)
 def plan_import(request):
     team = current_team(request)
     form = PlanYamlForm(request.POST or None, request.FILES or None, team=team)
@@ -82,6 +85,7 @@ def plan_import(request):
 
 @login_required
 @require_POST
+@role_required(MEMBER)
 def plan_preview(request):
     """The builder's live preview: cell count, first cells, estimate or the errors."""
     team = current_team(request)
@@ -136,6 +140,7 @@ def plan_export(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "plan")
 def plan_clone(request, pk):
     plan = get_plan(request, pk)
     copy = orchestration.save_plan(plan.team, {**plan.document, "name": f"{plan.name} (copy)"},
@@ -146,6 +151,7 @@ def plan_clone(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "plan")
 def plan_delete(request, pk):
     plan = get_plan(request, pk)
     scheduling.delete_for_plan(plan)
@@ -156,6 +162,7 @@ def plan_delete(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "plan")
 def plan_run(request, pk):
     plan = get_plan(request, pk)
     try:

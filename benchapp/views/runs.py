@@ -11,7 +11,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from benchapp import orchestration, rawoutput
-from benchapp.access import current_team, get_run
+from benchapp.access import MEMBER, current_team, get_run, role_required
 from benchapp.documents import result_document
 from benchapp.models import Artifact, Cell, Run
 from benchapp.progress import run_progress
@@ -55,6 +55,7 @@ def run_progress_json(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "run")
 def run_cancel(request, pk):
     run = get_run(request, pk)
     if run.is_active:
@@ -66,6 +67,7 @@ def run_cancel(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "run")
 def cell_cancel(request, pk, cell_id):
     run = get_run(request, pk)
     cell = get_object_or_404(Cell, run=run, pk=cell_id)

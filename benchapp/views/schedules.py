@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import scheduling
-from benchapp.access import current_team, get_plan
+from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.forms import ScheduleForm
 
 
@@ -20,6 +20,7 @@ def schedule_list(request):
 
 @login_required
 @require_POST
+@role_required(MEMBER, "plan")
 def schedule_create(request, pk):
     plan = get_plan(request, pk)
     form = ScheduleForm(request.POST)
@@ -37,6 +38,7 @@ def schedule_create(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER)
 def schedule_toggle(request, pk):
     task = scheduling.get_schedule(current_team(request), pk)
     scheduling.set_enabled(task, not task.enabled)
@@ -46,6 +48,7 @@ def schedule_toggle(request, pk):
 
 @login_required
 @require_POST
+@role_required(MEMBER)
 def schedule_delete(request, pk):
     task = scheduling.get_schedule(current_team(request), pk)
     scheduling.delete(task)

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from benchapp import connection
 from benchapp.access import ADMIN, MEMBER, current_team, get_target, require_role
-from benchapp.forms import TargetForm
+from benchapp.forms_targets import TargetForm
 from benchapp.models import Target
 
 # Session key of host keys fetched by "test connection" and waiting for acceptance:
@@ -27,7 +27,7 @@ def target_list(request):
 def target_create(request):
     team = current_team(request)
     require_role(request.user, team, ADMIN)
-    form = TargetForm(request.POST or None, team=team)
+    form = TargetForm(request.POST or None, team=team, user=request.user)
     if request.method == "POST" and form.is_valid():
         target = form.save()
         messages.success(request, f"Target {target.name} created. Test its connection below.")
@@ -46,7 +46,8 @@ def target_detail(request, pk):
 @login_required
 def target_edit(request, pk):
     target = get_target(request, pk, role=ADMIN)
-    form = TargetForm(request.POST or None, instance=target, team=target.team)
+    form = TargetForm(request.POST or None, instance=target, team=target.team,
+                      user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"Target {target.name} saved.")

@@ -1,10 +1,14 @@
 """redis-benchmark: Redis request throughput and latency, one figure set per test.
 
-The password goes into the REDISCLI_AUTH environment variable, never argv
-(`-a` would show it to every user of the client host). redis-benchmark 7.0
-does not read that variable, so a password-protected server answers
-"NOAUTH Authentication required.", which the parser reports as the cell's
-error: no numbers are ever measured against the wrong thing.
+A password is refused. redis-benchmark 7.0 takes one only on its command
+line (`-a`, or inside `-u redis://user:pw@host`), where every user of the
+client host could read it, and reads neither REDISCLI_AUTH nor a file
+(checked against a real redis-server with requirepass: "NOAUTH
+Authentication required."). So a Redis target with a credential or
+password_env is refused when the plan is validated (check_target), and
+build() refuses an endpoint with a password. Should a server still answer
+NOAUTH, the parser reports it as the cell's error: no numbers are ever
+measured against the wrong thing.
 """
 
 from __future__ import annotations
@@ -96,8 +100,8 @@ def validate(params: dict) -> dict:
 def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") -> Command:
     """Return the redis-benchmark Command against endpoint's host/port (or socket).
 
-    argv: redis-benchmark -h HOST -p PORT [options]; a password travels in
-    REDISCLI_AUTH and is masked in everything stored.
+    argv: redis-benchmark -h HOST -p PORT [options]; an endpoint with a
+    password is refused (see the module docstring).
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"redis-benchmark has only the phases {', '.join(PHASES)}")
@@ -110,11 +114,22 @@ def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") ->
             argv += [spec.option] if value else []
         elif value is not None:
             argv += [spec.option, ",".join(value) if spec.many else str(value)]
-    command = Command(argv=argv, tool=NAME, package=PACKAGE)
     if endpoint.password:
-        command.env["REDISCLI_AUTH"] = endpoint.password
-        command.secrets.append(endpoint.password)
-    return command
+        raise ValidationError("password", NO_PASSWORD)
+    return Command(argv=argv, tool=NAME, package=PACKAGE)
+
+
+NO_PASSWORD = (
+    "a Redis target cannot have a password: redis-benchmark 7.0 takes it only on its "
+    "command line (-a), where every user of the client host could read it. Benchmark a "
+    "server (or an ACL user) without a password, reachable only from the client host")
+
+
+def check_target(target, path: str) -> None:
+    """Refuse, when the plan is read, a Redis target that names a password."""
+    for key in ("credential", "password_env"):
+        if target.kind == "redis" and getattr(target, key):
+            raise ValidationError(f"{path}.{key}", NO_PASSWORD)
 
 
 def _endpoint_options(endpoint: Endpoint) -> list[str]:
@@ -206,7 +221,7 @@ def parse(text: str) -> Result:
     if any(e.startswith("NOAUTH") for e in errors):
         errors.append(
             "the server wants a password: redis-benchmark 7.0 reads it only "
-            "from argv (-a), which Benchboard never uses (it sets REDISCLI_AUTH)"
+            "from argv (-a), which Benchboard never uses"
         )
     if tail.strip():  # every complete output ends with a newline
         errors.append(f"output ends mid-line (cut off?): {tail.strip()[-80:]}")

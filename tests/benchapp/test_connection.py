@@ -1,15 +1,11 @@
 """The "test connection" check says what is missing: the database, the right to create
 tables (real MariaDB at 127.0.0.1:3306 with a limited user, a private
-PostgreSQL started here, the machine's Redis)."""
+PostgreSQL and a private Redis started here); never the app's own services."""
 
 from __future__ import annotations
 
-import glob
 import secrets
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +14,6 @@ from tests.benchapp.ui_data import make_credential, make_target
 from tests.support.private_services import free_port
 
 pytestmark = pytest.mark.django_db
-
-# Debian's postgresql server binaries (package postgresql, scripts/system-packages.sh).
-PG_BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1] if glob.glob("/usr/lib/postgresql/*/bin") else ""
-
 
 def _mariadb(sql: str) -> None:
     subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
@@ -43,32 +35,19 @@ def limited_mariadb_user():
              f"DROP USER IF EXISTS '{user}'@'localhost'")
 
 
-def _as_postgres(argv: list[str], **kwargs):
-    return subprocess.run(["runuser", "-u", "postgres", "--", *argv], check=True,
-                          capture_output=True, timeout=120, **kwargs)
-
-
 @pytest.fixture
-def private_postgres():
-    """A throw-away PostgreSQL (never the app's own at 5432) on a free port,
-    with a database `bench` owned by the superuser and a user `reader` who
-    may connect but not create (PostgreSQL 15: public allows no CREATE)."""
-    # Not under tmp_path: pytest's base directory is private to root.
-    home = Path(tempfile.mkdtemp(prefix="bb-pg-"))
-    shutil.chown(home, "postgres", "postgres")
-    port = free_port()
-    _as_postgres([f"{PG_BIN}/initdb", "-D", str(home / "data"), "-U", "postgres",
-                  "--auth=trust", "-E", "UTF8"])
-    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(home / "data"), "-l", str(home / "log"), "-w",
-                  "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1", "start"])
+def private_postgres(private_postgres_server):
+    """The tests' private PostgreSQL (never the app's own at 5432) with a
+    database `bench` owned by the superuser and a user `reader` who may
+    connect but not create (PostgreSQL 15: public allows no CREATE); its port."""
+    server = private_postgres_server
+    server.psql("CREATE DATABASE bench")
+    server.psql("CREATE USER reader")
     try:
-        for sql in ("CREATE DATABASE bench", "CREATE USER reader"):
-            subprocess.run(["psql", "-h127.0.0.1", f"-p{port}", "-Upostgres", "-c", sql],
-                           check=True, capture_output=True, timeout=30)
-        yield port
+        yield server.port
     finally:
-        _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(home / "data"), "-m", "immediate", "stop"])
-        shutil.rmtree(home, ignore_errors=True)
+        server.psql("DROP DATABASE IF EXISTS bench WITH (FORCE)")
+        server.psql("DROP USER IF EXISTS reader")
 
 
 def test_connection_mysql_user_who_may_create_tables(team):
@@ -117,9 +96,9 @@ def test_connection_postgres_checks_database_and_create(team, private_postgres):
     assert check("reader", "bench")["error"] == f"user 'reader' cannot CREATE in 'bench' on {where}"
 
 
-def test_connection_redis_ping(team):
-    assert check_target(make_target(team, name="cache", kind="redis", port=6379, user=""))[
-        "access"] == "redis on 127.0.0.1:6379 answered PING"
+def test_connection_redis_ping(team, private_redis):
+    cache = make_target(team, name="cache", kind="redis", port=private_redis.port, user="")
+    assert check_target(cache)["access"] == f"redis on 127.0.0.1:{private_redis.port} answered PING"
     closed = free_port()
     result = check_target(make_target(team, name="closed", kind="redis", port=closed, user=""))
     assert result["error"].startswith(f"redis on 127.0.0.1:{closed} did not answer PING: ")

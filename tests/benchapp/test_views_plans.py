@@ -138,7 +138,7 @@ def test_preview_errors_name_the_field(owner_client, team, stored):
 
 
 def test_preview_estimate_uses_duration_and_prices(owner_client, team):
-    make_target(team, name="pg", kind="postgres", port=5432, user="postgres",
+    make_target(team, name="pg", kind="postgres", port=5433, user="postgres",
                 price_per_hour="3.60")
     data = owner_client.post("/plans/preview.json", {
         "name": "pg", "tool": "pgbench", "targets": ["pg"], "repeat": "1", "order": "sequential",

@@ -204,7 +204,7 @@ def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
                          allow_custom_scripts=True)
     response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
         name="box", kind="host", host="10.0.0.5", port="", user="", ssh_host="10.0.0.5",
-        ssh_user="ops", directory="/data/fio"))
+        ssh_user="ops", directory="/data/fio", allow_custom_scripts="on"))  # the box as shown
     assert response.status_code == 302, response.content.decode()[:3000]
     target.refresh_from_db()
     assert target.directory == "/data/fio"
@@ -222,7 +222,7 @@ def test_target_directory_refuses_bad_paths(owner_client, directory, message):
     assert not Target.objects.filter(name="disk").exists()
 
 
-@pytest.mark.parametrize("kind,port", [("redis", "6379"), ("postgres", "5432")])
+@pytest.mark.parametrize("kind,port", [("redis", "6380"), ("postgres", "5433")])  # not the app's own
 def test_target_create_every_database_kind(owner_client, team, kind, port):
     response = owner_client.post("/targets/new/", valid_post(
         name="db", kind=kind, host="127.0.0.1", port=port, user=""))

@@ -24,9 +24,6 @@ from runners.facts import (
 from tests.support.sshd import sshd  # noqa: F401
 
 MYSQL = Endpoint(kind="mysql", host="127.0.0.1", port=3306, user="root")
-POSTGRES = Endpoint(
-    kind="postgres", host="127.0.0.1", port=5432, user="postgres", database="postgres"
-)
 
 
 @pytest.fixture
@@ -135,11 +132,13 @@ def test_db_facts_mysql_wrong_password_is_permanent(local):
     assert "wrong-pw-123" not in caught.value.message + caught.value.output
 
 
-def test_db_facts_postgres_reads_version_and_variables(local):
-    facts = db_facts(local, POSTGRES)
-    version = local.run(
-        Command(argv=["psql", "-h", "127.0.0.1", "-U", "postgres", "-XAtc", "SHOW server_version"])
-    ).stdout
+def test_db_facts_postgres_reads_version_and_variables(local, private_postgres_server):
+    port = private_postgres_server.port  # the tests' own server, never the app's
+    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=port, user="postgres",
+                        database="postgres")
+    facts = db_facts(local, endpoint)
+    version = local.run(Command(argv=["psql", "-h", "127.0.0.1", "-p", str(port), "-U",
+                                      "postgres", "-XAtc", "SHOW server_version"])).stdout
     assert facts["server_version"] == version.strip()
     assert isinstance(facts["max_connections"], int) and facts["max_connections"] > 0
     assert facts["shared_buffers"].endswith(("kB", "MB", "GB"))

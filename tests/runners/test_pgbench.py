@@ -1,5 +1,5 @@
 """pgbench adapter: argv/pgpass building, parsing of real and public outputs,
-and real init + run against the local PostgreSQL (127.0.0.1:5432, trust)."""
+and real init + run against the tests' private PostgreSQL (trust auth)."""
 
 import json
 import os
@@ -163,20 +163,26 @@ def test_pgbench_build_refuses_bad_input(params, endpoint, param):
 # ------------------------------------------------------------ real PostgreSQL
 
 
-def _admin():
+def _admin(port: int):
     return psycopg.connect(
-        "host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True
+        f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True
     )
 
 
 @pytest.fixture
-def pg_database():
+def pg_port(private_postgres_server):
+    """The tests' private PostgreSQL (never the app's own server)."""
+    return private_postgres_server.port
+
+
+@pytest.fixture
+def pg_database(pg_port):
     """A fresh database owned by a fresh role with a password; dropped afterwards.
 
     Yields (database, role, password)."""
     suffix = secrets.token_hex(4)
     database, role, password = f"bb_pgb_{suffix}", f"bb_pgb_{suffix}", f"pw:{suffix}\\x"
-    with _admin() as conn:
+    with _admin(pg_port) as conn:
         conn.execute(
             sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
                 sql.Identifier(role), sql.Literal(password)
@@ -186,7 +192,7 @@ def pg_database():
     try:
         yield database, role, password
     finally:
-        with _admin() as conn:
+        with _admin(pg_port) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
             conn.execute(f"DROP ROLE IF EXISTS {role}")
 
@@ -207,9 +213,9 @@ def run_local(command: Command, workdir: Path) -> str:
     return proc.stdout + proc.stderr
 
 
-def test_pgbench_real_init_and_run(pg_database, tmp_path):
+def test_pgbench_real_init_and_run(pg_database, pg_port, tmp_path):
     database, _, _ = pg_database
-    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=5432, user="postgres",
+    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=pg_port, user="postgres",
                         database=database)  # fmt: skip
     # 3 s with -P 1: progress at 1 s and 2 s for sure (the one at 3 s races the end).
     params = {"scale": 1, "client": 2, "jobs": 2, "time": 3, "progress": 1}
@@ -223,12 +229,12 @@ def test_pgbench_real_init_and_run(pg_database, tmp_path):
     assert result.facts["clients"] == 2
 
 
-def test_pgbench_real_run_with_password_role_and_custom_script(pg_database, tmp_path):
+def test_pgbench_real_run_with_password_role_and_custom_script(pg_database, pg_port, tmp_path):
     """Connects as a role that has a password, the password only in the 0600
     pgpass file. (pg_hba here is trust for 127.0.0.1, so a wrong password cannot
     be refused live: that case is covered by the pgbench_wrong_password capture.)"""
     database, role, password = pg_database
-    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=5432, user=role,
+    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=pg_port, user=role,
                         database=database, password=password)  # fmt: skip
     command = pgbench.build(
         {"script": "SELECT current_user;\n", "transactions": 20, "client": 2, "no_vacuum": True},

@@ -3,14 +3,17 @@ through a real worker against a private redis-server (never the broker's)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from runners.command import Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.plan import load_plan
 from runners.tools import redis_benchmark as rb
-from tests.support.private_services import private_redis  # noqa: F401
+from tests.support.private_services import Server, free_port, private_redis  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "redis_benchmark"
@@ -58,11 +61,41 @@ def test_build_maps_typed_params_to_options():
     ]
 
 
-def test_build_sends_the_password_in_the_environment_never_argv():
-    command = rb.build({"tests": "set"}, Endpoint(kind="redis", host="h", password="s3-cr'et"))
-    assert command.env == {"REDISCLI_AUTH": "s3-cr'et"}
-    assert not any("s3-cr" in arg for arg in command.argv)
-    assert command.secrets == ["s3-cr'et"]
+def test_build_refuses_a_password_rather_than_put_it_in_argv():
+    with pytest.raises(ValidationError) as refused:
+        rb.build({"tests": "set"}, Endpoint(kind="redis", host="h", password="s3-cr'et"))
+    assert refused.value.param == "password"
+    assert "takes it only on its command line (-a)" in refused.value.message
+    assert "s3-cr" not in str(refused.value)
+
+
+@pytest.mark.parametrize("key, value", [("credential", "cache-pw"), ("password_env", "REDIS_PW")])
+def test_a_redis_target_with_a_password_is_refused_when_the_plan_is_read(key, value):
+    with pytest.raises(ValidationError) as refused:
+        load_plan({"name": "r", "tool": "redis_benchmark", "targets": [
+            {"name": "cache", "kind": "redis", "host": "10.0.0.9", key: value}]})
+    assert refused.value.param == f"targets[0].{key}"
+    assert refused.value.message.startswith("a Redis target cannot have a password")
+
+
+def test_the_installed_redis_benchmark_ignores_rediscli_auth(tmp_path):
+    """Why a password is refused: against a real redis-server with requirepass,
+    redis-benchmark 7.0 given the password in REDISCLI_AUTH is not let in."""
+    port, password = free_port(), "s3cret-" + os.urandom(4).hex()
+    server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--dir", str(tmp_path), "--requirepass", password],
+                    port, tmp_path / "redis.log")
+    server.start()
+    try:
+        proc = subprocess.run(
+            ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", "set", "-n", "100",
+             "--csv"], env={**os.environ, "REDISCLI_AUTH": password}, capture_output=True,
+            text=True, timeout=60)
+    finally:
+        server.stop()
+    result = rb.parse(proc.stdout + proc.stderr)
+    assert "NOAUTH Authentication required." in result.errors
+    assert any("the server wants a password" in e for e in result.errors)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 `mariadb_target` creates a database and a user with a password (granted for
 both 'u'@'127.0.0.1' and 'u'@'localhost': MariaDB here resolves 127.0.0.1 to
 localhost) and yields an Endpoint; everything is dropped afterwards.
-`postgres_target` creates a database on the trust-auth PostgreSQL.
+`postgres_target` creates a database on the tests' private PostgreSQL (trust
+auth; never the app's own server, which a target may not point at).
 `run_command` writes a Command's uploads into a tmp dir and runs it.
 """
 
@@ -21,11 +22,6 @@ from runners.command import Command, Endpoint
 def _mariadb(sql: str) -> None:
     subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
                    capture_output=True, timeout=30)
-
-
-def _psql(sql: str, database: str = "postgres") -> None:
-    subprocess.run(["psql", "-h127.0.0.1", "-p5432", "-Upostgres", "-d", database, "-v",
-                    "ON_ERROR_STOP=1", "-c", sql], check=True, capture_output=True, timeout=30)
 
 
 @pytest.fixture
@@ -50,14 +46,15 @@ def mariadb_target():
 
 
 @pytest.fixture
-def postgres_target():
+def postgres_target(private_postgres_server):
     """Endpoint(kind=postgres) for a fresh database (trust auth); dropped after."""
-    database = f"bb_t_{secrets.token_hex(4)}"
-    _psql(f"CREATE DATABASE {database}")
+    server, database = private_postgres_server, f"bb_t_{secrets.token_hex(4)}"
+    server.psql(f"CREATE DATABASE {database}")
     try:
-        yield Endpoint(kind="postgres", host="127.0.0.1", port=5432, user="postgres", database=database)
+        yield Endpoint(kind="postgres", host=server.host, port=server.port, user="postgres",
+                       database=database)
     finally:
-        _psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        server.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 def run_command(command: Command, workdir: str, timeout: float = 60) -> tuple[int, str, list[str]]:

@@ -1,13 +1,17 @@
-"""Private Redis and MariaDB servers that a fault test may stop and restart
-without disturbing the machine's shared services (or other tests)."""
+"""Private Redis, MariaDB and PostgreSQL servers: benchmark targets that are
+never the app's own services (which a target may not point at), and that a
+fault test may stop and restart without disturbing the machine's shared
+services (or other tests)."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -131,3 +135,46 @@ def scripted_mariadb(tmp_path):
     server.sql("CREATE DATABASE bench")
     yield server
     server.sh(server.stop_script)
+
+
+# Debian's postgresql server binaries (package postgresql, scripts/system-packages.sh).
+PG_BIN = (sorted(glob.glob("/usr/lib/postgresql/*/bin")) or [""])[-1]
+
+
+@dataclass
+class PrivatePostgres:
+    """A PostgreSQL of the tests' own (trust auth, superuser `postgres`) on `port`."""
+
+    home: Path
+    port: int
+    host: str = "127.0.0.1"
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        return subprocess.run(["psql", "-h", self.host, "-p", str(self.port), "-U", "postgres",
+                               "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql],
+                              check=True, capture_output=True, text=True, timeout=30).stdout
+
+
+def _as_postgres(argv: list[str]) -> None:
+    """Run a server binary as the postgres user (initdb refuses root)."""
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run([*prefix, *argv], check=True, capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def private_postgres_server():
+    """One throw-away PostgreSQL for the session, on a free port (never 5432)."""
+    # Not under pytest's tmp_path: its base directory is private to root.
+    home = Path(tempfile.mkdtemp(prefix="bb-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres", "postgres")
+    port, data = free_port(), home / "data"
+    _as_postgres([f"{PG_BIN}/initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
+                  "-E", "UTF8"])
+    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(data), "-l", str(home / "log"), "-w",
+                  "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1", "start"])
+    try:
+        yield PrivatePostgres(home, port)
+    finally:
+        _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"])
+        shutil.rmtree(home, ignore_errors=True)
