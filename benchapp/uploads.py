@@ -7,8 +7,8 @@ Two checks, because a body can announce its size or not:
   exceeds the cap plus the form-body allowance with a 413, before any of
   the body is read.
 - CappedUploadHandler counts each file's bytes as they arrive and stops the
-  upload past the cap (the rest of the body is drained, never kept); the
-  view then sees `request.upload_refused` and stores nothing.
+  upload past the cap (the rest of the body is read and dropped in chunks);
+  the view then sees `request.upload_refused` and stores nothing.
 """
 
 from __future__ import annotations
@@ -40,11 +40,20 @@ class CappedUploadHandler(FileUploadHandler):
         if self.received > upload_cap():
             if self.request is not None:
                 self.request.upload_refused = refusal_message()
-            raise StopUpload(connection_reset=False)
+                _drain(self.request)
+            # Drained here: Django's own draining reads the body line by line,
+            # and a body without newlines would be one line held whole.
+            raise StopUpload(connection_reset=True)
         return raw_data
 
     def file_complete(self, file_size):
         return None
+
+
+def _drain(request, chunk: int = 64 * 1024) -> None:
+    """Reads and drops the rest of the request body, a chunk at a time."""
+    while request.read(chunk):
+        pass
 
 
 class UploadCapMiddleware:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from benchapp import comparisons, results
 from benchapp.access import MEMBER, current_team, get_comparison, role_required
+from benchapp.redact import Redactor
 from benchapp.views.archive import SearchForm
 from benchapp.views.results import _requested, pivot_form, series_payload, view_query
 
@@ -145,19 +146,27 @@ def shared(request, token):
     """The shared comparison only: no links to runs, exports or other pages."""
     comparison = comparisons.by_share_token(token)
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    # Everything the page shows goes through the redactor: no hosts, addresses,
+    # ports or user names (benchapp/redact.py); the pivot form keeps the real
+    # view names, which are the plan's axis and metric names.
+    form, query = pivot_form(data), view_query(data)
+    redactor = Redactor(comparison.team)
+    data = redactor.data({k: v for k, v in data.items() if k != "runs"})
     return render(request, "comparisons/shared.html", {
-        "comparison": comparison, "data": data, "token": token,
-        "form": pivot_form(data), "view_query": view_query(data)})
+        "comparison_name": redactor.text(comparison.name), "data": data, "token": token,
+        "form": form, "view_query": query})
 
 
 @_private
 def shared_json(request, token):
-    return JsonResponse(_chart_json(comparisons.by_share_token(token), request))
+    comparison = comparisons.by_share_token(token)
+    return JsonResponse(Redactor(comparison.team).data(_chart_json(comparison, request)))
 
 
 @_private
 def shared_series(request, token):
-    return JsonResponse(_series(comparisons.by_share_token(token), request))
+    comparison = comparisons.by_share_token(token)
+    return JsonResponse(Redactor(comparison.team).data(_series(comparison, request)))
 
 
 def _chart_json(comparison, request) -> dict:

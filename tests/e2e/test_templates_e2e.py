@@ -100,7 +100,7 @@ def test_scenario_from_template_to_results(page, live_server, owner, team, start
     # The builder opens pre-filled and valid.
     page.wait_for_selector("#plan-form")
     page.wait_for_function(
-        f"document.getElementById('preview-count').textContent === '{SCENARIOS[slug]}'")
+        f"() => document.getElementById('preview-count').textContent === '{SCENARIOS[slug]}'")
     assert page.locator(".field.has-error").count() == 0
     assert page.locator("#preview-errors").is_hidden()
     screenshot(page, f"templates-{slug}-2-builder")
@@ -111,7 +111,7 @@ def test_scenario_from_template_to_results(page, live_server, owner, team, start
     page.click("text=Run now")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     page.wait_for_function(
-        "document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=240_000)
+        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=240_000)
     run = Run.objects.get(name=f"{template['document']['name']}-quick")
     assert run.status == Run.SUCCEEDED, [(c.key, c.error) for c in run.cells.all()]
     assert run.cells.count() == SCENARIOS[slug]

@@ -52,7 +52,7 @@ def test_ui_flow_build_run_and_watch(page, live_server, owner, start_worker):  #
     page.click("text=Add axis")
     page.fill("#id_axis-1-name", "concurrency")
     page.fill("#id_axis-1-values", "1, 2")
-    page.wait_for_function("document.getElementById('preview-count').textContent === '4'")
+    page.wait_for_function("() => document.getElementById('preview-count').textContent === '4'")
     assert page.locator("#preview-cells tbody tr").count() == 4
     screenshot(page, "e2e-03-plan-builder")
     page.click("#plan-form button[type=submit]")
@@ -65,7 +65,7 @@ def test_ui_flow_build_run_and_watch(page, live_server, owner, start_worker):  #
     page.wait_for_selector("#run-bar")
     screenshot(page, "e2e-05-run-started")
     page.wait_for_function(
-        "document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=120_000)
+        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=120_000)
     page.wait_for_selector("table.results tbody tr", timeout=30_000)
     run = Run.objects.get(name="ui-two-axis")
     assert run.status == Run.SUCCEEDED, [(c.key, c.error) for c in run.cells.all()]

@@ -2,10 +2,15 @@
 (nothing stored); a cell's output page shows the head and tail of a long
 output and streams the whole of it as a download."""
 
+import http.client
 import io
+import tracemalloc
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import pytest
 from django.conf import settings
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -108,3 +113,60 @@ def test_output_just_over_one_excerpt_is_whole(owner_client, team):
     page = owner_client.get(reverse("cell_artifacts", args=[cell.run_id, cell.pk]))
     assert stdout in page.content.decode()
     assert "characters not shown" not in page.content.decode()
+
+
+CSRF = "a" * 32  # a CSRF secret sent as both cookie and form field
+
+
+def _multipart_stream(size: int, boundary: str, chunk: int = 256 * 1024):
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\""
+            f"\r\n\r\n{CSRF}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"tool\"\r\n\r\nsysbench\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"big.out\"\r\nContent-Type: text/plain\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    block = b"y" * chunk
+
+    def body():
+        yield head
+        for _ in range(size // chunk):
+            yield block
+        yield tail
+    return body(), len(head) + (size // chunk) * chunk + len(tail)
+
+
+def _post_over_http(live_server, session: str, size: int):
+    body, length = _multipart_stream(size, "bb-boundary")
+    url = urlsplit(live_server.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    try:
+        connection.request("POST", "/archive/import/", body=body, headers={
+            "Content-Type": "multipart/form-data; boundary=bb-boundary",
+            "Content-Length": str(length),
+            "Cookie": f"{settings.SESSION_COOKIE_NAME}={session}; csrftoken={CSRF}"})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_oversized_upload_over_http_is_never_held_in_memory(live_server, owner, team, settings):
+    """A real HTTP upload of 12 MiB against a 4 MiB cap, streamed by the client:
+    the server counts it chunk by chunk, answers 413, and the process's Python
+    heap never grows by anything near the body's size."""
+    settings.BENCHBOARD_MAX_UPLOAD_MB = 4
+    client = Client()
+    client.force_login(owner)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    # A first refused upload imports every module on the way (numpy among them).
+    assert _post_over_http(live_server, session, 5 * MIB)[0] == 413
+    tracemalloc.start()
+    try:
+        status, content = _post_over_http(live_server, session, 12 * MIB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert status == 413
+    assert b"larger than the 4 MiB limit" in content
+    assert peak < 2 * MIB, f"peak {peak / MIB:.1f} MiB"
+    assert not Run.objects.filter(team=team).exists()
