@@ -17,6 +17,7 @@ EXECUTE_CELL = "benchapp.execute_cell"
 PROVISION_RUN = "benchapp.provision_run"
 TEARDOWN_RUN = "benchapp.teardown_run"
 DETECT_CHANGES = "benchapp.detect_changes"
+DELIVER_NOTIFICATION = "benchapp.deliver_notification"
 
 
 def send(task_name: str, *args, countdown: float | None = None) -> None:

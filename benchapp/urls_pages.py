@@ -3,7 +3,7 @@ runs and schedules. benchapp/urls.py includes them at the root."""
 
 from django.urls import path
 
-from benchapp.views import credentials, history, plans, runs, schedules, targets
+from benchapp.views import credentials, history, notifications, plans, runs, schedules, targets
 
 urlpatterns = [
     path("targets/", targets.target_list, name="target_list"),
@@ -34,6 +34,9 @@ urlpatterns = [
     path("plans/<int:pk>/baseline/", history.plan_pin_baseline, name="plan_pin_baseline"),
     path("alerts/", history.alert_list, name="alert_list"),
     path("alerts/<int:pk>/verdict/", history.alert_verdict, name="alert_verdict"),
+    path("alerts/<int:pk>/confirm/", history.alert_confirm, name="alert_confirm"),
+    path("alerts/notifications/", notifications.notification_settings,
+         name="notification_settings"),
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule_delete"),
