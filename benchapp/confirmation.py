@@ -62,7 +62,7 @@ def evaluate_run(run: Run) -> list[Alert]:
                   .select_related("plan", "start_run"))
     if not alerts:
         return []
-    history.summarize_run(run.pk)
+    history.summarize_run(run)
     confirmed = []
     for alert in alerts:
         alert.status, alert.confirm_note = _judge(alert, run)
@@ -73,20 +73,19 @@ def evaluate_run(run: Run) -> list[Alert]:
 
 
 def _judge(alert: Alert, run: Run) -> tuple[str, str]:
-    runs = [r for r in history.history_runs(alert.plan)
-            if (r.created_at, r.pk) <= (run.created_at, run.pk)]
-    history.ensure_summaries(runs)
-    s = history.load_series(runs, [alert.metric], [alert.cell_key]).get(
+    plan_ids = history.history_plans(alert.plan)
+    history.ensure_summaries(plan_ids)
+    s = history.load_series(plan_ids, [alert.metric], [alert.cell_key]).get(
         (alert.cell_key, alert.group, alert.metric))
-    if run.status not in history.FINISHED or s is None or s.run_ids[-1] != run.pk:
+    if run.status not in history.FINISHED or s is None or run.pk not in s.run_ids:
         return Alert.NEW, f"confirmation run #{run.pk} gave no value ({run.get_status_display()})"
     if alert.start_run_id not in s.run_ids:
         return Alert.NEW, f"run #{alert.start_run_id} is no longer in the history"
-    i = s.run_ids.index(alert.start_run_id)
-    before, after = s.means[max(0, i - BEFORE_POINTS):i], s.means[i:-1]
+    i, j = s.run_ids.index(alert.start_run_id), s.run_ids.index(run.pk)
+    before, after = s.means[max(0, i - BEFORE_POINTS):i], s.means[i:j]
     if not before:
         return Alert.NEW, "no points before the change"
-    ok, why = decide(before, after, s.means[-1], rising=alert.magnitude > 0)
+    ok, why = decide(before, after, s.means[j], rising=alert.magnitude > 0)
     if ok:
         return Alert.CONFIRMED, f"confirmed by run #{run.pk}: {why}"
     return Alert.NOT_REPRODUCED, f"not reproduced by run #{run.pk}: {why}"

@@ -78,12 +78,16 @@ class HistoryState(models.Model):
 
 
 class RunSummary(models.Model):
-    """One run's point of one series: mean, min and max of the latest attempts'
-    repeats and iterations of a (cell key, group, metric). Written once when
-    the run finishes (benchapp.history.summarize_run); histories and the
-    trend page read these instead of every measurement."""
+    """One finished run's point of one series: mean, min and max of the latest
+    attempts' repeats and iterations of a (cell key, group, metric). Written
+    once when the run finishes (benchapp.history.summarize_run); histories
+    and the trend page read these, one row per run and series, instead of
+    every measurement. The run's plan and creation time are copied so a
+    history is read by one index range."""
 
     run = models.ForeignKey("benchapp.Run", on_delete=models.CASCADE, related_name="summaries")
+    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="+")
+    run_created_at = models.DateTimeField()
     cell_key = models.CharField(max_length=500)
     group = models.CharField(max_length=200, blank=True)
     metric = models.CharField(max_length=60)
@@ -97,7 +101,8 @@ class RunSummary(models.Model):
             models.UniqueConstraint(fields=["run", "cell_key", "group", "metric"],
                                     name="one_summary_per_series"),
         ]
-        indexes = [models.Index(fields=["metric", "run"], name="summary_metric_run")]
+        indexes = [models.Index(fields=["plan", "metric", "cell_key", "run_created_at"],
+                                name="summary_series")]
 
 
 class Notifier(models.Model):
