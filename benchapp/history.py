@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
 from benchapp.models import Alert, HistoryState, Measurement, Plan, Run, RunSummary
@@ -105,10 +105,12 @@ def ensure_summaries(plan_ids: list[int]) -> int:
     return len(runs)
 
 
-def load_series(plan_ids: list[int], metrics=None, keys=None, since=None) -> dict[tuple, Series]:
+def load_series(plan_ids: list[int], metrics=None, keys=None, since=None,
+                dates: bool = True) -> dict[tuple, Series]:
     """One Series per (cell key, group, metric) of the history of `plan_ids`,
     from the runs' summaries (one query, in index order), optionally only of
-    some metrics and cell keys, and of runs created at or after `since`."""
+    some metrics and cell keys, and of runs created at or after `since`;
+    without `dates` only run ids and means are read (detection needs no more)."""
     qs = RunSummary.objects.filter(plan_id__in=plan_ids)
     if metrics:
         qs = qs.filter(metric__in=list(metrics))
@@ -116,8 +118,13 @@ def load_series(plan_ids: list[int], metrics=None, keys=None, since=None) -> dic
         qs = qs.filter(cell_key__in=list(keys))
     if since is not None:
         qs = qs.filter(run_created_at__gte=since)
-    rows = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id").values_list(
-        "cell_key", "group", "metric", "run_id", "run_created_at", "mean", "low", "high")
+    qs = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id")
+    if dates:
+        rows = qs.values_list("cell_key", "group", "metric", "run_id", "run_created_at",
+                              "mean", "low", "high")
+    else:
+        rows = ((k, g, m, r, None, mean, None, None) for k, g, m, r, mean in
+                qs.values_list("cell_key", "group", "metric", "run_id", "mean"))
     series: dict[tuple, Series] = {}
     s = None
     for key, group, metric, run_id, created, mean, low, high in rows:
@@ -147,11 +154,14 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
     states = {(h.cell_key, h.group, h.metric): h.state
               for h in HistoryState.objects.filter(plan=plan)}
     since = _since(states)
-    series = load_series(plan_ids, since=since)
+    series = load_series(plan_ids, since=since, dates=False)
     analyses = _analyse(series, states, tail=True) if since is not None else None
     if analyses is None:  # short or changed history, new series: read it all
-        series = load_series(plan_ids) if since is not None else series
+        series = load_series(plan_ids, dates=False) if since is not None else series
         analyses = _analyse(series, states, tail=False)
+    anchor_dates = dict(Run.objects.filter(pk__in=[
+        s.run_ids[a.resume_from - WINDOW - offset] for s, offset, a, _ in analyses.values()
+        if a.resume_from - WINDOW >= offset]).values_list("pk", "created_at"))
     updates, changes = [], []
     for name, (s, offset, analysis, held) in analyses.items():
         alerted = set(held.get("alerted", ())) if held else set()
@@ -159,8 +169,10 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
                  if cp.index >= offset and s.run_ids[cp.index - offset] not in alerted]
         changes += [(s, cp, offset) for cp in fresh]
         updates.append(HistoryState(plan=plan, cell_key=name[0], group=name[1], metric=name[2],
-                                    state=_state(analysis, s, offset, alerted, fresh)))
+                                    state=_state(analysis, s, offset, alerted, fresh,
+                                                 anchor_dates)))
     with transaction.atomic():
+        _relaxed_commit()
         HistoryState.objects.bulk_create(
             updates, batch_size=500, update_conflicts=True, update_fields=["state"],
             unique_fields=["plan", "cell_key", "group", "metric"])
@@ -169,6 +181,16 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
     if resolved is not None:
         resolved.extend(found)
     return created
+
+
+def _relaxed_commit() -> None:
+    """Detection's writes need not wait for the disk (PostgreSQL's
+    synchronous_commit off, this transaction only): a crash can lose only the
+    last states and alerts together, and the next run's detection finds the
+    same changes again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def _since(states: dict) -> object | None:
@@ -209,12 +231,12 @@ def _analyse(series: dict[tuple, Series], states: dict, tail: bool) -> dict | No
     return out
 
 
-def _state(analysis, s: Series, offset: int, alerted: set, fresh: list) -> dict:
+def _state(analysis, s: Series, offset: int, alerted: set, fresh: list, dates: dict) -> dict:
     state = analysis.state()
     index = analysis.resume_from - WINDOW
     if index >= offset:
-        state["anchor"] = {"index": index, "run": s.run_ids[index - offset],
-                           "at": s.dates[index - offset].isoformat()}
+        run_id = s.run_ids[index - offset]
+        state["anchor"] = {"index": index, "run": run_id, "at": dates[run_id].isoformat()}
     else:
         state["anchor"] = {"index": -1}
     state["alerted"] = sorted(alerted | {s.run_ids[cp.index - offset] for cp in fresh})

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from scipy import stats
+import numpy as np
+from scipy import special
 
 
 def prediction_interval(level_points: list[float], k: int = 1) -> tuple[float, float]:
@@ -20,9 +21,10 @@ def prediction_interval(level_points: list[float], k: int = 1) -> tuple[float, f
     n = len(level_points)
     if n == 0:
         raise ValueError("no points")
-    mean = statistics.fmean(level_points)
-    spread = statistics.stdev(level_points) if n > 1 else 0.0
-    half = float(stats.t.ppf(0.975, max(n - 1, 1))) * spread * math.sqrt(1 / k + 1 / n)
+    points = np.asarray(level_points, dtype=float)
+    mean = float(points.mean())
+    spread = float(points.std(ddof=1)) if n > 1 else 0.0
+    half = float(special.stdtrit(max(n - 1, 1), 0.975)) * spread * math.sqrt(1 / k + 1 / n)
     return mean - half, mean + half
 
 
