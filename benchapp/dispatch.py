@@ -18,6 +18,7 @@ PROVISION_RUN = "benchapp.provision_run"
 TEARDOWN_RUN = "benchapp.teardown_run"
 DETECT_CHANGES = "benchapp.detect_changes"
 CLEANUP_RUN = "benchapp.cleanup_run"
+DELIVER_NOTIFICATION = "benchapp.deliver_notification"
 
 
 def send(task_name: str, *args, countdown: float | None = None) -> None:

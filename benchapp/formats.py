@@ -10,6 +10,7 @@ import json
 import uuid
 from collections import defaultdict
 
+from benchapp.archive import Scrubber
 from benchapp.models import Measurement, Run
 
 
@@ -23,7 +24,9 @@ def _measurements(run: Run) -> list:
 
 
 def to_pkb_lines(run: Run) -> str:
-    """One PKB sample per measurement, as JSON lines (PKB's publisher layout)."""
+    """One PKB sample per measurement, as JSON lines (PKB's publisher layout),
+    scrubbed of the team's secrets like every export."""
+    scrub = Scrubber(run.team_id)
     run_uri = f"benchboard-{run.pk}"
     timestamp = (run.finished_at or run.created_at).timestamp()
     lines = []
@@ -33,13 +36,13 @@ def to_pkb_lines(run: Run) -> str:
                     "tool": run.tool, "tool_version": m.cell.tool_version, "run": run.pk}
         if m.group:
             metadata["group"] = m.group
-        lines.append(json.dumps({
+        lines.append(json.dumps(scrub({
             "metric": m.metric, "value": m.value, "unit": m.unit, "metadata": metadata,
             "labels": ",".join(f"|{k}:{v}|" for k, v in sorted(metadata.items())),
             "timestamp": timestamp, "test": run.tool, "run_uri": run_uri,
             "sample_uri": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_uri}/{m.pk}")),
             "product_name": "Benchboard", "official": False, "owner": "",
-        }, sort_keys=True))
+        }), sort_keys=True))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -4,23 +4,28 @@ them (runners.changepoint) that turns new change points into Alerts.
 
 A run contributes one point per series: the mean of its cells' repeats and
 iterations (latest attempt of each cell), with their min and max for the band
-on the trend page.
+on the trend page. The points are computed once per run (`summarize_run`,
+stored as RunSummary rows) so histories read one row per run and series.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q
 
-from benchapp.models import Alert, HistoryState, Measurement, Plan, Run
-from runners import changepoint
+from benchapp.models import Alert, HistoryState, Measurement, Plan, Run, RunSummary
+from runners import changepoint, levels
 
 FINISHED = (Run.SUCCEEDED, Run.PARTIAL)
 WINDOW = 50
 MAX_PVALUE = changepoint.DEFAULT_MAX_PVALUE
+SIGNIFICANCE = "ttest"  # Welch's t-test of the best split (runners.changepoint)
 MIN_MAGNITUDE = 0.03
+RECOVERY_POINTS = 5  # latest points that must be back at the old level
 
 # Until the metric catalog (runners.metrics) lands: which way is better.
 LOWER_IS_BETTER = ("latency", "_ms", "_us", "avg_ms", "p95", "p99", "max_ms", "min_ms",
@@ -39,6 +44,7 @@ class Series:
     group: str
     metric: str
     run_ids: list[int] = field(default_factory=list)
+    dates: list = field(default_factory=list)  # the runs' creation times
     means: list[float] = field(default_factory=list)
     lows: list[float] = field(default_factory=list)
     highs: list[float] = field(default_factory=list)
@@ -58,75 +64,232 @@ def history_runs(plan: Plan) -> list[Run]:
                 .order_by("created_at", "pk").only("pk", "name", "created_at", "plan_id"))
 
 
-def load_series(runs: list[Run], metrics=None, keys=None) -> dict[tuple, Series]:
-    """One Series per (cell key, group, metric) over `runs` (one query),
-    optionally only of some metrics and cell keys."""
-    order = {run.pk: i for i, run in enumerate(runs)}
-    qs = Measurement.objects.filter(run_id__in=list(order))
+def run_points(run: Run) -> list[RunSummary]:
+    """The run's point of each series (unsaved RunSummary rows), from its
+    measurements of each cell's latest attempt (one query)."""
+    rows = list(Measurement.objects.filter(run_id=run.pk).values_list(
+        "cell_id", "cell__key", "group", "metric", "attempt", "value"))
+    latest: dict[int, int] = {}
+    for cell_id, _, _, _, attempt, _ in rows:
+        latest[cell_id] = max(latest.get(cell_id, 0), attempt)
+    values: dict[tuple, list[float]] = defaultdict(list)
+    for cell_id, key, group, metric, attempt, value in rows:
+        if attempt == latest[cell_id]:
+            values[(key, group, metric)].append(value)
+    return [RunSummary(run_id=run.pk, plan_id=run.plan_id, run_created_at=run.created_at,
+                       cell_key=key, group=group, metric=metric, mean=sum(v) / len(v),
+                       low=min(v), high=max(v), count=len(v))
+            for (key, group, metric), v in sorted(values.items())]
+
+
+@transaction.atomic
+def summarize_run(run: Run) -> int:
+    """(Re)write the RunSummary rows of a finished run of a plan; how many.
+    Only finished runs have summaries: a history reads them as they are."""
+    RunSummary.objects.filter(run_id=run.pk).delete()
+    if run.plan_id is None or run.status not in FINISHED:
+        return 0
+    points = run_points(run)
+    RunSummary.objects.bulk_create(points, batch_size=1000)
+    return len(points)
+
+
+def ensure_summaries(plan_ids: list[int]) -> int:
+    """Summarize the history's finished runs that have no summary yet (one
+    query when none lacks: runs recorded before summaries, or by hand)."""
+    missing = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).exclude(
+        Exists(RunSummary.objects.filter(run_id=OuterRef("pk"))))
+    runs = list(missing.only("pk", "plan_id", "created_at", "status"))
+    for run in runs:
+        summarize_run(run)
+    return len(runs)
+
+
+def load_series(plan_ids: list[int], metrics=None, keys=None, since=None,
+                dates: bool = True) -> dict[tuple, Series]:
+    """One Series per (cell key, group, metric) of the history of `plan_ids`,
+    from the runs' summaries (one query, in index order), optionally only of
+    some metrics and cell keys, and of runs created at or after `since`;
+    without `dates` only run ids and means are read (detection needs no more)."""
+    qs = RunSummary.objects.filter(plan_id__in=plan_ids)
     if metrics:
         qs = qs.filter(metric__in=list(metrics))
     if keys:
-        qs = qs.filter(cell__key__in=list(keys))
-    rows = list(qs.values_list("run_id", "cell_id", "cell__key", "group", "metric",
-                               "attempt", "value"))
-    latest: dict[int, int] = {}
-    for _, cell_id, _, _, _, attempt, _ in rows:
-        latest[cell_id] = max(latest.get(cell_id, 0), attempt)
-    values: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run_id, cell_id, key, group, metric, attempt, value in rows:
-        if attempt == latest[cell_id]:
-            values[(key, group, metric)][run_id].append(value)
-    series = {}
-    for name, per_run in sorted(values.items()):
-        s = Series(*name)
-        for run_id in sorted(per_run, key=order.__getitem__):
-            points = per_run[run_id]
-            s.run_ids.append(run_id)
-            s.means.append(sum(points) / len(points))
-            s.lows.append(min(points))
-            s.highs.append(max(points))
-        series[name] = s
+        qs = qs.filter(cell_key__in=list(keys))
+    if since is not None:
+        qs = qs.filter(run_created_at__gte=since)
+    qs = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id")
+    if dates:
+        rows = qs.values_list("cell_key", "group", "metric", "run_id", "run_created_at",
+                              "mean", "low", "high")
+    else:
+        rows = ((k, g, m, r, None, mean, None, None) for k, g, m, r, mean in
+                qs.values_list("cell_key", "group", "metric", "run_id", "mean"))
+    series: dict[tuple, Series] = {}
+    s = None
+    for key, group, metric, run_id, created, mean, low, high in rows:
+        if s is None or (s.cell_key, s.group, s.metric) != (key, group, metric):
+            s = series[(key, group, metric)] = Series(key, group, metric)
+        s.run_ids.append(run_id)
+        s.dates.append(created)
+        s.means.append(mean)
+        s.lows.append(low)
+        s.highs.append(high)
     return series
 
 
-def detect_plan(plan: Plan) -> list[Alert]:
+def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
     """Run detection over `plan`'s history, incrementally; new Alerts are returned.
 
-    A change point becomes an Alert once: the unique constraint on (plan, cell
-    key, group, metric, start run) makes a repeated task harmless.
+    Each series' state (HistoryState) keeps the detector's resume point, an
+    anchor a window before it (index, run, date) and the start runs already
+    alerted. When every series has a state, only the history from the
+    earliest anchor on is read and analysed (changepoint offset); a history
+    that changed before an anchor is analysed afresh. The unique constraint on
+    (plan, cell key, group, metric, start run) makes a repeated task harmless.
+    Open alerts whose series recovered are resolved and appended to `resolved`.
     """
-    runs = history_runs(plan)
-    if len(runs) < 2 * changepoint.DEFAULT_MIN_SIZE:
-        return []
-    states = {(h.cell_key, h.group, h.metric): h
+    plan_ids = history_plans(plan)
+    ensure_summaries(plan_ids)
+    states = {(h.cell_key, h.group, h.metric): h.state
               for h in HistoryState.objects.filter(plan=plan)}
-    created = []
-    for name, s in load_series(runs).items():
-        held = states.get(name)
-        analysis = changepoint.detect(
-            s.means, window=WINDOW, max_pvalue=MAX_PVALUE, min_magnitude=MIN_MAGNITUDE,
-            previous=held.state if held else None)
-        with transaction.atomic():
-            HistoryState.objects.update_or_create(
-                plan=plan, cell_key=name[0], group=name[1], metric=name[2],
-                defaults={"state": analysis.state()})
-            for cp in analysis.change_points:
-                alert, new = _alert_for(plan, s, cp)
-                if new:
-                    created.append(alert)
+    since = _since(states)
+    series = load_series(plan_ids, since=since, dates=False)
+    analyses = _analyse(series, states, tail=True) if since is not None else None
+    if analyses is None:  # short or changed history, new series: read it all
+        series = load_series(plan_ids, dates=False) if since is not None else series
+        analyses = _analyse(series, states, tail=False)
+    anchor_dates = dict(Run.objects.filter(pk__in=[
+        s.run_ids[a.resume_from - WINDOW - offset] for s, offset, a, _ in analyses.values()
+        if a.resume_from - WINDOW >= offset]).values_list("pk", "created_at"))
+    updates, changes = [], []
+    for name, (s, offset, analysis, held) in analyses.items():
+        alerted = set(held.get("alerted", ())) if held else set()
+        fresh = [cp for cp in analysis.change_points
+                 if cp.index >= offset and s.run_ids[cp.index - offset] not in alerted]
+        changes += [(s, cp, offset) for cp in fresh]
+        updates.append(HistoryState(plan=plan, cell_key=name[0], group=name[1], metric=name[2],
+                                    state=_state(analysis, s, offset, alerted, fresh,
+                                                 anchor_dates)))
+    with transaction.atomic():
+        _relaxed_commit()
+        HistoryState.objects.bulk_create(
+            updates, batch_size=500, update_conflicts=True, update_fields=["state"],
+            unique_fields=["plan", "cell_key", "group", "metric"])
+        created = _create_alerts(plan, changes)
+        found = resolve_recovered(plan, plan_ids, series, tail=since is not None)
+    if resolved is not None:
+        resolved.extend(found)
     return created
 
 
-def _alert_for(plan: Plan, s: Series, cp: changepoint.ChangePoint) -> tuple[Alert, bool]:
-    worse = cp.magnitude < 0 if higher_is_better(s.metric) else cp.magnitude > 0
-    return Alert.objects.get_or_create(
-        plan=plan, cell_key=s.cell_key, group=s.group, metric=s.metric,
-        start_run_id=s.run_ids[cp.index],
-        defaults=dict(
-            team_id=plan.team_id, before_mean=cp.before.mean, before_low=cp.before.ci_low,
+def _relaxed_commit() -> None:
+    """Detection's writes need not wait for the disk (PostgreSQL's
+    synchronous_commit off, this transaction only): a crash can lose only the
+    last states and alerts together, and the next run's detection finds the
+    same changes again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _since(states: dict) -> object | None:
+    """Where the history must be read from for the stored states, or None (all)."""
+    anchors = [st.get("anchor") for st in states.values()]
+    if not anchors or not all(anchors) or any(a["index"] < 0 for a in anchors):
+        return None
+    return min(datetime.fromisoformat(a["at"]) for a in anchors)
+
+
+def _analyse(series: dict[tuple, Series], states: dict, tail: bool) -> dict | None:
+    """{name: (series, offset, analysis, held state)}. With `tail`, the series
+    hold the history from the earliest anchor on: each is cut at its own
+    anchor and analysed from there; None if an anchor is not where it was
+    (the caller then reads the whole history)."""
+    out = {}
+    for name, s in series.items():
+        held, offset, values = states.get(name), 0, s.means
+        if tail:
+            anchor = held and held.get("anchor")
+            if not anchor or anchor["run"] not in s.run_ids:
+                return None
+            first = s.run_ids.index(anchor["run"])
+            offset, values = anchor["index"], s.means[first:]
+            s.run_ids, s.dates, s.means, s.lows, s.highs = (
+                s.run_ids[first:], s.dates[first:], values, s.lows[first:], s.highs[first:])
+        if offset + len(values) < 2 * changepoint.DEFAULT_MIN_SIZE:
+            continue
+        try:
+            analysis = changepoint.detect(
+                values, window=WINDOW, max_pvalue=MAX_PVALUE, min_magnitude=MIN_MAGNITUDE,
+                significance=SIGNIFICANCE, previous=held, offset=offset)
+        except ValueError:
+            if tail:
+                return None
+            raise
+        out[name] = (s, offset, analysis, held)
+    return out
+
+
+def _state(analysis, s: Series, offset: int, alerted: set, fresh: list, dates: dict) -> dict:
+    state = analysis.state()
+    index = analysis.resume_from - WINDOW
+    if index >= offset:
+        run_id = s.run_ids[index - offset]
+        state["anchor"] = {"index": index, "run": run_id, "at": dates[run_id].isoformat()}
+    else:
+        state["anchor"] = {"index": -1}
+    state["alerted"] = sorted(alerted | {s.run_ids[cp.index - offset] for cp in fresh})
+    return state
+
+
+def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
+    if not changes:
+        return []
+    rows = []
+    for s, cp, offset in changes:
+        worse = cp.magnitude < 0 if higher_is_better(s.metric) else cp.magnitude > 0
+        rows.append(Alert(
+            plan=plan, team_id=plan.team_id, cell_key=s.cell_key, group=s.group,
+            metric=s.metric, start_run_id=s.run_ids[cp.index - offset],
+            before_mean=cp.before.mean, before_low=cp.before.ci_low,
             before_high=cp.before.ci_high, after_mean=cp.after.mean,
             after_low=cp.after.ci_low, after_high=cp.after.ci_high,
             magnitude=cp.magnitude, pvalue=cp.pvalue, bad=worse))
+    known = set(Alert.objects.filter(plan=plan).values_list("pk", flat=True))
+    Alert.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
+    return list(Alert.objects.filter(plan=plan).exclude(pk__in=known)
+                .select_related("plan", "start_run").order_by("pk"))
+
+
+def resolve_recovered(plan: Plan, plan_ids: list[int], series: dict[tuple, Series],
+                      tail: bool = False) -> list[Alert]:
+    """Open alerts whose series is back at its level before the change: the
+    mean of its last RECOVERY_POINTS points (all after the change) is within
+    the before level's prediction interval and nearer it than the changed
+    level (runners.levels.recovered). They become resolved by the latest run."""
+    alerts = list(Alert.objects.filter(plan=plan, status__in=Alert.OPEN))
+    short = [a for a in alerts if (a.cell_key, a.group, a.metric) not in series
+             or _start(series[(a.cell_key, a.group, a.metric)], a) < WINDOW]
+    if tail and short:  # only a tail was read: the level before needs the whole series
+        series = {**series, **load_series(plan_ids, {a.metric for a in short},
+                                          {a.cell_key for a in short})}
+    resolved = []
+    for alert in alerts:
+        s = series.get((alert.cell_key, alert.group, alert.metric))
+        i = _start(s, alert) if s else -1
+        if i <= 0 or len(s.means) - i < 2 * RECOVERY_POINTS:
+            continue
+        before, recent = s.means[max(0, i - WINDOW):i], s.means[-RECOVERY_POINTS:]
+        if levels.recovered(before, alert.after_mean, recent):
+            alert.status, alert.resolved_run_id = Alert.RESOLVED, s.run_ids[-1]
+            alert.save(update_fields=["status", "resolved_run", "updated_at"])
+            resolved.append(alert)
+    return resolved
+
+
+def _start(s: Series, alert: Alert) -> int:
+    return s.run_ids.index(alert.start_run_id) if alert.start_run_id in s.run_ids else -1
 
 
 def recent_alerts(team, limit: int = 5) -> list[Alert]:
@@ -135,8 +298,16 @@ def recent_alerts(team, limit: int = 5) -> list[Alert]:
 
 
 def verdict_counts(team) -> dict:
-    """How often the team's alerts were right: users' true/false verdicts."""
-    qs = Alert.objects.filter(team=team)
-    return {"true": qs.filter(verdict=True).count(), "false": qs.filter(verdict=False).count(),
-            "open": qs.filter(verdict__isnull=True).count()}
+    """How often the team's alerts were right: users' true/false verdicts and
+    confirmation runs' outcomes (one query)."""
+    counts = Alert.objects.filter(team=team).aggregate(
+        true=Count("pk", filter=Q(verdict=True)), false=Count("pk", filter=Q(verdict=False)),
+        open=Count("pk", filter=Q(verdict__isnull=True)),
+        confirmed=Count("pk", filter=Q(status=Alert.CONFIRMED)),
+        not_reproduced=Count("pk", filter=Q(status=Alert.NOT_REPRODUCED)))
+    judged = counts["true"] + counts["false"]
+    counts["precision"] = counts["true"] / judged if judged else None
+    rerun = counts["confirmed"] + counts["not_reproduced"]
+    counts["confirm_rate"] = counts["confirmed"] / rerun if rerun else None
+    return counts
 

@@ -435,58 +435,11 @@ class PriceEntry(models.Model):
         return f"{self.table} {self.key}: {self.price} {self.currency}"
 
 
-class Alert(models.Model):
-    """A change detected in the history of one cell key and metric of a plan."""
-
-    NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED = "new", "confirmed", "not_reproduced", "resolved"
-    STATUSES = [(s, s.replace("_", " ")) for s in (NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED)]
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alerts")
-    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="alerts")
-    cell_key = models.CharField(max_length=500)
-    group = models.CharField(max_length=200, blank=True)
-    metric = models.CharField(max_length=60)
-    start_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="alerts")
-    before_mean = models.FloatField()
-    before_low = models.FloatField()  # 95 % confidence interval of the mean
-    before_high = models.FloatField()
-    after_mean = models.FloatField()
-    after_low = models.FloatField()
-    after_high = models.FloatField()
-    magnitude = models.FloatField()  # relative change of the mean, signed
-    pvalue = models.FloatField()
-    bad = models.BooleanField()  # the metric got worse by its direction
-    status = models.CharField(max_length=15, choices=STATUSES, default=NEW)
-    verdict = models.BooleanField(null=True, blank=True)  # a user's "true alert" / "false alert"
-    confirm_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="confirmed_alerts")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric", "start_run"],
-                                    name="one_alert_per_change"),
-        ]
-        indexes = [models.Index(fields=["team", "-created_at"])]
-
-    def __str__(self):
-        return f"{self.metric} {self.magnitude:+.1%} at run #{self.start_run_id}"
-
-
-class HistoryState(models.Model):
-    """Where change detection stopped in one series, so the next run's task
-    re-analyses only the tail (runners.changepoint.Analysis.state())."""
-
-    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="history_states")
-    cell_key = models.CharField(max_length=500)
-    group = models.CharField(max_length=200, blank=True)
-    metric = models.CharField(max_length=60)
-    state = models.JSONField(default=dict)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric"],
-                                    name="one_history_state"),
-        ]
+# History models live in their own module (size); importing them here registers them.
+from benchapp.models_history import (  # noqa: E402,F401
+    Alert,
+    AlertDelivery,
+    HistoryState,
+    Notifier,
+    RunSummary,
+)

@@ -62,9 +62,18 @@ log = logging.getLogger(__name__)
 
 
 def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None = None,
-              origin: str = "manual", concurrency: int = 0, tags=()) -> Run:
-    """Freeze a plan document into a Run with its Cells; dispatch after commit."""
+              origin: str = "manual", concurrency: int = 0, tags=(), only_keys=None) -> Run:
+    """Freeze a plan document into a Run with its Cells; dispatch after commit.
+
+    only_keys: run only the cells of these cell keys (all their repeats), as
+    a confirmation re-run does; PlanRefused when the plan has none of them.
+    """
     spec = validate_document(document, team)
+    cells = list(expand(spec))
+    if only_keys is not None:
+        cells = [c for c in cells if c.key in set(only_keys)]
+        if not cells:
+            raise PlanRefused("axes", "the plan has none of the cells " + ", ".join(sorted(only_keys)))
     provisioning.check_budget(team, spec)
     first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
@@ -74,7 +83,7 @@ def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None 
         Cell.objects.bulk_create(
             (Cell(run=run, index=c.index, key=c.key, repeat=c.repeat, axes=c.axes,
                   target_name=c.target, spec=freeze(spec, c))
-             for c in expand(spec)), batch_size=500)
+             for c in cells), batch_size=500)
         first_step(run.pk)
     return run
 

@@ -291,6 +291,25 @@ BENCHBOARD_CLOUD_WAIT_SECONDS = env.float("BENCHBOARD_CLOUD_WAIT_SECONDS", defau
 BENCHBOARD_PROVISION_TIMEOUT = env.int("BENCHBOARD_PROVISION_TIMEOUT", default=7200)
 BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32")
 
+# Alert notifications (benchapp.notify): email through Django's SMTP backend,
+# webhooks refused for non-public addresses unless allowed; failed deliveries
+# are retried with exponential backoff.
+EMAIL_BACKEND = env.str("BENCHBOARD_EMAIL_BACKEND",
+                        default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="benchboard@localhost")
+BENCHBOARD_WEBHOOK_ALLOW_PRIVATE = env.bool("BENCHBOARD_WEBHOOK_ALLOW_PRIVATE", default=False)
+BENCHBOARD_NOTIFY_RETRIES = env.int("BENCHBOARD_NOTIFY_RETRIES", default=6)
+BENCHBOARD_NOTIFY_BACKOFF_SECONDS = env.float("BENCHBOARD_NOTIFY_BACKOFF_SECONDS", default=30.0)
+BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS = env.float("BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS",
+                                                  default=3600.0)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "benchapp.tokens.CountedTokenAuthentication",

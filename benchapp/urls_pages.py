@@ -5,7 +5,17 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 
 from benchapp.access import MEMBER, role_required
-from benchapp.views import credentials, history, members, plans, runs, schedules, targets, tokens
+from benchapp.views import (
+    credentials,
+    history,
+    members,
+    notifications,
+    plans,
+    runs,
+    schedules,
+    targets,
+    tokens,
+)
 
 
 def _member(view, kind=None):
@@ -44,6 +54,9 @@ urlpatterns = [
          name="plan_pin_baseline"),
     path("alerts/", history.alert_list, name="alert_list"),
     path("alerts/<int:pk>/verdict/", _member(history.alert_verdict), name="alert_verdict"),
+    path("alerts/<int:pk>/confirm/", _member(history.alert_confirm), name="alert_confirm"),
+    path("alerts/notifications/", notifications.notification_settings,
+         name="notification_settings"),
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule_delete"),

@@ -1,5 +1,7 @@
 """The archive: search runs, tags and notes, import, exports."""
 
+import json
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -8,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import archive as service
-from benchapp import comparisons, uploads
+from benchapp import comparisons, formats, pkb_import, uploads
 from benchapp.access import MEMBER, current_team, get_comparison, get_run, role_required
 from benchapp.middleware import safe_next
 from benchapp.models import Run
@@ -54,8 +56,13 @@ class AnnotateForm(forms.Form):
         return service.parse_tags(self.cleaned_data["tags"])
 
 
+PKB = "pkb"
+
+
 class ImportForm(forms.Form):
-    tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS])
+    tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS]
+                             + [(PKB, "PerfKitBenchmarker samples (JSON lines)")],
+                             label="Tool or format")
     name = forms.CharField(required=False, max_length=200, help_text="name of a new run")
     run = forms.ModelChoiceField(queryset=None, required=False,
                                  help_text="or add this output to an earlier import")
@@ -83,7 +90,9 @@ class ImportForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
         if not text.strip():
             raise forms.ValidationError("Paste an output or upload a file.")
-        if data.get("run") and data.get("tool") and data["run"].tool != data["tool"]:
+        if data.get("tool") == PKB and data.get("run"):
+            self.add_error("run", "PKB samples are imported as a new run")
+        elif data.get("run") and data.get("tool") and data["run"].tool != data["tool"]:
             self.add_error("tool", f"that run holds {data['run'].tool} outputs")
         data["text"] = text
         return data
@@ -122,6 +131,8 @@ def import_page(request):
         return render(request, "archive/import.html", {"form": form}, status=413)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
+        if d["tool"] == PKB:
+            return _import_pkb(request, team, form)
         try:
             cell = service.import_output(team, d["tool"], d["text"], d["axes"], name=d["name"],
                                          run=d["run"], user=request.user)
@@ -131,6 +142,17 @@ def import_page(request):
             messages.success(request, f"Imported {cell.key} #{cell.repeat} into #{cell.run_id}.")
             return redirect("run_results", cell.run_id)
     return render(request, "archive/import.html", {"form": form})
+
+
+def _import_pkb(request, team, form):
+    d = form.cleaned_data
+    try:
+        run = pkb_import.import_samples(team, d["text"], name=d["name"], user=request.user)
+    except ParseError as exc:
+        form.add_error("output", f"not PKB samples: {exc}")
+        return render(request, "archive/import.html", {"form": form})
+    messages.success(request, f"Imported {run.measurements.count()} PKB samples into #{run.pk}.")
+    return redirect("run_results", run.pk)
 
 
 def _download(body: str, content_type: str, filename: str) -> HttpResponse:
@@ -150,6 +172,19 @@ def export_run_json(request, pk):
     run = get_run(request, pk)
     return _download(service.export_json(run.team, [run]), "application/json",
                      f"run-{run.pk}.json")
+
+
+@login_required
+def export_run_pkb(request, pk):
+    run = get_run(request, pk)
+    return _download(formats.to_pkb_lines(run), "application/x-ndjson", f"run-{run.pk}.pkb.jsonl")
+
+
+@login_required
+def export_run_bmf(request, pk):
+    run = get_run(request, pk)
+    return _download(json.dumps(formats.to_bmf(run), indent=1), "application/json",
+                     f"run-{run.pk}.bmf.json")
 
 
 @login_required

@@ -7,57 +7,62 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import history
-from benchapp.access import current_team, get_plan
-from benchapp.models import Alert, Measurement
+from benchapp import confirmation, history
+from benchapp.access import MEMBER, current_team, get_plan, require_role
+from benchapp.models import Alert, RunSummary
+from benchapp.planning import PlanRefused
 
-# Points per line sent to the browser; longer lines are thinned evenly, keeping
-# the first, the last and every run where an alert starts.
-MAX_POINTS = 400
+# Points per line sent to the browser; a longer line is downsampled into
+# buckets of consecutive runs (mean of their means, min of lows, max of highs),
+# a bucket starting at every run where an alert starts and the last run alone.
+MAX_POINTS = 200
 DEFAULT_LINES = 10
 
 
 @login_required
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
-    alerts = list(Alert.objects.filter(plan=plan).select_related("start_run")[:50])
+    alerts = list(Alert.objects.filter(plan=plan).select_related("plan", "start_run")[:50])
     return render(request, "history/trend.html", {"plan": plan, "alerts": alerts})
 
 
-def _thin(series, keep_runs) -> list[int]:
-    n = len(series.run_ids)
+def buckets(n: int, keep: set[int]) -> list[tuple[int, int]]:
+    """[start, end) index ranges covering n points in at most about MAX_POINTS
+    buckets, each index of `keep` starting one, the last index alone."""
     if n <= MAX_POINTS:
-        return list(range(n))
-    step = n / MAX_POINTS
-    picked = {int(i * step) for i in range(MAX_POINTS)} | {n - 1}
-    picked |= {i for i, run_id in enumerate(series.run_ids) if run_id in keep_runs}
-    return sorted(picked)
+        return [(i, i + 1) for i in range(n)]
+    edges = sorted({int(i * n / MAX_POINTS) for i in range(MAX_POINTS)} | keep | {n - 1})
+    return list(zip(edges, edges[1:] + [n]))
+
+
+def _line(s, change: int | None) -> dict:
+    keep = {s.run_ids.index(change)} if change in s.run_ids else set()
+    line = {"key": s.cell_key + (f" [{s.group}]" if s.group else ""), "change": change,
+            "runs": [], "x": [], "mean": [], "low": [], "high": [], "n": []}
+    for a, b in buckets(len(s.run_ids), keep):
+        line["runs"].append(s.run_ids[a])
+        line["x"].append(s.dates[a].isoformat())
+        line["mean"].append(sum(s.means[a:b]) / (b - a))
+        line["low"].append(min(s.lows[a:b]))
+        line["high"].append(max(s.highs[a:b]))
+        line["n"].append(b - a)
+    return line
 
 
 @login_required
 def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
-    runs = history.history_runs(plan)
-    dates = {run.pk: run.created_at.isoformat() for run in runs}
-    metrics = sorted(Measurement.objects.filter(run_id__in=list(dates)).values_list("metric", flat=True)
-                     .distinct())
+    plan_ids = history.history_plans(plan)
+    pairs = set(RunSummary.objects.filter(plan_id__in=plan_ids)
+                .values_list("metric", "cell_key").distinct())
+    metrics = sorted({m for m, _ in pairs})
     metric = request.GET.get("metric") or (metrics[0] if metrics else "")
-    keys = sorted(Measurement.objects.filter(run_id__in=list(dates), metric=metric)
-                  .values_list("cell__key", flat=True).distinct())
+    keys = sorted({k for m, k in pairs if m == metric})
     wanted = [k for k in request.GET.get("keys", "").split("|") if k in keys]
-    chosen = list(history.load_series(runs, [metric], wanted or keys[:DEFAULT_LINES]).values())
-    starts = {(a.cell_key, a.group): a.start_run_id
-              for a in Alert.objects.filter(plan=plan, metric=metric)}
-    lines = []
-    for s in chosen:
-        idx = _thin(s, {starts.get((s.cell_key, s.group))})
-        lines.append({
-            "key": s.cell_key + (f" [{s.group}]" if s.group else ""),
-            "runs": [s.run_ids[i] for i in idx], "x": [dates[s.run_ids[i]] for i in idx],
-            "mean": [s.means[i] for i in idx], "low": [s.lows[i] for i in idx],
-            "high": [s.highs[i] for i in idx],
-            "change": starts.get((s.cell_key, s.group)),
-        })
+    chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES]).values()
+    starts = {(k, g): r for k, g, r in Alert.objects.filter(plan=plan, metric=metric)
+              .order_by("created_at").values_list("cell_key", "group", "start_run_id")}
+    lines = [_line(s, starts.get((s.cell_key, s.group))) for s in chosen]
     return JsonResponse({"metric": metric, "metrics": metrics, "keys": keys, "lines": lines,
                          "baseline": plan.baseline_run_id,
                          "higher_is_better": history.higher_is_better(metric)})
@@ -82,6 +87,25 @@ def alert_list(request):
     alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")[:200]
     return render(request, "history/alerts.html", {
         "team": team, "alerts": alerts, "verdicts": history.verdict_counts(team)})
+
+
+@login_required
+@require_POST
+def alert_confirm(request, pk):
+    """Re-run the alert's cells; the alert is judged when that run has finished."""
+    team = current_team(request)
+    require_role(request.user, team, MEMBER)
+    alert = get_object_or_404(Alert.objects.select_related("plan"), pk=pk, team=team)
+    if alert.status != Alert.NEW or (alert.confirm_run and alert.confirm_run.is_active):
+        messages.error(request, "This alert is already being or has been judged.")
+        return redirect("alert_list")
+    try:
+        run = confirmation.start([alert], user=request.user)
+    except PlanRefused as exc:
+        messages.error(request, f"Cannot re-run {alert.cell_key}: {exc}")
+        return redirect("alert_list")
+    messages.success(request, f"Confirmation run #{run.pk} started for {alert.series_name}.")
+    return redirect("run_detail", run.pk)
 
 
 @login_required

@@ -36,8 +36,11 @@
       out.push({ x: l.x.concat(l.x.slice().reverse()), y: l.high.concat(l.low.slice().reverse()),
                  fill: "toself", line: { width: 0 }, opacity: 0.2, hoverinfo: "skip",
                  showlegend: false, legendgroup: l.key });
+      // A point of a downsampled line stands for n consecutive runs from its run on.
+      var spans = (l.n || []).map(function (n) { return n > 1 ? " (mean of " + n + " runs)" : ""; });
       out.push({ x: l.x, y: l.mean, name: l.key, mode: "lines+markers", legendgroup: l.key,
-                 customdata: l.runs, hovertemplate: "run #%{customdata}: %{y}<extra>" + l.key + "</extra>" });
+                 customdata: l.runs, text: spans,
+                 hovertemplate: "run #%{customdata}%{text}: %{y}<extra>" + l.key + "</extra>" });
       var i = l.runs.indexOf(l.change);
       if (i >= 0) {
         out.push({ x: [l.x[i]], y: [l.mean[i]], mode: "markers", showlegend: false,

@@ -80,9 +80,12 @@ def test_verdicts_are_counted(member_client, team, dropped):
     first, second = Alert.objects.order_by("pk")
     member_client.post(reverse("alert_verdict", args=[first.pk]), {"verdict": "true"})
     member_client.post(reverse("alert_verdict", args=[second.pk]), {"verdict": "false"})
-    assert history.verdict_counts(team) == {"true": 1, "false": 1, "open": 0}
+    counts = history.verdict_counts(team)
+    assert (counts["true"], counts["false"], counts["open"]) == (1, 1, 0)
+    assert counts["precision"] == 0.5
     page = member_client.get(reverse("alert_list"))
-    assert b"1 true, 1 false, 0 without a verdict" in page.content
+    assert "1 true, 1 false, 0 without a verdict · 50 % of judged alerts were right" in \
+        page.content.decode()
 
 
 def test_recent_alerts_include(team, dropped):

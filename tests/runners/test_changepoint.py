@@ -155,3 +155,48 @@ def test_short_and_constant_histories_have_no_change():
     assert detect([1.0, 2.0]).change_points == []
     assert isinstance(detect([7.0] * 100), Analysis)
     assert detect([7.0] * 100).change_points == []
+
+
+# ------------------------------------------------------- Welch's t-test, offsets
+
+def test_ttest_significance_precision_and_recall():
+    precision, recall = run_cases(lambda v: [cp.index for cp in detect(
+        v, min_magnitude=0.02, significance="ttest").change_points])
+    print(f"ttest precision={precision:.3f} recall={recall:.3f}")
+    assert precision >= MIN_PRECISION
+    assert recall >= MIN_RECALL
+
+
+def test_ttest_finds_a_level_that_comes_back():
+    rng = np.random.default_rng(5)
+    values = np.concatenate([rng.normal(1000, 10, 20), rng.normal(800, 10, 10),
+                             rng.normal(1000, 10, 10)])
+    found = detect(values, significance="ttest", min_magnitude=0.03).change_points
+    assert [cp.index for cp in found] == [20, 30]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_offset_analysis_equals_the_full_one(seed):
+    values, _ = synthetic_history(np.random.default_rng(seed))
+    values = np.concatenate([values, values * 0.8])
+    settings = dict(window=20, significance="ttest", min_magnitude=0.02)
+    previous = detect(values[:-15], **settings)
+    offset = previous.resume_from - 20
+    tail = detect(values[offset:], offset=offset, previous=previous.state(), **settings)
+    full = detect(values, **settings)
+    assert [(cp.index, cp.pvalue) for cp in tail.change_points] == \
+        [(cp.index, cp.pvalue) for cp in full.change_points]
+    new = [cp.index for cp in tail.change_points if cp.index > previous.resume_from]
+    assert {cp.index: cp for cp in tail.change_points if cp.index in new} == \
+        {cp.index: cp for cp in full.change_points if cp.index in new}
+    assert (tail.resume_from, tail.length) == (full.resume_from, full.length)
+
+
+def test_an_offset_needs_a_previous_analysis_far_enough():
+    values, _ = synthetic_history(np.random.default_rng(2))
+    with pytest.raises(ValueError, match="offset needs a previous"):
+        detect(values[10:], offset=10)
+    previous = detect(values[:25], window=20)
+    assert previous.resume_from - 20 < 10  # resumes before offset + window
+    with pytest.raises(ValueError, match="offset needs a previous"):
+        detect(values[10:], offset=10, window=20, previous=previous)

@@ -1,0 +1,146 @@
+"""History models (docs/history.md): alerts, detection state, per-run series
+summaries, and the team's alert notifications.
+
+Re-exported by benchapp.models; related models are named by string so this
+module imports no other model module.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Alert(models.Model):
+    """A change detected in the history of one cell key and metric of a plan."""
+
+    NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED = "new", "confirmed", "not_reproduced", "resolved"
+    STATUSES = [(s, s.replace("_", " ")) for s in (NEW, CONFIRMED, NOT_REPRODUCED, RESOLVED)]
+    OPEN = (NEW, CONFIRMED)
+
+    team = models.ForeignKey("benchapp.Team", on_delete=models.CASCADE, related_name="alerts")
+    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="alerts")
+    cell_key = models.CharField(max_length=500)
+    group = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=60)
+    start_run = models.ForeignKey("benchapp.Run", on_delete=models.CASCADE, related_name="alerts")
+    before_mean = models.FloatField()
+    before_low = models.FloatField()  # 95 % confidence interval of the mean
+    before_high = models.FloatField()
+    after_mean = models.FloatField()
+    after_low = models.FloatField()
+    after_high = models.FloatField()
+    magnitude = models.FloatField()  # relative change of the mean, signed
+    pvalue = models.FloatField()
+    bad = models.BooleanField()  # the metric got worse by its direction
+    status = models.CharField(max_length=15, choices=STATUSES, default=NEW)
+    verdict = models.BooleanField(null=True, blank=True)  # a user's "true alert" / "false alert"
+    confirm_run = models.ForeignKey("benchapp.Run", null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="confirmed_alerts")
+    # What the confirmation run showed (or why it could not decide).
+    confirm_note = models.TextField(blank=True)
+    resolved_run = models.ForeignKey("benchapp.Run", null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric", "start_run"],
+                                    name="one_alert_per_change"),
+        ]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.metric} {self.magnitude:+.1%} at run #{self.start_run_id}"
+
+    @property
+    def series_name(self) -> str:
+        return self.cell_key + (f" [{self.group}]" if self.group else "")
+
+
+class HistoryState(models.Model):
+    """Where change detection stopped in one series, so the next run's task
+    re-analyses only the tail (runners.changepoint.Analysis.state())."""
+
+    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE,
+                             related_name="history_states")
+    cell_key = models.CharField(max_length=500)
+    group = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=60)
+    state = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric"],
+                                    name="one_history_state"),
+        ]
+
+
+class RunSummary(models.Model):
+    """One finished run's point of one series: mean, min and max of the latest
+    attempts' repeats and iterations of a (cell key, group, metric). Written
+    once when the run finishes (benchapp.history.summarize_run); histories
+    and the trend page read these, one row per run and series, instead of
+    every measurement. The run's plan and creation time are copied so a
+    history is read by one index range."""
+
+    run = models.ForeignKey("benchapp.Run", on_delete=models.CASCADE, related_name="summaries")
+    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="+")
+    run_created_at = models.DateTimeField()
+    cell_key = models.CharField(max_length=500)
+    group = models.CharField(max_length=200, blank=True)
+    metric = models.CharField(max_length=60)
+    mean = models.FloatField()
+    low = models.FloatField()
+    high = models.FloatField()
+    count = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "cell_key", "group", "metric"],
+                                    name="one_summary_per_series"),
+        ]
+        indexes = [models.Index(fields=["plan", "metric", "cell_key", "run_created_at"],
+                                name="summary_series")]
+
+
+class Notifier(models.Model):
+    """Where a team's alerts are sent: a signed webhook and/or email."""
+
+    team = models.OneToOneField("benchapp.Team", on_delete=models.CASCADE,
+                                related_name="notifier")
+    webhook_url = models.URLField(max_length=500, blank=True)
+    webhook_secret = models.TextField(blank=True, editable=False)  # encrypted (benchapp.crypto)
+    emails = models.TextField(blank=True)  # recipients, comma-separated
+    only_bad = models.BooleanField(default=True)  # improvements are not sent
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __repr__(self):
+        return f"<Notifier team={self.team_id} webhook={bool(self.webhook_url)}>"
+
+    @property
+    def recipients(self) -> list[str]:
+        return [e.strip() for e in self.emails.replace(";", ",").split(",") if e.strip()]
+
+
+class AlertDelivery(models.Model):
+    """One notification of one alert event on one channel: sent at most once."""
+
+    WEBHOOK, EMAIL = "webhook", "email"
+    PENDING, SENT, FAILED = "pending", "sent", "failed"
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=15)  # new | confirmed | resolved
+    channel = models.CharField(max_length=10)
+    status = models.CharField(max_length=10, default=PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["alert", "event", "channel"], name="one_delivery"),
+        ]

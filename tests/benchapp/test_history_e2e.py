@@ -1,0 +1,78 @@
+"""End to end through a real Celery worker, Redis, PostgreSQL and fio: a plan
+whose target gets slower (its fio jobs are capped at half the IOPS from the
+eleventh run on) raises a bad alert, the automatic confirmation run (only
+that cell) confirms it, and the signed webhook and the SMTP server each
+receive the confirmed alert once, the "new" notification being held back."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+
+import pytest
+
+from benchapp import crypto, orchestration
+from benchapp.models import Alert, AlertDelivery, Notifier, Plan, Run
+from tests.support.receivers import mail_receiver, webhook_receiver  # noqa: F401
+from tests.support.waiting import finished, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SECRET = "e2e-signing-secret"
+FAST, SLOW, BEFORE, AFTER = 4000, 2000, 10, 4
+
+
+def fio_document(rate_iops: int) -> dict:
+    return {"name": "fio history", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
+            "params": {"filename": "history.data", "size": "1M", "bs": "4k", "rw": "read",
+                       "runtime": 1, "time_based": True, "rate_iops": rate_iops},
+            "axes": {"iodepth": [1]}}
+
+
+def test_slower_target_alerted_confirmed_and_notified_once(team, start_worker, webhook_receiver,
+                                                           mail_receiver):
+    hook = webhook_receiver()
+    start_worker("history", BENCHBOARD_WEBHOOK_ALLOW_PRIVATE="true", EMAIL_HOST="127.0.0.1",
+                 EMAIL_PORT=mail_receiver.port, DEFAULT_FROM_EMAIL="bench@example.com",
+                 BENCHBOARD_NOTIFY_BACKOFF_SECONDS=0.5, BENCHBOARD_HEARTBEAT_SECONDS=1)
+    Notifier.objects.create(team=team, webhook_url=hook.url, emails="ops@example.com",
+                            webhook_secret=crypto.encrypt(SECRET))
+    plan = Plan.objects.create(team=team, name="fio history", tool="fio",
+                               document=fio_document(FAST), confirm_alerts=True)
+    for night in range(BEFORE + AFTER):
+        if night == BEFORE:  # the target gets slower
+            plan.document = fio_document(SLOW)
+            plan.save()
+        run = orchestration.start_run(team, plan.document, plan=plan, origin="schedule")
+        wait_for(lambda run=run: finished(run), timeout=30)
+        assert run.status == Run.SUCCEEDED, run.error
+    slow_from = Run.objects.filter(plan=plan, origin="schedule").order_by("created_at")[BEFORE]
+
+    confirm = wait_for(lambda: Run.objects.filter(plan=plan, origin="confirm").first(), timeout=30)
+    wait_for(lambda: finished(confirm), timeout=30)
+    assert list(confirm.cells.values_list("key", flat=True)) == ["iodepth=1"]
+    iops = wait_for(lambda: Alert.objects.filter(plan=plan, metric="read_iops")
+                    .exclude(status=Alert.NEW).first(), timeout=30)
+    assert (iops.status, iops.bad, iops.start_run, iops.confirm_run) == (
+        Alert.CONFIRMED, True, slow_from, confirm)
+    assert iops.magnitude == pytest.approx(-0.5, abs=0.05)
+    assert Alert.objects.filter(plan=plan, metric="read_iops").count() == 1
+
+    def delivered():
+        sent = AlertDelivery.objects.filter(alert=iops, status=AlertDelivery.SENT).count()
+        return sent == 2 and hook.requests and mail_receiver.messages
+    wait_for(delivered, timeout=30)
+    time.sleep(2)  # a duplicate would arrive now
+
+    confirmed = Alert.objects.filter(plan=plan, status=Alert.CONFIRMED).count()
+    posts = [json.loads(r["body"]) for r in hook.requests]
+    assert len(posts) == confirmed == len(mail_receiver.messages)  # each alert once, confirmed
+    assert all(p["event"] == "confirmed" for p in posts)
+    for request in hook.requests:
+        signature = hmac.new(SECRET.encode(), request["body"], hashlib.sha256).hexdigest()
+        assert request["headers"]["X-Benchboard-Signature-256"] == f"sha256={signature}"
+    (post,) = [p for p in posts if p["alert"]["id"] == iops.pk]
+    assert post["alert"]["confirm_run"] == confirm.pk and post["alert"]["metric"] == "read_iops"
+    subjects = [m["message"]["Subject"] for m in mail_receiver.messages]
+    assert sum("confirmed: read_iops -" in s for s in subjects) == 1
