@@ -37,7 +37,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -301,19 +301,20 @@ def _error_text(exc: BaseException) -> str:
 
 def _provisioning_failed(run_id: int, exc: BaseException) -> None:
     """Fail (or cancel) the run and its queued cells, then tear down."""
-    now = timezone.now()
-    if Run.objects.filter(pk=run_id, cancel_requested=True).exists():
-        Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-            status=Run.CANCELLED, finished_at=now)
-        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-            status=Cell.CANCELLED, finished_at=now, error="cancelled during provisioning")
-    else:
-        message = f"provisioning failed: {_error_text(exc)}"
-        log.warning("run %s: %s", run_id, message)
-        Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-            status=Run.FAILED, finished_at=now, error=message)
-        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-            status=Cell.FAILED, finished_at=now, error=message)
+    with transaction.atomic():  # the run and its cells change together
+        now = timezone.now()
+        if Run.objects.filter(pk=run_id, cancel_requested=True).exists():
+            Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+                status=Run.CANCELLED, finished_at=now)
+            Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+                status=Cell.CANCELLED, finished_at=now, error="cancelled during provisioning")
+        else:
+            message = f"provisioning failed: {_error_text(exc)}"
+            log.warning("run %s: %s", run_id, message)
+            Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+                status=Run.FAILED, finished_at=now, error=message)
+            Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+                status=Cell.FAILED, finished_at=now, error=message)
     _teardown_or_enqueue(run_id)
 
 
@@ -449,10 +450,11 @@ def reap_cloud() -> dict:
     for run_id in lost:
         message = ("provisioning failed: no progress for "
                    f"{settings.BENCHBOARD_PROVISION_TIMEOUT} s (worker lost?)")
-        Run.objects.filter(pk=run_id, status=Run.PROVISIONING).update(
-            status=Run.FAILED, finished_at=now, error=message)
-        Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-            status=Cell.FAILED, finished_at=now, error=message)
+        with transaction.atomic():
+            Run.objects.filter(pk=run_id, status=Run.PROVISIONING).update(
+                status=Run.FAILED, finished_at=now, error=message)
+            Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
+                status=Cell.FAILED, finished_at=now, error=message)
     leftover = CloudResource.objects.exclude(state="deleted").exclude(run__status__in=Run.ACTIVE)
     torn = errors = 0
     for run_id in set(leftover.values_list("run_id", flat=True)):
