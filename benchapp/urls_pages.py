@@ -32,6 +32,8 @@ urlpatterns = [
     path("plans/<int:pk>/trend/", history.plan_trend, name="plan_trend"),
     path("plans/<int:pk>/trend.json", history.plan_trend_json, name="plan_trend_json"),
     path("plans/<int:pk>/baseline/", history.plan_pin_baseline, name="plan_pin_baseline"),
+    path("plans/<int:pk>/history-settings/", history.plan_history_settings,
+         name="plan_history_settings"),
     path("alerts/", history.alert_list, name="alert_list"),
     path("alerts/<int:pk>/verdict/", history.alert_verdict, name="alert_verdict"),
     path("alerts/<int:pk>/confirm/", history.alert_confirm, name="alert_confirm"),
