@@ -52,6 +52,8 @@ urlpatterns = [
     path("plans/<int:pk>/trend.json", history.plan_trend_json, name="plan_trend_json"),
     path("plans/<int:pk>/baseline/", _member(history.plan_pin_baseline, "plan"),
          name="plan_pin_baseline"),
+    path("plans/<int:pk>/history-settings/", _member(history.plan_history_settings, "plan"),
+         name="plan_history_settings"),
     path("alerts/", history.alert_list, name="alert_list"),
     path("alerts/<int:pk>/verdict/", _member(history.alert_verdict), name="alert_verdict"),
     path("alerts/<int:pk>/confirm/", _member(history.alert_confirm), name="alert_confirm"),

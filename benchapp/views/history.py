@@ -82,6 +82,19 @@ def plan_pin_baseline(request, pk):
 
 
 @login_required
+@require_POST
+def plan_history_settings(request, pk):
+    """The plan's study label (plans sharing one share a history) and whether
+    new bad alerts are confirmed by a re-run automatically."""
+    plan = get_plan(request, pk, role=MEMBER)
+    plan.study = request.POST.get("study", "").strip()[:100]
+    plan.confirm_alerts = request.POST.get("confirm_alerts") == "on"
+    plan.save(update_fields=["study", "confirm_alerts"])
+    messages.success(request, "History settings saved.")
+    return redirect("plan_trend", pk=plan.pk)
+
+
+@login_required
 def alert_list(request):
     team = current_team(request)
     alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")[:200]

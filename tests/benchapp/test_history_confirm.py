@@ -116,6 +116,25 @@ def test_the_confirm_button(member_client, team, plan, dropped):
     assert Run.objects.filter(origin="confirm").count() == 1
 
 
+def test_viewers_cannot_change_history_settings(viewer_client, plan):
+    url = reverse("plan_history_settings", args=[plan.pk])
+    assert viewer_client.post(url, {"confirm_alerts": "on"}).status_code == 403
+    plan.refresh_from_db()
+    assert not plan.confirm_alerts
+
+
+def test_history_settings_of_a_plan(member_client, plan):
+    url = reverse("plan_history_settings", args=[plan.pk])
+    member_client.post(url, {"study": " oltp ", "confirm_alerts": "on"})
+    plan.refresh_from_db()
+    assert (plan.study, plan.confirm_alerts) == ("oltp", True)
+    page = member_client.get(reverse("plan_trend", args=[plan.pk])).content.decode()
+    assert 'name="confirm_alerts" checked' in page
+    member_client.post(url, {"study": "oltp"})
+    plan.refresh_from_db()
+    assert not plan.confirm_alerts
+
+
 def test_outsiders_cannot_confirm(outsider_client, dropped):
     url = reverse("alert_confirm", args=[dropped["rw=read"].pk])
     assert outsider_client.post(url).status_code == 404

@@ -2,7 +2,8 @@
 whose target gets slower (its fio jobs are capped at half the IOPS from the
 eleventh run on) raises a bad alert, the automatic confirmation run (only
 that cell) confirms it, and the signed webhook and the SMTP server each
-receive the confirmed alert once, the "new" notification being held back."""
+receive the confirmed alert once, the "new" notification being held back
+(other metrics' own alerts, if any, are each received once too)."""
 
 from __future__ import annotations
 
@@ -45,34 +46,45 @@ def test_slower_target_alerted_confirmed_and_notified_once(team, start_worker, w
             plan.document = fio_document(SLOW)
             plan.save()
         run = orchestration.start_run(team, plan.document, plan=plan, origin="schedule")
-        wait_for(lambda run=run: finished(run), timeout=30)
+        # reap (what beat does): a confirmation run started by an earlier
+        # alert may hold the target; its release wakes only its own run
+        wait_for(lambda run=run: finished(run), timeout=60, reap=True)
         assert run.status == Run.SUCCEEDED, run.error
     slow_from = Run.objects.filter(plan=plan, origin="schedule").order_by("created_at")[BEFORE]
 
-    confirm = wait_for(lambda: Run.objects.filter(plan=plan, origin="confirm").first(), timeout=30)
-    wait_for(lambda: finished(confirm), timeout=30)
+    confirm = wait_for(lambda: Run.objects.filter(plan=plan, origin="confirm").first(), timeout=60)
+    wait_for(lambda: finished(confirm), timeout=60, reap=True)
     assert list(confirm.cells.values_list("key", flat=True)) == ["iodepth=1"]
-    iops = wait_for(lambda: Alert.objects.filter(plan=plan, metric="read_iops")
-                    .exclude(status=Alert.NEW).first(), timeout=30)
+    judged = Alert.objects.filter(plan=plan, metric="read_iops").exclude(status=Alert.NEW)
+    try:
+        iops = wait_for(judged.first, timeout=60)
+    except AssertionError:
+        raise AssertionError(list(Alert.objects.values_list(
+            "metric", "status", "confirm_note"))) from None
     assert (iops.status, iops.bad, iops.start_run, iops.confirm_run) == (
         Alert.CONFIRMED, True, slow_from, confirm)
     assert iops.magnitude == pytest.approx(-0.5, abs=0.05)
     assert Alert.objects.filter(plan=plan, metric="read_iops").count() == 1
 
     def delivered():
-        sent = AlertDelivery.objects.filter(alert=iops, status=AlertDelivery.SENT).count()
-        return sent == 2 and hook.requests and mail_receiver.messages
-    wait_for(delivered, timeout=30)
+        deliveries = AlertDelivery.objects.all()
+        return (deliveries.filter(alert=iops).count() == 2
+                and not deliveries.exclude(status=AlertDelivery.SENT).exists()
+                and len(hook.requests) + len(mail_receiver.messages) == deliveries.count())
+    wait_for(delivered, timeout=60)
     time.sleep(2)  # a duplicate would arrive now
 
-    confirmed = Alert.objects.filter(plan=plan, status=Alert.CONFIRMED).count()
+    # Other series (latencies...) may raise alerts of their own; whatever was
+    # sent, each (alert, event) arrived once on each channel.
     posts = [json.loads(r["body"]) for r in hook.requests]
-    assert len(posts) == confirmed == len(mail_receiver.messages)  # each alert once, confirmed
-    assert all(p["event"] == "confirmed" for p in posts)
+    events = [(p["alert"]["id"], p["event"]) for p in posts]
+    assert len(events) == len(set(events)) == len(mail_receiver.messages)
+    assert (iops.pk, "new") not in events  # held back until the confirmation decided
     for request in hook.requests:
         signature = hmac.new(SECRET.encode(), request["body"], hashlib.sha256).hexdigest()
         assert request["headers"]["X-Benchboard-Signature-256"] == f"sha256={signature}"
     (post,) = [p for p in posts if p["alert"]["id"] == iops.pk]
+    assert post["event"] == "confirmed" and post["alert"]["status"] == Alert.CONFIRMED
     assert post["alert"]["confirm_run"] == confirm.pk and post["alert"]["metric"] == "read_iops"
     subjects = [m["message"]["Subject"] for m in mail_receiver.messages]
     assert sum("confirmed: read_iops -" in s for s in subjects) == 1
