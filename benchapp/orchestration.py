@@ -252,6 +252,17 @@ def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True,
             lease_expires_at=None)
     _release_lock(cell)
     _enqueue_dispatch(cell.run_id)
+    _wake_waiting_runs(cell)
+
+
+def _wake_waiting_runs(cell: Cell) -> None:
+    """Other runs of the team with cells queued on the target just released
+    (e.g. behind a confirmation run) are dispatched now, not at the next reap."""
+    waiting = (Cell.objects.filter(run__team_id=cell.run.team_id, target_name=cell.target_name,
+                                   status=Cell.QUEUED, run__status__in=Run.ACTIVE)
+               .exclude(run_id=cell.run_id).values_list("run_id", flat=True).distinct())
+    for run_id in waiting:
+        _enqueue_dispatch(run_id)
 
 
 class Heartbeat(threading.Thread):

@@ -244,3 +244,16 @@ def test_runplan_waits_and_prints_the_result_document(team, tmp_path, start_work
     assert all(c["status"] == "succeeded" for c in document["cells"])
     assert document["cells"][0]["metrics"]["read_iops"] > 0
     assert document["plan"]["tool"] == "fio"
+
+
+def test_a_run_waiting_on_a_busy_target_starts_when_the_target_is_released(
+        team, tmp_path, start_worker):
+    """Two runs on one target: the second starts as soon as the first lets the
+    target go, without waiting for the periodic reaper (no beat runs here)."""
+    start_worker("a", **FAST)
+    first = orchestration.start_run(team, fio_plan(tmp_path, axes={"rw": ["read"]}))
+    wait_for(lambda: running_cell(first))
+    second = orchestration.start_run(team, fio_plan(tmp_path, axes={"rw": ["write"]}))
+    wait_for(lambda: finished(first))
+    wait_for(lambda: finished(second), timeout=30)
+    assert (first.status, second.status) == (Run.SUCCEEDED, Run.SUCCEEDED)
