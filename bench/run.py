@@ -179,6 +179,47 @@ def cell_overheads(run: Run) -> list[float]:
     return out
 
 
+def harness_overheads(run: Run) -> list[float]:
+    """Cell wall time minus every phase the plan itself runs (prepare, measure, cleanup...).
+
+    What is left is Benchboard's own cost per cell: claiming, connecting,
+    work dir, facts, CPU sampling, recording.
+    """
+    out = []
+    for cell in run.cells.all():
+        phases = Artifact.objects.filter(cell=cell, attempt=cell.attempt)
+        spans = [(a.finished_at - a.started_at).total_seconds() for a in phases
+                 if a.started_at and a.finished_at]
+        if cell.duration is not None and spans:
+            out.append(cell.duration - sum(spans))
+    return out
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3), "n": len(values)}
+
+
+def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
+    """Harness cost per cell over SSH: fio cells of 1 s on one SSH host, in one run.
+
+    The first cell pays the connection and the host facts; the others show
+    what every further cell costs.
+    """
+    params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
+              "filename": "bench.data"}  # relative: in the cell's work dir on the host
+    run = through_benchboard(team, plan_for("fio", params, server,
+                                            axes={"iodepth": list(range(1, cells + 1))}))
+    if run.status != Run.SUCCEEDED:
+        raise RuntimeError(f"fio over SSH: {run.status} {[c.error for c in run.cells.all()]}")
+    ordered = sorted(run.cells.all(), key=lambda c: c.started_at)
+    first, rest = ordered[0], ordered[1:]
+    per_cell = {c.pk: v for c, v in zip(run.cells.all(), harness_overheads(run), strict=True)}
+    return {"first_cell_s": round(per_cell[first.pk], 3),
+            "further_cells_s": spread([per_cell[c.pk] for c in rest]),
+            "all_cells_s": spread(list(per_cell.values()))}
+
+
 def dispatch_latency(run: Run) -> float | None:
     first = Artifact.objects.filter(cell__run=run).order_by("started_at").first()
     if first is None or first.started_at is None:
@@ -197,7 +238,7 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
     for tool, (params, name) in JOBS.items():
         if tool == "fio":
             params = {**params, "directory": str(workdir)}
-        ratios, hand, board, over_ssh, latencies = [], [], [], [], []
+        ratios, hand, board, over_ssh, harness, latencies = [], [], [], [], [], []
         for i in range(pairs):
             h = by_hand(tool, params, workdir)
             run = through_benchboard(team, plan_for(tool, params, server))
@@ -209,11 +250,13 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
             board.append(b)
             ratios.append(b / h)
             over_ssh += cell_overheads(run)
+            harness += harness_overheads(run)
             latencies.append(dispatch_latency(run))
             log(f"  {tool} pair {i + 1}/{pairs}: by hand {h:.1f}, Benchboard {b:.1f} {name}")
         out[tool] = {"metric": name, "overhead_ratio": statistics.median(ratios),
                      "by_hand": hand, "benchboard": board,
                      "cell_overhead_ssh_s": statistics.median(over_ssh),
+                     "harness_overhead_ssh_s": spread(harness),
                      "dispatch_latency_s": statistics.median(latencies)}
     return out
 
@@ -272,7 +315,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
+    parser.add_argument("--only", choices=["ssh-overhead", "pages"],
+                        help="measure one thing and print it (nothing written)")
     args = parser.parse_args()
+    if args.only:
+        return only(args.only)
     quick = os.environ.get("BENCH_QUICK") == "1"
     if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
         args.pairs, args.skip_pages = 1, True
@@ -288,6 +335,8 @@ def main() -> int:
             log("harness overhead (by hand vs Benchboard over SSH), interleaved pairs:")
             results["overhead"] = overhead(team, server, args.pairs, workdir)
             results["cell_overhead_local_s"] = local_cell_overhead(team, workdir)
+            log("harness cost per cell over SSH (fio, one host, one run):")
+            results["ssh_harness_overhead"] = ssh_cell_overhead(team, server, workdir)
         finally:
             worker.stop()
             stop_sshd(server)
@@ -304,6 +353,27 @@ def main() -> int:
     return 0
 
 
+def only(what: str) -> int:
+    """`--only ssh-overhead|pages`: one measurement, printed as JSON."""
+    if what == "pages":
+        from bench.pages import page_figures
+
+        figures = page_figures()
+        print(json.dumps(figures, indent=2))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
+        workdir = Path(tmp)
+        team, server = prepare_environment(workdir)
+        worker = Worker(workdir / "worker.log", {**os.environ, **FAST}, "bench")
+        try:
+            figures = ssh_cell_overhead(team, server, workdir)
+        finally:
+            worker.stop()
+            stop_sshd(server)
+    print(json.dumps(figures, indent=2))
+    return 0
+
+
 def print_table(results: dict) -> None:
     print(f"\nBenchboard bench — {results['date']} — {results['machine']['cpus']} CPUs")
     print(f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
@@ -312,6 +382,12 @@ def print_table(results: dict) -> None:
         print(f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
               f"{row['cell_overhead_ssh_s']:>20.2f} {row['dispatch_latency_s']:>10.2f}")
     print(f"per-cell overhead, local: {results['cell_overhead_local_s']:.2f} s")
+    ssh = results.get("ssh_harness_overhead")
+    if ssh:
+        rest = ssh["further_cells_s"]
+        print(f"harness cost per cell over SSH, plan's phases excluded: first cell "
+              f"{ssh['first_cell_s']:.2f} s, further cells median {rest['median']:.2f} s "
+              f"(min {rest['min']:.2f}, max {rest['max']:.2f}, n={rest['n']})  goal <= 0.50 s")
     for name, row in results["cell_throughput"].items():
         print(f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
               f"({row['cells']} cells in {row['seconds']} s)")
