@@ -11,7 +11,10 @@ Prints a table and writes bench/results.json with:
 - dispatch latency: from start_run to the first tool process;
 - cell throughput with 1, 2 and 4 workers over 4 targets;
 - parser throughput (scripts/bench_parsers.py) and the results pages'
-  server time (scripts/bench_results.py) when those scripts are present.
+  server time (scripts/bench_results.py) when those scripts are present;
+- harness cost per cell over SSH with the plan's own phases excluded;
+- the results and comparison pages in chromium (bench/pages.py): cold and
+  warm load time and bytes on the wire, next to their goals.
 
 BENCH_QUICK=1 runs one pair per tool and skips the 1 M row page bench, so
 the whole script can be smoke-tested in a few minutes; results.json then
@@ -293,8 +296,8 @@ def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
 
 
 def script_figures(script: str, *args: str) -> dict | None:
-    """Run a sibling measuring script that prints JSON on its last line."""
-    path = ROOT / "scripts" / script
+    """Run a measuring script (in scripts/, or a path from the root) that prints JSON last."""
+    path = ROOT / script if "/" in script else ROOT / "scripts" / script
     if not path.exists():
         return None
     proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, capture_output=True,
@@ -348,6 +351,10 @@ def main() -> int:
         log("results pages at 20k/100k/1M measurements:")
         results["pages"] = {str(runs * 10000): script_figures(
             "bench_results.py", "--json", "--runs", str(runs)) for runs in (2, 10, 100)}
+    log("results pages in chromium (cold and warm load, bytes on the wire):")
+    # A process of its own: it serves another database than this one's.
+    results["browser_pages"] = script_figures("bench/pages.py", "--loads",
+                                              "1" if quick else "5")
     RESULTS.write_text(json.dumps(results, indent=2, default=str))
     print_table(results)
     return 0
@@ -355,12 +362,8 @@ def main() -> int:
 
 def only(what: str) -> int:
     """`--only ssh-overhead|pages`: one measurement, printed as JSON."""
-    if what == "pages":
-        from bench.pages import page_figures
-
-        figures = page_figures()
-        print(json.dumps(figures, indent=2))
-        return 0
+    if what == "pages":  # its own process, see main()
+        return subprocess.call([sys.executable, str(ROOT / "bench" / "pages.py")])
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
         workdir = Path(tmp)
         team, server = prepare_environment(workdir)
@@ -395,6 +398,10 @@ def print_table(results: dict) -> None:
         print("parsers:", json.dumps(results["parsers"]))
     if results.get("pages"):
         print("pages:", json.dumps(results["pages"]))
+    if results.get("browser_pages", {}).get("pages"):
+        from bench.pages import print_figures
+
+        print_figures(results["browser_pages"])
     print(f"written to {RESULTS.relative_to(ROOT)}")
 
 
