@@ -239,12 +239,16 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
     """Interleaved hand/Benchboard pairs per tool; median throughput ratio."""
     out = {}
     for tool, (params, name) in JOBS.items():
+        board_params = params
         if tool == "fio":
-            params = {**params, "directory": str(workdir)}
+            # By hand in the bench's dir; through Benchboard in the cell's work dir
+            # (a plan from outside the CLI may only name relative paths).
+            params, board_params = ({**params, "directory": str(workdir)},
+                                    {**params, "filename": "bench.data"})
         ratios, hand, board, over_ssh, harness, latencies = [], [], [], [], [], []
         for i in range(pairs):
             h = by_hand(tool, params, workdir)
-            run = through_benchboard(team, plan_for(tool, params, server))
+            run = through_benchboard(team, plan_for(tool, board_params, server))
             b = metric(run, name)
             if run.status != Run.SUCCEEDED or b is None:
                 raise RuntimeError(f"{tool} through Benchboard: {run.status} "
@@ -266,7 +270,7 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
 
 def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
     params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
-              "directory": str(workdir)}
+              "filename": "bench.data"}  # in the cell's work dir
     run = through_benchboard(team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))}))
     return statistics.median(cell_overheads(run))
 
@@ -274,7 +278,7 @@ def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
 def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
     """Cells per minute with 1, 2 and 4 workers over 4 targets (fio, 1 s cells)."""
     params = {"rw": "read", "bs": "4k", "size": "4M", "runtime": 1, "time_based": True,
-              "directory": str(workdir)}
+              "filename": "bench.data"}  # in the cell's work dir
     targets = ("d1", "d2", "d3", "d4")
     plan = plan_for("fio", params, targets=targets,
                     axes={"target": list(targets), "iodepth": [1, 2, 4]})
@@ -380,10 +384,14 @@ def only(what: str) -> int:
 def print_table(results: dict) -> None:
     print(f"\nBenchboard bench — {results['date']} — {results['machine']['cpus']} CPUs")
     print(f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
-          f"{'dispatch s':>10}")
+          f"{'harness s':>10} {'dispatch s':>10}")
     for tool, row in results["overhead"].items():
         print(f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
-              f"{row['cell_overhead_ssh_s']:>20.2f} {row['dispatch_latency_s']:>10.2f}")
+              f"{row['cell_overhead_ssh_s']:>20.2f} "
+              f"{row['harness_overhead_ssh_s']['median']:>10.2f} "
+              f"{row['dispatch_latency_s']:>10.2f}")
+    print("(cell overhead: cell time minus the measured run; harness: minus every phase of "
+          "the plan, prepare and cleanup included)")
     print(f"per-cell overhead, local: {results['cell_overhead_local_s']:.2f} s")
     ssh = results.get("ssh_harness_overhead")
     if ssh:
