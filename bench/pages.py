@@ -84,7 +84,9 @@ def prepare_data(database_url: str) -> dict:
     session.create()
     return {"session_cookie": settings.SESSION_COOKIE_NAME, "session": session.session_key,
             "pages": {"run results page (500 cells)": f"/runs/{runs[0].pk}/results/",
-                      "comparison page (2 runs x 10,000)": f"/comparisons/{comparison.pk}/"}}
+                      "comparison page (2 runs x 10,000)": f"/comparisons/{comparison.pk}/"},
+            "json": [f"/runs/{runs[0].pk}/results.json",
+                     f"/comparisons/{comparison.pk}/results.json"]}
 
 
 @contextlib.contextmanager
@@ -142,9 +144,22 @@ def spread(values: list[float], digits: int = 3) -> dict:
             "max": round(max(values), digits), "n": len(values)}
 
 
+def warm_server(base: str, data: dict) -> None:
+    """Request every page a few times first: a cold browser, not a just-started server."""
+    import urllib.request
+
+    cookie = f"{data['session_cookie']}={data['session']}"
+    for path in [*data["pages"].values(), *data["json"]]:
+        for _ in range(4):  # reaches both gunicorn workers
+            request = urllib.request.Request(base + path, headers={"Cookie": cookie})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+
 def measure(base: str, data: dict, loads: int) -> dict:
     from playwright.sync_api import sync_playwright
 
+    warm_server(base, data)
     out = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
