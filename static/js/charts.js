@@ -79,30 +79,9 @@
     return Plotly.newPlot(div, traces, layout(metric + " per second", "seconds", metric), CONFIG);
   }
 
-  // Plotly comes with `defer` after the page's scripts (templates), so the JSON
-  // requests start while it downloads and compiles; drawing waits for it.
-  // Deferred scripts have run when DOMContentLoaded fires.
-  let ready = null;
-  function plotlyReady() {
-    if (window.Plotly) return Promise.resolve(window.Plotly);
-    if (!ready) {
-      ready = new Promise((resolve, reject) => {
-        const done = () => (window.Plotly ? resolve(window.Plotly)
-          : reject(new Error("Plotly did not load")));
-        if (document.readyState === "loading") {
-          document.addEventListener("DOMContentLoaded", done, { once: true });
-        } else {
-          done();
-        }
-      });
-    }
-    return ready;
-  }
-
   function png(divId) {
     const div = document.getElementById(divId);
-    return plotlyReady().then(() => Plotly.downloadImage(
-      div, { format: "png", filename: divId, width: 1200, height: 600 }));
+    return Plotly.downloadImage(div, { format: "png", filename: divId, width: 1200, height: 600 });
   }
 
   function getJSON(url) {
@@ -127,8 +106,7 @@
   function wire(section) {
     const query = window.location.search;
     const form = section.querySelector(".series-form");
-    const results = getJSON(section.dataset.resultsUrl + query);
-    Promise.all([results, plotlyReady()]).then(([data]) => {
+    getJSON(section.dataset.resultsUrl + query).then((data) => {
       fillCells(form.cells, data.cells || []);
       plot();
       const chart = data.chart;
@@ -146,7 +124,7 @@
       const div = document.getElementById("chart-series");
       const width = Math.max(div.clientWidth || 800, 100);
       const params = new URLSearchParams({ cells, metric: form.metric.value, width });
-      Promise.all([getJSON(section.dataset.seriesUrl + "?" + params), plotlyReady()]).then(([payload]) => {
+      getJSON(section.dataset.seriesUrl + "?" + params).then((payload) => {
         if (!payload.traces.some((t) => t.x.length)) return empty(div, "No per-second values for this metric.");
         div.classList.remove("chart-empty");
         div.textContent = "";
