@@ -11,7 +11,10 @@ Prints a table and writes bench/results.json with:
 - dispatch latency: from start_run to the first tool process;
 - cell throughput with 1, 2 and 4 workers over 4 targets;
 - parser throughput (scripts/bench_parsers.py) and the results pages'
-  server time (scripts/bench_results.py) when those scripts are present.
+  server time (scripts/bench_results.py) when those scripts are present;
+- harness cost per cell over SSH with the plan's own phases excluded;
+- the results and comparison pages in chromium (bench/pages.py): cold and
+  warm load time and bytes on the wire, next to their goals.
 
 BENCH_QUICK=1 runs one pair per tool and skips the 1 M row page bench, so
 the whole script can be smoke-tested in a few minutes; results.json then
@@ -179,6 +182,47 @@ def cell_overheads(run: Run) -> list[float]:
     return out
 
 
+def harness_overheads(run: Run) -> list[float]:
+    """Cell wall time minus every phase the plan itself runs (prepare, measure, cleanup...).
+
+    What is left is Benchboard's own cost per cell: claiming, connecting,
+    work dir, facts, CPU sampling, recording.
+    """
+    out = []
+    for cell in run.cells.all():
+        phases = Artifact.objects.filter(cell=cell, attempt=cell.attempt)
+        spans = [(a.finished_at - a.started_at).total_seconds() for a in phases
+                 if a.started_at and a.finished_at]
+        if cell.duration is not None and spans:
+            out.append(cell.duration - sum(spans))
+    return out
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3), "n": len(values)}
+
+
+def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
+    """Harness cost per cell over SSH: fio cells of 1 s on one SSH host, in one run.
+
+    The first cell pays the connection and the host facts; the others show
+    what every further cell costs.
+    """
+    params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
+              "filename": "bench.data"}  # relative: in the cell's work dir on the host
+    run = through_benchboard(team, plan_for("fio", params, server,
+                                            axes={"iodepth": list(range(1, cells + 1))}))
+    if run.status != Run.SUCCEEDED:
+        raise RuntimeError(f"fio over SSH: {run.status} {[c.error for c in run.cells.all()]}")
+    ordered = sorted(run.cells.all(), key=lambda c: c.started_at)
+    first, rest = ordered[0], ordered[1:]
+    per_cell = {c.pk: v for c, v in zip(run.cells.all(), harness_overheads(run), strict=True)}
+    return {"first_cell_s": round(per_cell[first.pk], 3),
+            "further_cells_s": spread([per_cell[c.pk] for c in rest]),
+            "all_cells_s": spread(list(per_cell.values()))}
+
+
 def dispatch_latency(run: Run) -> float | None:
     first = Artifact.objects.filter(cell__run=run).order_by("started_at").first()
     if first is None or first.started_at is None:
@@ -195,12 +239,16 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
     """Interleaved hand/Benchboard pairs per tool; median throughput ratio."""
     out = {}
     for tool, (params, name) in JOBS.items():
+        board_params = params
         if tool == "fio":
-            params = {**params, "directory": str(workdir)}
-        ratios, hand, board, over_ssh, latencies = [], [], [], [], []
+            # By hand in the bench's dir; through Benchboard in the cell's work dir
+            # (a plan from outside the CLI may only name relative paths).
+            params, board_params = ({**params, "directory": str(workdir)},
+                                    {**params, "filename": "bench.data"})
+        ratios, hand, board, over_ssh, harness, latencies = [], [], [], [], [], []
         for i in range(pairs):
             h = by_hand(tool, params, workdir)
-            run = through_benchboard(team, plan_for(tool, params, server))
+            run = through_benchboard(team, plan_for(tool, board_params, server))
             b = metric(run, name)
             if run.status != Run.SUCCEEDED or b is None:
                 raise RuntimeError(f"{tool} through Benchboard: {run.status} "
@@ -209,18 +257,20 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
             board.append(b)
             ratios.append(b / h)
             over_ssh += cell_overheads(run)
+            harness += harness_overheads(run)
             latencies.append(dispatch_latency(run))
             log(f"  {tool} pair {i + 1}/{pairs}: by hand {h:.1f}, Benchboard {b:.1f} {name}")
         out[tool] = {"metric": name, "overhead_ratio": statistics.median(ratios),
                      "by_hand": hand, "benchboard": board,
                      "cell_overhead_ssh_s": statistics.median(over_ssh),
+                     "harness_overhead_ssh_s": spread(harness),
                      "dispatch_latency_s": statistics.median(latencies)}
     return out
 
 
 def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
     params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
-              "directory": str(workdir)}
+              "filename": "bench.data"}  # in the cell's work dir
     run = through_benchboard(team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))}))
     return statistics.median(cell_overheads(run))
 
@@ -228,7 +278,7 @@ def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
 def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
     """Cells per minute with 1, 2 and 4 workers over 4 targets (fio, 1 s cells)."""
     params = {"rw": "read", "bs": "4k", "size": "4M", "runtime": 1, "time_based": True,
-              "directory": str(workdir)}
+              "filename": "bench.data"}  # in the cell's work dir
     targets = ("d1", "d2", "d3", "d4")
     plan = plan_for("fio", params, targets=targets,
                     axes={"target": list(targets), "iodepth": [1, 2, 4]})
@@ -250,8 +300,8 @@ def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
 
 
 def script_figures(script: str, *args: str) -> dict | None:
-    """Run a sibling measuring script that prints JSON on its last line."""
-    path = ROOT / "scripts" / script
+    """Run a measuring script (in scripts/, or a path from the root) that prints JSON last."""
+    path = ROOT / script if "/" in script else ROOT / "scripts" / script
     if not path.exists():
         return None
     proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, capture_output=True,
@@ -272,7 +322,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
+    parser.add_argument("--only", choices=["ssh-overhead", "pages"],
+                        help="measure one thing and print it (nothing written)")
     args = parser.parse_args()
+    if args.only:
+        return only(args.only)
     quick = os.environ.get("BENCH_QUICK") == "1"
     if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
         args.pairs, args.skip_pages = 1, True
@@ -288,6 +342,8 @@ def main() -> int:
             log("harness overhead (by hand vs Benchboard over SSH), interleaved pairs:")
             results["overhead"] = overhead(team, server, args.pairs, workdir)
             results["cell_overhead_local_s"] = local_cell_overhead(team, workdir)
+            log("harness cost per cell over SSH (fio, one host, one run):")
+            results["ssh_harness_overhead"] = ssh_cell_overhead(team, server, workdir)
         finally:
             worker.stop()
             stop_sshd(server)
@@ -299,19 +355,50 @@ def main() -> int:
         log("results pages at 20k/100k/1M measurements:")
         results["pages"] = {str(runs * 10000): script_figures(
             "bench_results.py", "--json", "--runs", str(runs)) for runs in (2, 10, 100)}
+    log("results pages in chromium (cold and warm load, bytes on the wire):")
+    # A process of its own: it serves another database than this one's.
+    results["browser_pages"] = script_figures("bench/pages.py", "--loads",
+                                              "1" if quick else "5")
     RESULTS.write_text(json.dumps(results, indent=2, default=str))
     print_table(results)
+    return 0
+
+
+def only(what: str) -> int:
+    """`--only ssh-overhead|pages`: one measurement, printed as JSON."""
+    if what == "pages":  # its own process, see main()
+        return subprocess.call([sys.executable, str(ROOT / "bench" / "pages.py")])
+    with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
+        workdir = Path(tmp)
+        team, server = prepare_environment(workdir)
+        worker = Worker(workdir / "worker.log", {**os.environ, **FAST}, "bench")
+        try:
+            figures = ssh_cell_overhead(team, server, workdir)
+        finally:
+            worker.stop()
+            stop_sshd(server)
+    print(json.dumps(figures, indent=2))
     return 0
 
 
 def print_table(results: dict) -> None:
     print(f"\nBenchboard bench — {results['date']} — {results['machine']['cpus']} CPUs")
     print(f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
-          f"{'dispatch s':>10}")
+          f"{'harness s':>10} {'dispatch s':>10}")
     for tool, row in results["overhead"].items():
         print(f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
-              f"{row['cell_overhead_ssh_s']:>20.2f} {row['dispatch_latency_s']:>10.2f}")
+              f"{row['cell_overhead_ssh_s']:>20.2f} "
+              f"{row['harness_overhead_ssh_s']['median']:>10.2f} "
+              f"{row['dispatch_latency_s']:>10.2f}")
+    print("(cell overhead: cell time minus the measured run; harness: minus every phase of "
+          "the plan, prepare and cleanup included)")
     print(f"per-cell overhead, local: {results['cell_overhead_local_s']:.2f} s")
+    ssh = results.get("ssh_harness_overhead")
+    if ssh:
+        rest = ssh["further_cells_s"]
+        print(f"harness cost per cell over SSH, plan's phases excluded: first cell "
+              f"{ssh['first_cell_s']:.2f} s, further cells median {rest['median']:.2f} s "
+              f"(min {rest['min']:.2f}, max {rest['max']:.2f}, n={rest['n']})  goal <= 0.50 s")
     for name, row in results["cell_throughput"].items():
         print(f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
               f"({row['cells']} cells in {row['seconds']} s)")
@@ -319,6 +406,10 @@ def print_table(results: dict) -> None:
         print("parsers:", json.dumps(results["parsers"]))
     if results.get("pages"):
         print("pages:", json.dumps(results["pages"]))
+    if results.get("browser_pages", {}).get("pages"):
+        from bench.pages import print_figures
+
+        print_figures(results["browser_pages"])
     print(f"written to {RESULTS.relative_to(ROOT)}")
 
 

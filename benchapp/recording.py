@@ -9,6 +9,7 @@ halfway leaves nothing half-written.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -80,6 +81,7 @@ def cell_context(run: Run, plan: PlanSpec, spec: CellSpec, book: SecretBook,
                       unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
                       guard=targetguard.guard())
     ctx.prepared = set(run.prepared_targets)
+    ctx.host_facts, ctx.db_facts, ctx.versions = run_facts(run.pk)
     if plan.prepare.snapshot_datadir:  # the snapshot's checksums, from the cell that took it
         taken = run.cells.filter(facts__has_key="data_checksums").order_by("index")
         for target, facts in taken.values_list("target_name", "facts"):
@@ -109,6 +111,23 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
         ctx.close()
     outcome.secret_book = book
     return outcome
+
+
+# Facts this worker process already read, per run (host facts, db facts, tool
+# versions): taken once per host per run, not once per cell. Recent runs only.
+_RUN_FACTS: OrderedDict[int, tuple[dict, dict, dict]] = OrderedDict()
+RUN_FACTS_KEPT = 16
+
+
+def run_facts(run_id: int) -> tuple[dict, dict, dict]:
+    """(host_facts, db_facts, versions) dicts of a run, shared by its cells in this process."""
+    if run_id in _RUN_FACTS:
+        _RUN_FACTS.move_to_end(run_id)
+    else:
+        _RUN_FACTS[run_id] = ({}, {}, {})
+        while len(_RUN_FACTS) > RUN_FACTS_KEPT:
+            _RUN_FACTS.popitem(last=False)
+    return _RUN_FACTS[run_id]
 
 
 def _permissions(run: Run, plan) -> dict[str, Permissions]:

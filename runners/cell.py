@@ -414,14 +414,16 @@ class _CellRun:
 
         ctx, facts = self.ctx, self.outcome.facts
         key = ctx.executor_key(self.client_ssh)
-        if key not in ctx.host_facts:
-            ctx.host_facts[key] = _safely(
-                lambda: host_facts(self.client, tools=(self.tool.BINARY,))
-            )
-        if target.kind != "host" and target.name not in ctx.db_facts:
-            ctx.db_facts[target.name] = _safely(lambda: db_facts(self.client, self.endpoint))
         if key not in ctx.versions:
             ctx.versions[key] = self._tool_version()
+        if key not in ctx.host_facts:
+            # The tool's version is read once (above), not a second time by host_facts.
+            found = _safely(lambda: host_facts(self.client))
+            if "tool_versions" in found and ctx.versions[key]:
+                found["tool_versions"] = {self.tool.BINARY: ctx.versions[key]}
+            ctx.host_facts[key] = found
+        if target.kind != "host" and target.name not in ctx.db_facts:
+            ctx.db_facts[target.name] = _safely(lambda: db_facts(self.client, self.endpoint))
         facts["client"] = ctx.host_facts[key]
         if target.kind != "host":
             facts["db"] = ctx.db_facts[target.name]

@@ -1,9 +1,11 @@
 """CellContext: what the cells of one run share (executors, secrets, caches, cancel).
 
-One CellContext lives as long as a run (inline) or a worker's share of it
-(benchapp). It opens executors lazily and keeps them, so the SSH connection
-to a host is made once; it takes host facts once per host; it remembers
-which targets are prepared (prepare.once) and snapshotted.
+One CellContext lives as long as a run (inline) or one cell (benchapp). It
+opens executors lazily and keeps them; SSH connections outlive it in the
+process's pool (runners/executors/pool.py), so a worker connects to a host
+once. It takes host facts once per host (benchapp hands it the run's facts
+already known to the worker); it remembers which targets are prepared
+(prepare.once) and snapshotted.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ def _make_executor(ssh: SSHSpec | None, secret: str | None):
     """LocalExecutor for None, else an SSHExecutor for ssh with its secret.
 
     A secret that looks like a PEM/OpenSSH private key is used as the key,
-    anything else as the login password.
+    anything else as the login password. SSH connections come from the
+    process's pool: a worker reuses one per host and credential across cells.
     """
     from runners.executors import LocalExecutor, SSHExecutor
+    from runners.executors.pool import shared_pool
 
     if ssh is None:
         return LocalExecutor()
@@ -51,7 +55,8 @@ def _make_executor(ssh: SSHSpec | None, secret: str | None):
         auth["private_key"] = secret
     elif secret:
         auth["password"] = secret
-    return SSHExecutor(ssh.host, ssh.port, ssh.user, known_host_key=ssh.known_host_key, **auth)
+    return SSHExecutor(ssh.host, ssh.port, ssh.user, known_host_key=ssh.known_host_key,
+                       pool=shared_pool(), **auth)
 
 
 class CellContext:

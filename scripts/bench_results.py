@@ -78,7 +78,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
         with cursor.cursor.copy(
                 'COPY benchapp_cell (run_id, "index", key, repeat, axes, target_name, status, '
                 "phase, attempt, worker, command, tool_version, facts, client_bound, error, "
-                "output_tail) FROM STDIN") as copy:
+                "output_tail, error_kind, spec) FROM STDIN") as copy:
             for run in runs:
                 index = 0
                 for t in range(TARGETS):
@@ -91,7 +91,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
                             copy.write_row((run.pk, index, f"target=db{t},threads={threads}",
                                             rep, json.dumps(axes), f"db{t}", "succeeded", "", 1,
                                             "", "sysbench oltp_read_write --mysql-password=****",
-                                            "1.0.20", json.dumps(facts), False, "", ""))
+                                            "1.0.20", json.dumps(facts), False, "", "", "", "{}"))
         cursor.execute("SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id",
                        [runs[0].pk])
         cells = cursor.fetchall()

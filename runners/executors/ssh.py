@@ -10,16 +10,22 @@ a run whose channel has been silent for two keepalive periods sends a
 global request and waits `keepalive` seconds for any answer, and declares
 the connection lost without one. A connection that drops with a reset is
 seen at once (the transport stops).
+
+Reuse: with a pool (runners/executors/pool.py) the connection is leased
+from it and handed back by close(), so a worker opens one connection per
+host and credential, not one per cell. The work dir is made and removed
+over the connection's SFTP session: no remote shell is started for it.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import io
 import itertools
+import secrets
 import socket
+import stat
 import threading
 import time
 
@@ -28,6 +34,7 @@ import paramiko
 from runners.errors import RunnerError
 from runners.executors import remote
 from runners.executors.base import Background, Executor, check_upload_name, not_installed
+from runners.executors.pool import Connection, SSHPool, pool_key
 
 READ_SIZE = 65536
 # When no timeout is given, the remote `timeout` backstop still bounds a run.
@@ -116,6 +123,7 @@ class SSHExecutor(Executor):
         known_host_key: str | None = None,
         connect_timeout: float = 10.0,
         keepalive: int = 15,
+        pool: SSHPool | None = None,
     ):
         super().__init__()
         self.host = host
@@ -126,8 +134,9 @@ class SSHExecutor(Executor):
         self.known_host_key = known_host_key
         self.connect_timeout = connect_timeout
         self.keepalive = keepalive
-        self._client: paramiko.SSHClient | None = None
-        self._sftp: paramiko.SFTPClient | None = None
+        self.pool = pool
+        self.pool_key = pool_key(user, host, port, private_key or password, known_host_key)
+        self._conn: Connection | None = None
         self._conn_lock = threading.RLock()
         self._probe_lock = threading.Lock()
         self._last_seen = time.monotonic()
@@ -146,14 +155,15 @@ class SSHExecutor(Executor):
     def _transport(self) -> paramiko.Transport:
         """The live transport, connecting (again) when needed."""
         with self._conn_lock:
-            transport = self._client.get_transport() if self._client else None
-            if transport is None or not transport.is_active():
+            if self._conn is None or not self._conn.active():
                 self._drop_connection()
-                self._client = self._connect()
-                transport = self._client.get_transport()
-                transport.set_keepalive(self.keepalive)
+                if self.pool is not None:
+                    self._conn = self.pool.lease(self.pool_key, self._connect)
+                else:
+                    self._conn = Connection(self.pool_key, self._connect())
+                self._conn.transport.set_keepalive(self.keepalive)
                 self._last_seen = time.monotonic()
-            return transport
+            return self._conn.transport
 
     def _connect(self) -> paramiko.SSHClient:
         """Open and authenticate a connection; map every failure to a clear RunnerError."""
@@ -207,19 +217,19 @@ class SSHExecutor(Executor):
         return client
 
     def _drop_connection(self) -> None:
+        """Close the connection for good (dead, or no pool to hand it back to)."""
         with self._conn_lock:
-            if self._sftp is not None:
-                self._sftp.close()
-            if self._client is not None:
-                self._client.close()
-            self._sftp, self._client = None, None
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _sftp_client(self) -> paramiko.SFTPClient:
         with self._conn_lock:
             transport = self._transport()
-            if self._sftp is None or self._sftp.get_channel().get_transport() is not transport:
-                self._sftp = paramiko.SFTPClient.from_transport(transport)
-            return self._sftp
+            conn = self._conn
+            if conn.sftp is None or conn.sftp.get_channel().get_transport() is not transport:
+                conn.sftp = paramiko.SFTPClient.from_transport(transport)
+            return conn.sftp
 
     def _exec(self, line: str, timeout: float = 60.0) -> tuple[int, str, str]:
         """Run a short helper line; return (exit code, stdout, stderr)."""
@@ -246,10 +256,42 @@ class SSHExecutor(Executor):
     # -- runs ------------------------------------------------------------------
 
     def _make_workdir(self) -> str:
+        """A fresh 0700 directory under /tmp, made over SFTP (mkdir fails if it exists)."""
+        try:
+            with self._conn_lock:
+                sftp = self._sftp_client()
+                path = f"/tmp/benchboard.{secrets.token_hex(8)}"
+                sftp.mkdir(path, 0o700)
+                sftp.chmod(path, 0o700)  # whatever the server's umask did
+                return path
+        except (OSError, paramiko.SSHException):
+            pass  # no SFTP mkdir here: mktemp through the shell
         code, out, err = self._exec(remote.MKWORKDIR)
         if code != 0 or not out.strip():
             raise RunnerError(f"cannot create a work dir on {self.where}: {err.strip()}")
         return out.strip()
+
+    def _remove_tree(self, path: str) -> None:
+        """rm -rf path over SFTP (links are removed, never followed); the shell if that fails."""
+        try:
+            with self._conn_lock:
+                sftp = self._sftp_client()
+                todo, dirs = [path], []
+                while todo:
+                    folder = todo.pop()
+                    dirs.append(folder)
+                    for entry in sftp.listdir_attr(folder):
+                        child = f"{folder}/{entry.filename}"
+                        if stat.S_ISDIR(entry.st_mode or 0):
+                            todo.append(child)
+                        else:
+                            sftp.remove(child)
+                for folder in reversed(dirs):
+                    sftp.rmdir(folder)
+            return
+        except (OSError, paramiko.SSHException):
+            pass
+        self._exec(remote.remove_line(path), timeout=30)
 
     def _launch(self, bg: Background, timeout: float | None) -> None:
         command = bg.command
@@ -323,20 +365,8 @@ class SSHExecutor(Executor):
     def _probe(self) -> bool:
         """Send a global request and wait `keepalive` s for any answer."""
         with self._probe_lock:
-            client = self._client
-            transport = client.get_transport() if client else None
-            if transport is None or not transport.is_active():
-                return False
-            answered = threading.Event()
-
-            def ask():
-                # Any exception means no answer: `answered` stays unset.
-                with contextlib.suppress(Exception):
-                    transport.global_request("keepalive@openssh.com", wait=True)
-                    answered.set()
-
-            threading.Thread(target=ask, daemon=True).start()
-            return answered.wait(self.keepalive) and transport.is_active()
+            conn = self._conn
+            return conn is not None and conn.answers(self.keepalive)
 
     def _kill(self, bg: Background, grace: float) -> None:
         prefix = getattr(bg, "prefix", None)
@@ -383,15 +413,17 @@ class SSHExecutor(Executor):
     def _close(self) -> None:
         with self._lock:
             workdir, self._workdir = self._workdir, None
-        client = self._client
-        alive = (
-            client is not None
-            and client.get_transport() is not None
-            and client.get_transport().is_active()
-        )
-        if workdir and alive:
+        conn = self._conn
+        if workdir and conn is not None and conn.active():
             try:
-                self._exec(remote.remove_line(workdir), timeout=30)
+                self._remove_tree(workdir)
             except RunnerError:
                 pass
-        self._drop_connection()
+        with self._conn_lock:
+            conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self.pool is not None:
+            self.pool.release(conn)
+        else:
+            conn.close()

@@ -3,7 +3,6 @@
 (function () {
   "use strict";
   const CONFIG = { responsive: true, displaylogo: false };
-  const SCATTERGL_FROM = 1000;
 
   function layout(title, xTitle, yTitle, extra) {
     return Object.assign({
@@ -69,7 +68,7 @@
           marker: { color } }, common));
         return;
       }
-      out.push(Object.assign({ type: t.x.length > SCATTERGL_FROM ? "scattergl" : "scatter",
+      out.push(Object.assign({ type: "scatter",
         mode: "lines+markers", x: t.x, y: t.mean, error_y: errors,
         line: { color }, marker: { color } }, common));
       // Every repeat as a small dot beside its mean, so the spread shows.
@@ -110,9 +109,12 @@
     return Plotly.newPlot(div, traces(chart), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
+  // SVG lines, even where the payload suggests "scattergl": the server
+  // downsamples each series to 2 x the chart's width, and the vendored Plotly
+  // bundle (cartesian) has no WebGL traces.
   function series(div, payload, metric) {
     const traces = payload.traces.map((t) => ({
-      type: payload.type, mode: "lines", name: t.label, x: t.x, y: t.y,
+      type: "scatter", mode: "lines", name: t.label, x: t.x, y: t.y,
     }));
     return Plotly.newPlot(div, traces, layout(metric + " per second", "seconds", metric), CONFIG);
   }

@@ -34,9 +34,9 @@ def test_results_page_charts_render_and_png_downloads(page, live_server, owner, 
     assert _traces(page, "chart-main") >= 1
     # The y axis title comes from the metric catalog, unit included.
     assert page.locator("#chart-main .g-ytitle").text_content() == "Transactions per second (tps)"
-    # 1,500 points > 1,000: the series comes as scattergl (a WebGL canvas layer).
-    page.wait_for_selector("#chart-series .main-svg", state="attached")
-    assert page.locator("#chart-series .gl-container canvas, #chart-series .trace").count() >= 1
+    # 1,500 points: drawn as an SVG line (the vendored cartesian bundle has no WebGL traces).
+    page.wait_for_selector("#chart-series .scatterlayer .trace", state="attached")
+    assert page.locator("#chart-series .scatterlayer .trace path.js-line").count() >= 1
     with page.expect_download() as info:
         page.click("button[data-png=chart-main]")
     download = info.value

@@ -5,6 +5,8 @@ dir, writes its own sshd_config (no PAM, no strict modes, root by key; the
 password method is enabled but root has no usable password here, so only
 *failed* password logins can be tested) and runs `/usr/sbin/sshd -D -e -f`.
 Teardown kills the listener and every per-connection child it forked.
+sshd logs at INFO into <dir>/sshd.log: accepted() counts the connections it
+authenticated, which tells whether a client reused its connection.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ PubkeyAuthentication yes
 PasswordAuthentication yes
 KbdInteractiveAuthentication no
 Subsystem sftp internal-sftp
-LogLevel ERROR
+LogLevel INFO
 MaxStartups 50
 MaxSessions 50
 """
@@ -51,6 +53,29 @@ class SSHServer:
     host_key: str  # "ssh-ed25519 AAAA..." (the known_host_key line)
     process: subprocess.Popen
     directory: Path
+
+    def accepted(self) -> int:
+        """How many connections sshd has authenticated so far (from its log)."""
+        log = self.directory / "sshd.log"
+        return log.read_text().count("Accepted publickey") if log.exists() else 0
+
+    def drop_connections(self) -> None:
+        """SIGKILL the per-connection sshd processes, keep the listener.
+
+        Every established connection is reset; new ones are accepted.
+        """
+        for pid in _sshd_descendants(self.process.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def restart(self) -> None:
+        """Kill sshd and everything below it, then start it again on the same port and keys."""
+        self.kill_all()
+        self.process.stderr.close()
+        self.process = _spawn(self.directory / "sshd_config")
+        _wait_listening(self.port, self.process)
 
     def kill_all(self) -> None:
         """SIGKILL the listener and every per-connection sshd below it.
@@ -123,6 +148,15 @@ def _wait_listening(port: int, process: subprocess.Popen, timeout: float = 10) -
     raise RuntimeError("sshd did not start listening")
 
 
+def _spawn(config: Path) -> subprocess.Popen:
+    """sshd in the foreground, logging to sshd.log beside its config."""
+    return subprocess.Popen(
+        [SSHD, "-D", "-E", str(config.parent / "sshd.log"), "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
 def start_sshd(directory: Path) -> SSHServer:
     """Generate keys and config under directory, start sshd, return its handle."""
     _keygen(directory / "host_ed25519")
@@ -134,11 +168,7 @@ def start_sshd(directory: Path) -> SSHServer:
     # sshd refuses to start without its privilege separation directory, which
     # Debian's service unit normally creates at boot.
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    process = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = _spawn(config)
     _wait_listening(port, process)
     host_pub = (directory / "host_ed25519.pub").read_text().split()
     return SSHServer(

@@ -1,0 +1,236 @@
+#!/usr/bin/env python
+"""Results pages in a real browser: load time and bytes on the wire, cold and warm.
+
+    .venv/bin/python bench/pages.py [--loads 5]
+
+Serves the app the way `make run` and production do (DEBUG off, collectstatic
+into a private static root, gunicorn with 2 workers, whitenoise) on a
+database of 2 runs × 500 cells × 20 metrics (scripts/bench_results.py makes
+it once), and drives Debian's chromium through Playwright:
+
+- cold: a new browser context (empty cache) loads the page until its charts
+  are drawn (every chart's SVG attached);
+- warm: the same context loads it again.
+
+Pages: a run's results page (500 cells) and the comparison of 2 runs ×
+10,000 measurements. Bytes are what crossed the network (Chromium's
+encodedDataLength: compressed bodies plus headers), summed over every
+request of the load. Goals: cold <= 1.0 s, warm <= 0.5 s, first load <= 1 MB.
+Prints JSON on its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CHROMIUM = os.environ.get("BENCHBOARD_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+GOALS = {"cold_s": 1.0, "warm_s": 0.5, "first_load_bytes": 1_000_000}
+SECRET_KEY = secrets.token_urlsafe(40)
+CHARTS = ("chart-sweep", "chart-bars", "chart-box", "chart-series")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_data(database_url: str) -> dict:
+    """The 2-run database (made once), a user's session and the page URLs."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_results
+
+    os.environ["DATABASE_URL"] = database_url
+    # The server's key: the session's auth hash is signed with it.
+    os.environ["DJANGO_SECRET_KEY"] = SECRET_KEY
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+
+    from benchapp import comparisons
+    from benchapp.models import Run, Team
+
+    call_command("migrate", verbosity=0)
+    bench_results.generate(False, 2)
+    team = Team.objects.get(name="bench")
+    runs = list(Run.objects.filter(team=team).order_by("pk")[:2])
+    comparison = team.comparisons.filter(name="bench pair").first() or \
+        comparisons.save_comparison(team, "bench pair", runs)
+    user = User.objects.get(username="bench")
+    session = SessionStore()
+    session["_auth_user_id"] = str(user.pk)
+    session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    session["_auth_user_hash"] = user.get_session_auth_hash()
+    session.create()
+    return {"session_cookie": settings.SESSION_COOKIE_NAME, "session": session.session_key,
+            "pages": {"run results page (500 cells)": f"/runs/{runs[0].pk}/results/",
+                      "comparison page (2 runs x 10,000)": f"/comparisons/{comparison.pk}/"},
+            "json": [f"/runs/{runs[0].pk}/results.json",
+                     f"/comparisons/{comparison.pk}/results.json"]}
+
+
+@contextlib.contextmanager
+def server(database_url: str, var_dir: Path):
+    """gunicorn as `make run` starts it, DEBUG off, static files collected."""
+    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_DEBUG": "False",
+           "BENCHBOARD_VAR_DIR": str(var_dir), "DJANGO_SECRET_KEY": SECRET_KEY,
+           "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost", "DJANGO_SECURE_SSL_REDIRECT": "False"}
+    env.setdefault("BENCHBOARD_FERNET_KEYS", _fernet_key())
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+                   cwd=ROOT, env=env, check=True)
+    port = _free_port()
+    log = open(var_dir / "gunicorn.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "benchapp.wsgi:application",
+                             "--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "60"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if proc.poll() is not None:
+                raise RuntimeError((var_dir / "gunicorn.log").read_text()[-2000:])
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()
+
+
+def load(page, cdp_bytes: list, url: str) -> tuple[float, int]:
+    """Seconds until every chart on the page is drawn, and the bytes received meanwhile."""
+    cdp_bytes.clear()
+    start = time.perf_counter()
+    page.goto(url, wait_until="load")
+    for chart in CHARTS:
+        if page.locator(f"#{chart}").count():
+            page.wait_for_selector(f"#{chart} .main-svg, #{chart}.chart-empty",
+                                   state="attached", timeout=30_000)
+    elapsed = time.perf_counter() - start
+    page.wait_for_load_state("networkidle")
+    return elapsed, sum(cdp_bytes)
+
+
+def spread(values: list[float], digits: int = 3) -> dict:
+    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits), "n": len(values)}
+
+
+def warm_server(base: str, data: dict) -> None:
+    """Request every page a few times first: a cold browser, not a just-started server."""
+    import urllib.request
+
+    cookie = f"{data['session_cookie']}={data['session']}"
+    for path in [*data["pages"].values(), *data["json"]]:
+        for _ in range(4):  # reaches both gunicorn workers
+            request = urllib.request.Request(base + path, headers={"Cookie": cookie})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
+
+def measure(base: str, data: dict, loads: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    warm_server(base, data)
+    out = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            for name, path in data["pages"].items():
+                cold, warm, cold_bytes, warm_bytes, encodings = [], [], [], [], {}
+                for _ in range(loads):
+                    context = browser.new_context(viewport={"width": 1280, "height": 900})
+                    context.add_cookies([{"name": data["session_cookie"], "value": data["session"],
+                                          "url": base}])
+                    page = context.new_page()
+                    got: list[int] = []
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Network.enable")
+                    cdp.on("Network.loadingFinished", lambda e, got=got: got.append(
+                        int(e.get("encodedDataLength", 0))))
+                    page.on("response", lambda r, enc=encodings: enc.setdefault(
+                        r.url.replace(base, "").split("?")[0],
+                        r.headers.get("content-encoding", "identity")))
+                    seconds, size = load(page, got, base + path)
+                    if "/login/" in page.url:
+                        raise RuntimeError(f"{path}: not logged in")
+                    cold.append(seconds)
+                    cold_bytes.append(size)
+                    seconds, size = load(page, got, base + path)
+                    warm.append(seconds)
+                    warm_bytes.append(size)
+                    context.close()
+                out[name] = {"cold_s": spread(cold), "warm_s": spread(warm),
+                             "first_load_bytes": spread(cold_bytes, 0),
+                             "warm_load_bytes": spread(warm_bytes, 0),
+                             "content_encoding": encodings}
+        finally:
+            browser.close()
+    return out
+
+
+def page_figures(loads: int = 5) -> dict:
+    """Figures for `make bench` (bench/run.py): see the module docstring."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_results
+
+    url = bench_results.database_url(2)
+    bench_results.create_database(url)
+    data = prepare_data(url)
+    with tempfile.TemporaryDirectory(prefix="benchboard-pages-") as tmp, \
+            server(url, Path(tmp)) as base:
+        figures = measure(base, data, loads)
+    return {"goals": GOALS, "pages": figures}
+
+
+def print_figures(figures: dict) -> None:
+    goals = figures["goals"]
+    for name, row in figures["pages"].items():
+        print(f"{name}:")
+        for key, unit in (("cold_s", "s"), ("warm_s", "s"), ("first_load_bytes", "B")):
+            s = row[key]
+            met = "met" if s["median"] <= goals[key] else "NOT met"
+            print(f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
+                  f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loads", type=int, default=5)
+    args = parser.parse_args()
+    figures = page_figures(args.loads)
+    print_figures(figures)
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
