@@ -75,7 +75,7 @@ class SSHServer:
         self.kill_all()
         self.process.stderr.close()
         self.process = _spawn(self.directory / "sshd_config")
-        _wait_listening(self.port, self.process)
+        _wait_listening(self.port, self.process, log=self.directory / "sshd.log")
 
     def kill_all(self) -> None:
         """SIGKILL the listener and every per-connection sshd below it.
@@ -134,11 +134,13 @@ def _keygen(path: Path) -> None:
     )
 
 
-def _wait_listening(port: int, process: subprocess.Popen, timeout: float = 10) -> None:
+def _wait_listening(port: int, process: subprocess.Popen, timeout: float = 10,
+                    log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"sshd exited: {process.stderr.read().decode()}")
+            said = log.read_text()[-2000:] if log and log.exists() else ""
+            raise RuntimeError(f"sshd exited: {process.stderr.read().decode()}{said}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
                 if sock.recv(7).startswith(b"SSH-"):
@@ -169,7 +171,7 @@ def start_sshd(directory: Path) -> SSHServer:
     # Debian's service unit normally creates at boot.
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     process = _spawn(config)
-    _wait_listening(port, process)
+    _wait_listening(port, process, log=directory / "sshd.log")
     host_pub = (directory / "host_ed25519.pub").read_text().split()
     return SSHServer(
         host="127.0.0.1",
