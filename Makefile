@@ -72,7 +72,8 @@ test: system services setup
 	$(TEST_ENV) $(PY) -m pytest --durations=15 $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check benchapp runners tests
+	$(VENV)/bin/ruff check benchapp runners tests bench scripts
+	$(VENV)/bin/ruff format --check benchapp runners tests bench scripts
 
 bench: system services setup
 	$(TEST_ENV) $(PY) bench/run.py

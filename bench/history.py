@@ -42,16 +42,32 @@ RUNS, KEYS, REPEATS = 365, 50, 2
 
 
 def add_run(team, plan, day, level, rng):
-    run = Run.objects.create(team=team, plan=plan, name=f"night {day}", tool="sysbench",
-                             document={}, status=Run.SUCCEEDED)
+    run = Run.objects.create(
+        team=team,
+        plan=plan,
+        name=f"night {day}",
+        tool="sysbench",
+        document={},
+        status=Run.SUCCEEDED,
+    )
     Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(days=RUNS - day))
     cells = Cell.objects.bulk_create(
-        Cell(run=run, index=k * REPEATS + r, key=f"threads={k}", repeat=r + 1,
-             axes={"threads": k}, status=Cell.SUCCEEDED, attempt=1)
-        for k in range(KEYS) for r in range(REPEATS))
+        Cell(
+            run=run,
+            index=k * REPEATS + r,
+            key=f"threads={k}",
+            repeat=r + 1,
+            axes={"threads": k},
+            status=Cell.SUCCEEDED,
+            attempt=1,
+        )
+        for k in range(KEYS)
+        for r in range(REPEATS)
+    )
     Measurement.objects.bulk_create(
         Measurement(run=run, cell=c, metric="tps", value=level * (1 + rng.gauss(0, 0.02)))
-        for c in cells)
+        for c in cells
+    )
     run.refresh_from_db()
     history.summarize_run(run)  # what the detection task does when a run finishes
     return run
@@ -67,21 +83,27 @@ def main():
         t0 = time.perf_counter()
         for day in range(RUNS):
             add_run(team, plan, day, 1000 if day < 300 else 900, rng)
-        print(f"setup: {RUNS} runs x {KEYS} keys x {REPEATS} repeats in "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"setup: {RUNS} runs x {KEYS} keys x {REPEATS} repeats in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
 
         t0 = time.perf_counter()
         alerts = history.detect_plan(plan)
-        print(f"detection, full history ({KEYS} series): {time.perf_counter() - t0:.3f} s, "
-              f"{len(alerts)} alerts")
+        print(
+            f"detection, full history ({KEYS} series): {time.perf_counter() - t0:.3f} s, "
+            f"{len(alerts)} alerts"
+        )
         increments = []
         for extra in range(5):
             add_run(team, plan, RUNS + extra, 900, rng)
             t0 = time.perf_counter()
             history.detect_plan(plan)
             increments.append(time.perf_counter() - t0)
-        print(f"detection, incremental after one more run (5 runs): median "
-              f"{statistics.median(increments) * 1000:.0f} ms, max {max(increments) * 1000:.0f} ms")
+        print(
+            f"detection, incremental after one more run (5 runs): median "
+            f"{statistics.median(increments) * 1000:.0f} ms, max {max(increments) * 1000:.0f} ms"
+        )
 
         client = Client()
         client.force_login(user)
@@ -93,10 +115,12 @@ def main():
                 data = client.get(url, {"metric": "tps"}).json()
                 times.append(time.perf_counter() - t0)
         times.sort()
-        print(f"trend JSON: p50 {statistics.median(times) * 1000:.0f} ms, "
-              f"p95 {times[int(0.95 * len(times)) - 1] * 1000:.0f} ms, "
-              f"{len(queries)} queries, {len(data['lines'])} lines x "
-              f"{max(len(line['runs']) for line in data['lines'])} points")
+        print(
+            f"trend JSON: p50 {statistics.median(times) * 1000:.0f} ms, "
+            f"p95 {times[int(0.95 * len(times)) - 1] * 1000:.0f} ms, "
+            f"{len(queries)} queries, {len(data['lines'])} lines x "
+            f"{max(len(line['runs']) for line in data['lines'])} points"
+        )
     finally:
         HistoryState.objects.filter(plan__team=team).delete()
         team.delete()

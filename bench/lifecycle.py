@@ -39,11 +39,20 @@ SAMPLES = 20
 
 
 def fio_plan(cells: int) -> dict:
-    return {"name": f"lifecycle-{cells}", "tool": "fio",
-            "targets": [{"name": "disk", "kind": "host"}],
-            "params": {"directory": "/tmp", "size": "4M", "bs": "4k", "runtime": 1,
-                       "time_based": True, "rw": "read"},
-            "axes": {"iodepth": list(range(1, cells // 2 + 1)), "numjobs": [1, 2]}}
+    return {
+        "name": f"lifecycle-{cells}",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {
+            "directory": "/tmp",
+            "size": "4M",
+            "bs": "4k",
+            "runtime": 1,
+            "time_based": True,
+            "rw": "read",
+        },
+        "axes": {"iodepth": list(range(1, cells // 2 + 1)), "numjobs": [1, 2]},
+    }
 
 
 def measure(team) -> list[tuple[int, float, float]]:

@@ -37,8 +37,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CHROMIUM = os.environ.get("BENCHBOARD_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 GOALS = {"cold_s": 1.0, "warm_s": 0.5, "first_load_bytes": 1_000_000}
 SECRET_KEY = secrets.token_urlsafe(40)
 CHARTS = ("chart-sweep", "chart-bars", "chart-box", "chart-series")
@@ -74,35 +81,65 @@ def prepare_data(database_url: str) -> dict:
     bench_results.generate(False, 2)
     team = Team.objects.get(name="bench")
     runs = list(Run.objects.filter(team=team).order_by("pk")[:2])
-    comparison = team.comparisons.filter(name="bench pair").first() or \
-        comparisons.save_comparison(team, "bench pair", runs)
+    comparison = team.comparisons.filter(name="bench pair").first() or comparisons.save_comparison(
+        team, "bench pair", runs
+    )
     user = User.objects.get(username="bench")
     session = SessionStore()
     session["_auth_user_id"] = str(user.pk)
     session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
     session["_auth_user_hash"] = user.get_session_auth_hash()
     session.create()
-    return {"session_cookie": settings.SESSION_COOKIE_NAME, "session": session.session_key,
-            "pages": {"run results page (500 cells)": f"/runs/{runs[0].pk}/results/",
-                      "comparison page (2 runs x 10,000)": f"/comparisons/{comparison.pk}/"},
-            "json": [f"/runs/{runs[0].pk}/results.json",
-                     f"/comparisons/{comparison.pk}/results.json"]}
+    return {
+        "session_cookie": settings.SESSION_COOKIE_NAME,
+        "session": session.session_key,
+        "pages": {
+            "run results page (500 cells)": f"/runs/{runs[0].pk}/results/",
+            "comparison page (2 runs x 10,000)": f"/comparisons/{comparison.pk}/",
+        },
+        "json": [f"/runs/{runs[0].pk}/results.json", f"/comparisons/{comparison.pk}/results.json"],
+    }
 
 
 @contextlib.contextmanager
 def server(database_url: str, var_dir: Path):
     """gunicorn as `make run` starts it, DEBUG off, static files collected."""
-    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_DEBUG": "False",
-           "BENCHBOARD_VAR_DIR": str(var_dir), "DJANGO_SECRET_KEY": SECRET_KEY,
-           "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost", "DJANGO_SECURE_SSL_REDIRECT": "False"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_DEBUG": "False",
+        "BENCHBOARD_VAR_DIR": str(var_dir),
+        "DJANGO_SECRET_KEY": SECRET_KEY,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "False",
+    }
     env.setdefault("BENCHBOARD_FERNET_KEYS", _fernet_key())
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-                   cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     port = _free_port()
     log = open(var_dir / "gunicorn.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "benchapp.wsgi:application",
-                             "--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "60"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "benchapp.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--timeout",
+            "60",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -132,16 +169,21 @@ def load(page, cdp_bytes: list, url: str) -> tuple[float, int]:
     page.goto(url, wait_until="load")
     for chart in CHARTS:
         if page.locator(f"#{chart}").count():
-            page.wait_for_selector(f"#{chart} .main-svg, #{chart}.chart-empty",
-                                   state="attached", timeout=30_000)
+            page.wait_for_selector(
+                f"#{chart} .main-svg, #{chart}.chart-empty", state="attached", timeout=30_000
+            )
     elapsed = time.perf_counter() - start
     page.wait_for_load_state("networkidle")
     return elapsed, sum(cdp_bytes)
 
 
 def spread(values: list[float], digits: int = 3) -> dict:
-    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
-            "max": round(max(values), digits), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "n": len(values),
+    }
 
 
 def warm_server(base: str, data: dict) -> None:
@@ -168,17 +210,24 @@ def measure(base: str, data: dict, loads: int) -> dict:
                 cold, warm, cold_bytes, warm_bytes, encodings = [], [], [], [], {}
                 for _ in range(loads):
                     context = browser.new_context(viewport={"width": 1280, "height": 900})
-                    context.add_cookies([{"name": data["session_cookie"], "value": data["session"],
-                                          "url": base}])
+                    context.add_cookies(
+                        [{"name": data["session_cookie"], "value": data["session"], "url": base}]
+                    )
                     page = context.new_page()
                     got: list[int] = []
                     cdp = context.new_cdp_session(page)
                     cdp.send("Network.enable")
-                    cdp.on("Network.loadingFinished", lambda e, got=got: got.append(
-                        int(e.get("encodedDataLength", 0))))
-                    page.on("response", lambda r, enc=encodings: enc.setdefault(
-                        r.url.replace(base, "").split("?")[0],
-                        r.headers.get("content-encoding", "identity")))
+                    cdp.on(
+                        "Network.loadingFinished",
+                        lambda e, got=got: got.append(int(e.get("encodedDataLength", 0))),
+                    )
+                    page.on(
+                        "response",
+                        lambda r, enc=encodings: enc.setdefault(
+                            r.url.replace(base, "").split("?")[0],
+                            r.headers.get("content-encoding", "identity"),
+                        ),
+                    )
                     seconds, size = load(page, got, base + path)
                     if "/login/" in page.url:
                         raise RuntimeError(f"{path}: not logged in")
@@ -188,10 +237,13 @@ def measure(base: str, data: dict, loads: int) -> dict:
                     warm.append(seconds)
                     warm_bytes.append(size)
                     context.close()
-                out[name] = {"cold_s": spread(cold), "warm_s": spread(warm),
-                             "first_load_bytes": spread(cold_bytes, 0),
-                             "warm_load_bytes": spread(warm_bytes, 0),
-                             "content_encoding": encodings}
+                out[name] = {
+                    "cold_s": spread(cold),
+                    "warm_s": spread(warm),
+                    "first_load_bytes": spread(cold_bytes, 0),
+                    "warm_load_bytes": spread(warm_bytes, 0),
+                    "content_encoding": encodings,
+                }
         finally:
             browser.close()
     return out
@@ -205,8 +257,10 @@ def page_figures(loads: int = 5) -> dict:
     url = bench_results.database_url(2)
     bench_results.create_database(url)
     data = prepare_data(url)
-    with tempfile.TemporaryDirectory(prefix="benchboard-pages-") as tmp, \
-            server(url, Path(tmp)) as base:
+    with (
+        tempfile.TemporaryDirectory(prefix="benchboard-pages-") as tmp,
+        server(url, Path(tmp)) as base,
+    ):
         figures = measure(base, data, loads)
     return {"goals": GOALS, "pages": figures}
 
@@ -218,8 +272,10 @@ def print_figures(figures: dict) -> None:
         for key, unit in (("cold_s", "s"), ("warm_s", "s"), ("first_load_bytes", "B")):
             s = row[key]
             met = "met" if s["median"] <= goals[key] else "NOT met"
-            print(f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
-                  f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}")
+            print(
+                f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
+                f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}"
+            )
 
 
 def main() -> int:

@@ -57,18 +57,36 @@ from tests.support.worker import Worker  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results.json"
 FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": "2", "BENCHBOARD_LEASE_SECONDS": "30"}
-MARIADB = {"kind": "mysql", "host": "127.0.0.1", "port": 3306, "user": "root",
-           "database": "benchboard_bench"}
+MARIADB = {
+    "kind": "mysql",
+    "host": "127.0.0.1",
+    "port": 3306,
+    "user": "root",
+    "database": "benchboard_bench",
+}
 
 # The jobs compared by hand and through Benchboard: params and the
 # throughput metric read from each.
 JOBS = {
-    "sysbench": ({"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2,
-                  "time": 3}, "tps"),
-    "mysqlslap": ({"auto_generate_sql": True, "add_autoincrement": True, "load_type": "key",
-                   "number_of_queries": 30000, "concurrency": 2, "iterations": 1}, "qps"),
-    "fio": ({"rw": "randread", "bs": "4k", "size": "32M", "runtime": 3, "time_based": True},
-            "read_iops"),
+    "sysbench": (
+        {"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2, "time": 3},
+        "tps",
+    ),
+    "mysqlslap": (
+        {
+            "auto_generate_sql": True,
+            "add_autoincrement": True,
+            "load_type": "key",
+            "number_of_queries": 30000,
+            "concurrency": 2,
+            "iterations": 1,
+        },
+        "qps",
+    ),
+    "fio": (
+        {"rw": "randread", "bs": "4k", "size": "32M", "runtime": 3, "time_based": True},
+        "read_iops",
+    ),
 }
 
 
@@ -87,11 +105,17 @@ def ensure_database() -> None:
     db = settings.DATABASES["default"]
     if not db["ENGINE"].endswith("postgresql"):
         return
-    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
-                         password=db["PASSWORD"] or None, dbname="postgres",
-                         autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                              [db["NAME"]]).fetchone()
+    with psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    ) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]
+        ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
 
@@ -103,18 +127,32 @@ def prepare_environment(workdir: Path):
     team, _ = Team.objects.get_or_create(name="bench")
     (workdir / "sshd").mkdir()
     server = start_sshd(workdir / "sshd")
-    cred, _ = Credential.objects.get_or_create(team=team, name="bench-ssh",
-                                               defaults={"kind": Credential.SSH_KEY})
+    cred, _ = Credential.objects.get_or_create(
+        team=team, name="bench-ssh", defaults={"kind": Credential.SSH_KEY}
+    )
     cred.set_secret(server.client_key)
     cred.save()
-    subprocess.run(["mariadb", "-h127.0.0.1", "-uroot", "-e",
-                    "CREATE DATABASE IF NOT EXISTS benchboard_bench"], check=True)
+    subprocess.run(
+        [
+            "mariadb",
+            "-h127.0.0.1",
+            "-uroot",
+            "-e",
+            "CREATE DATABASE IF NOT EXISTS benchboard_bench",
+        ],
+        check=True,
+    )
     return team, server
 
 
 def ssh_block(server) -> dict:
-    return {"host": server.host, "port": server.port, "user": server.user,
-            "credential": "bench-ssh", "known_host_key": server.host_key}
+    return {
+        "host": server.host,
+        "port": server.port,
+        "user": server.user,
+        "credential": "bench-ssh",
+        "known_host_key": server.host_key,
+    }
 
 
 def plan_for(tool: str, params: dict, server=None, targets=("t1",), axes=None) -> dict:
@@ -142,8 +180,9 @@ def plan_for(tool: str, params: dict, server=None, targets=("t1",), axes=None) -
 def by_hand(tool: str, params: dict, workdir: Path) -> float:
     """Run the tool directly (prepare/cleanup untimed) and return its throughput."""
     module = get_tool(tool)
-    endpoint = Endpoint(kind="host") if tool == "fio" else Endpoint(
-        **{k: v for k, v in MARIADB.items()})
+    endpoint = (
+        Endpoint(kind="host") if tool == "fio" else Endpoint(**{k: v for k, v in MARIADB.items()})
+    )
     phases = [p for p in ("prepare", "run", "cleanup") if p in module.PHASES]
     value = None
     for phase in phases:
@@ -153,8 +192,9 @@ def by_hand(tool: str, params: dict, workdir: Path) -> float:
             path.write_bytes(upload.content)
             path.chmod(upload.mode)
         env = {**os.environ, **command.env}
-        proc = subprocess.run(command.argv, cwd=workdir, env=env, capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            command.argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=300
+        )
         if phase == "run":
             value = module.parse(proc.stdout + proc.stderr).metrics[JOBS[tool][1]]
     return value
@@ -191,16 +231,23 @@ def harness_overheads(run: Run) -> list[float]:
     out = []
     for cell in run.cells.all():
         phases = Artifact.objects.filter(cell=cell, attempt=cell.attempt)
-        spans = [(a.finished_at - a.started_at).total_seconds() for a in phases
-                 if a.started_at and a.finished_at]
+        spans = [
+            (a.finished_at - a.started_at).total_seconds()
+            for a in phases
+            if a.started_at and a.finished_at
+        ]
         if cell.duration is not None and spans:
             out.append(cell.duration - sum(spans))
     return out
 
 
 def spread(values: list[float]) -> dict:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "n": len(values),
+    }
 
 
 def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
@@ -209,18 +256,27 @@ def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
     The first cell pays the connection and the host facts; the others show
     what every further cell costs.
     """
-    params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
-              "filename": "bench.data"}  # relative: in the cell's work dir on the host
-    run = through_benchboard(team, plan_for("fio", params, server,
-                                            axes={"iodepth": list(range(1, cells + 1))}))
+    params = {
+        "rw": "read",
+        "bs": "4k",
+        "size": "8M",
+        "runtime": 1,
+        "time_based": True,
+        "filename": "bench.data",
+    }  # relative: in the cell's work dir on the host
+    run = through_benchboard(
+        team, plan_for("fio", params, server, axes={"iodepth": list(range(1, cells + 1))})
+    )
     if run.status != Run.SUCCEEDED:
         raise RuntimeError(f"fio over SSH: {run.status} {[c.error for c in run.cells.all()]}")
     ordered = sorted(run.cells.all(), key=lambda c: c.started_at)
     first, rest = ordered[0], ordered[1:]
     per_cell = {c.pk: v for c, v in zip(run.cells.all(), harness_overheads(run), strict=True)}
-    return {"first_cell_s": round(per_cell[first.pk], 3),
-            "further_cells_s": spread([per_cell[c.pk] for c in rest]),
-            "all_cells_s": spread(list(per_cell.values()))}
+    return {
+        "first_cell_s": round(per_cell[first.pk], 3),
+        "further_cells_s": spread([per_cell[c.pk] for c in rest]),
+        "all_cells_s": spread(list(per_cell.values())),
+    }
 
 
 def dispatch_latency(run: Run) -> float | None:
@@ -243,16 +299,19 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
         if tool == "fio":
             # By hand in the bench's dir; through Benchboard in the cell's work dir
             # (a plan from outside the CLI may only name relative paths).
-            params, board_params = ({**params, "directory": str(workdir)},
-                                    {**params, "filename": "bench.data"})
+            params, board_params = (
+                {**params, "directory": str(workdir)},
+                {**params, "filename": "bench.data"},
+            )
         ratios, hand, board, over_ssh, harness, latencies = [], [], [], [], [], []
         for i in range(pairs):
             h = by_hand(tool, params, workdir)
             run = through_benchboard(team, plan_for(tool, board_params, server))
             b = metric(run, name)
             if run.status != Run.SUCCEEDED or b is None:
-                raise RuntimeError(f"{tool} through Benchboard: {run.status} "
-                                   f"{[c.error for c in run.cells.all()]}")
+                raise RuntimeError(
+                    f"{tool} through Benchboard: {run.status} {[c.error for c in run.cells.all()]}"
+                )
             hand.append(h)
             board.append(b)
             ratios.append(b / h)
@@ -260,32 +319,52 @@ def overhead(team, server, pairs: int, workdir: Path) -> dict:
             harness += harness_overheads(run)
             latencies.append(dispatch_latency(run))
             log(f"  {tool} pair {i + 1}/{pairs}: by hand {h:.1f}, Benchboard {b:.1f} {name}")
-        out[tool] = {"metric": name, "overhead_ratio": statistics.median(ratios),
-                     "by_hand": hand, "benchboard": board,
-                     "cell_overhead_ssh_s": statistics.median(over_ssh),
-                     "harness_overhead_ssh_s": spread(harness),
-                     "dispatch_latency_s": statistics.median(latencies)}
+        out[tool] = {
+            "metric": name,
+            "overhead_ratio": statistics.median(ratios),
+            "by_hand": hand,
+            "benchboard": board,
+            "cell_overhead_ssh_s": statistics.median(over_ssh),
+            "harness_overhead_ssh_s": spread(harness),
+            "dispatch_latency_s": statistics.median(latencies),
+        }
     return out
 
 
 def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
-    params = {"rw": "read", "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
-              "filename": "bench.data"}  # in the cell's work dir
-    run = through_benchboard(team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))}))
+    params = {
+        "rw": "read",
+        "bs": "4k",
+        "size": "8M",
+        "runtime": 1,
+        "time_based": True,
+        "filename": "bench.data",
+    }  # in the cell's work dir
+    run = through_benchboard(
+        team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))})
+    )
     return statistics.median(cell_overheads(run))
 
 
 def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
     """Cells per minute with 1, 2 and 4 workers over 4 targets (fio, 1 s cells)."""
-    params = {"rw": "read", "bs": "4k", "size": "4M", "runtime": 1, "time_based": True,
-              "filename": "bench.data"}  # in the cell's work dir
+    params = {
+        "rw": "read",
+        "bs": "4k",
+        "size": "4M",
+        "runtime": 1,
+        "time_based": True,
+        "filename": "bench.data",
+    }  # in the cell's work dir
     targets = ("d1", "d2", "d3", "d4")
-    plan = plan_for("fio", params, targets=targets,
-                    axes={"target": list(targets), "iodepth": [1, 2, 4]})
+    plan = plan_for(
+        "fio", params, targets=targets, axes={"target": list(targets), "iodepth": [1, 2, 4]}
+    )
     out = {}
     for count in (1, 2, 4):
-        workers = [Worker(log_dir / f"tp{count}-{i}.log", env, f"tp{count}-{i}")
-                   for i in range(count)]
+        workers = [
+            Worker(log_dir / f"tp{count}-{i}.log", env, f"tp{count}-{i}") for i in range(count)
+        ]
         try:
             start = time.monotonic()
             run = through_benchboard(team, plan)
@@ -293,8 +372,11 @@ def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
         finally:
             for worker in workers:
                 worker.stop()
-        out[f"{count}_workers"] = {"cells": run.cells.count(), "seconds": round(elapsed, 2),
-                                   "cells_per_min": round(60 * run.cells.count() / elapsed, 1)}
+        out[f"{count}_workers"] = {
+            "cells": run.cells.count(),
+            "seconds": round(elapsed, 2),
+            "cells_per_min": round(60 * run.cells.count() / elapsed, 1),
+        }
         log(f"  {count} worker(s): {out[f'{count}_workers']}")
     return out
 
@@ -304,8 +386,9 @@ def script_figures(script: str, *args: str) -> dict | None:
     path = ROOT / script if "/" in script else ROOT / "scripts" / script
     if not path.exists():
         return None
-    proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, str(path), *args], cwd=ROOT, capture_output=True, text=True, timeout=3600
+    )
     sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
     for line in reversed(proc.stdout.strip().splitlines()):
         try:
@@ -322,17 +405,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
-    parser.add_argument("--only", choices=["ssh-overhead", "pages"],
-                        help="measure one thing and print it (nothing written)")
+    parser.add_argument(
+        "--only",
+        choices=["ssh-overhead", "pages"],
+        help="measure one thing and print it (nothing written)",
+    )
     args = parser.parse_args()
     if args.only:
         return only(args.only)
     quick = os.environ.get("BENCH_QUICK") == "1"
     if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
         args.pairs, args.skip_pages = 1, True
-    results = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "quick": quick,
-               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                           "python": platform.python_version()}}
+    results = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "quick": quick,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+    }
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
         workdir = Path(tmp)
         team, server = prepare_environment(workdir)
@@ -353,12 +445,13 @@ def main() -> int:
     results["parsers"] = script_figures("bench_parsers.py")
     if not args.skip_pages:
         log("results pages at 20k/100k/1M measurements:")
-        results["pages"] = {str(runs * 10000): script_figures(
-            "bench_results.py", "--json", "--runs", str(runs)) for runs in (2, 10, 100)}
+        results["pages"] = {
+            str(runs * 10000): script_figures("bench_results.py", "--json", "--runs", str(runs))
+            for runs in (2, 10, 100)
+        }
     log("results pages in chromium (cold and warm load, bytes on the wire):")
     # A process of its own: it serves another database than this one's.
-    results["browser_pages"] = script_figures("bench/pages.py", "--loads",
-                                              "1" if quick else "5")
+    results["browser_pages"] = script_figures("bench/pages.py", "--loads", "1" if quick else "5")
     RESULTS.write_text(json.dumps(results, indent=2, default=str))
     print_table(results)
     return 0
@@ -383,25 +476,35 @@ def only(what: str) -> int:
 
 def print_table(results: dict) -> None:
     print(f"\nBenchboard bench — {results['date']} — {results['machine']['cpus']} CPUs")
-    print(f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
-          f"{'harness s':>10} {'dispatch s':>10}")
+    print(
+        f"{'tool':<10} {'metric':<10} {'overhead_ratio':>14} {'cell overhead ssh s':>20} "
+        f"{'harness s':>10} {'dispatch s':>10}"
+    )
     for tool, row in results["overhead"].items():
-        print(f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
-              f"{row['cell_overhead_ssh_s']:>20.2f} "
-              f"{row['harness_overhead_ssh_s']['median']:>10.2f} "
-              f"{row['dispatch_latency_s']:>10.2f}")
-    print("(cell overhead: cell time minus the measured run; harness: minus every phase of "
-          "the plan, prepare and cleanup included)")
+        print(
+            f"{tool:<10} {row['metric']:<10} {row['overhead_ratio']:>14.3f} "
+            f"{row['cell_overhead_ssh_s']:>20.2f} "
+            f"{row['harness_overhead_ssh_s']['median']:>10.2f} "
+            f"{row['dispatch_latency_s']:>10.2f}"
+        )
+    print(
+        "(cell overhead: cell time minus the measured run; harness: minus every phase of "
+        "the plan, prepare and cleanup included)"
+    )
     print(f"per-cell overhead, local: {results['cell_overhead_local_s']:.2f} s")
     ssh = results.get("ssh_harness_overhead")
     if ssh:
         rest = ssh["further_cells_s"]
-        print(f"harness cost per cell over SSH, plan's phases excluded: first cell "
-              f"{ssh['first_cell_s']:.2f} s, further cells median {rest['median']:.2f} s "
-              f"(min {rest['min']:.2f}, max {rest['max']:.2f}, n={rest['n']})  goal <= 0.50 s")
+        print(
+            f"harness cost per cell over SSH, plan's phases excluded: first cell "
+            f"{ssh['first_cell_s']:.2f} s, further cells median {rest['median']:.2f} s "
+            f"(min {rest['min']:.2f}, max {rest['max']:.2f}, n={rest['n']})  goal <= 0.50 s"
+        )
     for name, row in results["cell_throughput"].items():
-        print(f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
-              f"({row['cells']} cells in {row['seconds']} s)")
+        print(
+            f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
+            f"({row['cells']} cells in {row['seconds']} s)"
+        )
     if results.get("parsers"):
         print("parsers:", json.dumps(results["parsers"]))
     if results.get("pages"):

@@ -13,8 +13,12 @@ from django.shortcuts import get_object_or_404
 
 from benchapp.models import Comparison, Credential, Membership, Plan, Run, Target, Team
 
-VIEWER, MEMBER, ADMIN, OWNER = (Membership.VIEWER, Membership.MEMBER, Membership.ADMIN,
-                                Membership.OWNER)
+VIEWER, MEMBER, ADMIN, OWNER = (
+    Membership.VIEWER,
+    Membership.MEMBER,
+    Membership.ADMIN,
+    Membership.OWNER,
+)
 
 SESSION_KEY = "team_id"
 
@@ -48,8 +52,9 @@ def require_role(user, team, role) -> Membership:
 
 
 def _scoped(model, request, role, **lookup):
-    obj = get_object_or_404(model.objects.select_related("team"),
-                            team__membership__user=request.user, **lookup)
+    obj = get_object_or_404(
+        model.objects.select_related("team"), team__membership__user=request.user, **lookup
+    )
     require_role(request.user, obj.team, role)
     return obj
 
@@ -74,8 +79,13 @@ def get_comparison(request, pk, role=VIEWER) -> Comparison:
     return _scoped(Comparison, request, role, pk=pk)
 
 
-_GETTERS = {"plan": get_plan, "run": get_run, "comparison": get_comparison,
-            "target": get_target, "credential": get_credential}
+_GETTERS = {
+    "plan": get_plan,
+    "run": get_run,
+    "comparison": get_comparison,
+    "target": get_target,
+    "credential": get_credential,
+}
 
 
 def role_required(role, kind: str | None = None):
@@ -84,6 +94,7 @@ def role_required(role, kind: str | None = None):
     kind names the object the URL's pk is ("plan", "run", ...): the role is
     checked in that object's team; without kind, in the current team.
     """
+
     def decorate(view):
         @wraps(view)
         def wrapped(request, *args, **kwargs):
@@ -92,5 +103,7 @@ def role_required(role, kind: str | None = None):
             else:
                 _GETTERS[kind](request, kwargs["pk"], role=role)
             return view(request, *args, **kwargs)
+
         return wrapped
+
     return decorate

@@ -36,9 +36,16 @@ def after_cell(cell: Cell) -> Stop | None:
             return None
         siblings = Cell.objects.filter(run_id=cell.run_id, key=cell.key)
         ran = siblings.filter(status__in=(Cell.SUCCEEDED, Cell.FAILED))
-        values = list(Measurement.objects.filter(
-            cell__in=ran.filter(status=Cell.SUCCEEDED), attempt=F("cell__attempt"), group="",
-            metric=rule.metric).order_by("cell__index").values_list("value", flat=True))
+        values = list(
+            Measurement.objects.filter(
+                cell__in=ran.filter(status=Cell.SUCCEEDED),
+                attempt=F("cell__attempt"),
+                group="",
+                metric=rule.metric,
+            )
+            .order_by("cell__index")
+            .values_list("value", flat=True)
+        )
         left = siblings.filter(status__in=(Cell.QUEUED, Cell.RUNNING)).count()
         stop = decide(rule, values, ran.count(), left=left)
         if stop is None:

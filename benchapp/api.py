@@ -22,7 +22,9 @@ from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, Measurement
 
-TEAM_PARAM = OpenApiParameter("team", OpenApiTypes.INT, description="team id (default: your first team)")
+TEAM_PARAM = OpenApiParameter(
+    "team", OpenApiTypes.INT, description="team id (default: your first team)"
+)
 
 
 def api_team(request):
@@ -34,9 +36,17 @@ def api_team(request):
     return team
 
 
-_ERROR = {"content": {"application/json": {"schema": {
-    "type": "object", "additionalProperties": True,
-    "properties": {"detail": {"type": "string"}}}}}}
+_ERROR = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {"detail": {"type": "string"}},
+            }
+        }
+    }
+}
 
 
 class BenchSchema(AutoSchema):
@@ -49,8 +59,11 @@ class BenchSchema(AutoSchema):
             return responses
         responses.setdefault("401", {"description": "Not authenticated", **_ERROR})
         responses.setdefault("404", {"description": "Not found in your teams", **_ERROR})
-        if self.method in ("POST", "PUT", "PATCH") or self.method == "GET" and \
-                not self._is_list_view():
+        if (
+            self.method in ("POST", "PUT", "PATCH")
+            or self.method == "GET"
+            and not self._is_list_view()
+        ):
             responses.setdefault("400", {"description": "Refused input", **_ERROR})
         return responses
 
@@ -110,8 +123,9 @@ class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
-class RunViewSet(TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin,
-                 viewsets.ReadOnlyModelViewSet):
+class RunViewSet(
+    TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     """Runs. POST starts one (orchestration.start_run); PATCH edits tags and notes."""
 
     queryset = s.Run.objects.annotate(cells_total=Count("cells"))
@@ -124,17 +138,27 @@ class RunViewSet(TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin,
         run = orchestration.cancel_run(self.get_object())
         return Response(self.get_serializer(run).data)
 
-    @extend_schema(parameters=[
-        OpenApiParameter("rows", str, many=True), OpenApiParameter("columns", str, many=True),
-        OpenApiParameter("metric", str, many=True), OpenApiParameter("statistic", str)],
-        responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("rows", str, many=True),
+            OpenApiParameter("columns", str, many=True),
+            OpenApiParameter("metric", str, many=True),
+            OpenApiParameter("statistic", str),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         """The pivot table (the results page's), as JSON."""
         q = request.query_params
-        requested = {"rows": q.getlist("rows"), "columns": q.getlist("columns"),
-                     "metric": q.getlist("metric")[0] if len(q.getlist("metric")) == 1
-                     else q.getlist("metric"), "statistic": q.get("statistic", "")}
+        requested = {
+            "rows": q.getlist("rows"),
+            "columns": q.getlist("columns"),
+            "metric": q.getlist("metric")[0]
+            if len(q.getlist("metric")) == 1
+            else q.getlist("metric"),
+            "statistic": q.get("statistic", ""),
+        }
         data = results.results([self.get_object()], requested)
         return Response({"view": data["view"], "table": results.pivot_json(data["table"])})
 
@@ -149,17 +173,27 @@ class _RunFilterMixin:
         return qs
 
 
-@extend_schema_view(list=extend_schema(parameters=[
-    TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]))
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]
+    )
+)
 class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     queryset = Cell.objects.order_by("run_id", "index")
     serializer_class = s.CellSerializer
 
 
-@extend_schema_view(list=extend_schema(parameters=[
-    TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("cell", int),
-    OpenApiParameter("metric", str),
-    OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows")]))
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            TEAM_PARAM,
+            OpenApiParameter("run", int),
+            OpenApiParameter("cell", int),
+            OpenApiParameter("metric", str),
+            OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows"),
+        ]
+    )
+)
 class MeasurementViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     """Measurements of each cell's latest attempt (all_attempts=true for every row)."""
 
@@ -185,8 +219,10 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
     def share(self, request, pk=None):
         """A new share link (replacing any earlier one); the token is shown only now."""
         token = self.get_object().share()
-        return Response({"token": token, "url": request.build_absolute_uri(f"/share/{token}/")},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {"token": token, "url": request.build_absolute_uri(f"/share/{token}/")},
+            status=status.HTTP_201_CREATED,
+        )
 
     @extend_schema(request=None, responses={204: None})
     @action(detail=True, methods=["post"])
@@ -198,11 +234,14 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         data = comparisons.compare(self.get_object())
-        return Response({"view": data["view"], "table": results.pivot_json(data["table"]),
-                         "diff": data["diff"], "baseline": data["baseline"]})
-
-
-
+        return Response(
+            {
+                "view": data["view"],
+                "table": results.pivot_json(data["table"]),
+                "diff": data["diff"],
+                "baseline": data["baseline"],
+            }
+        )
 
 
 class ObtainToken(ObtainAuthToken):

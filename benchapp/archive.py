@@ -25,8 +25,17 @@ from runners.tools import metric as catalog_metric
 # ------------------------------------------------------------------ search
 
 
-def search_runs(team: Team, *, tool="", target="", tag="", status="", text="",
-                since: date | None = None, until: date | None = None):
+def search_runs(
+    team: Team,
+    *,
+    tool="",
+    target="",
+    tag="",
+    status="",
+    text="",
+    since: date | None = None,
+    until: date | None = None,
+):
     """The team's runs matching every given filter, newest first."""
     qs = Run.objects.for_team(team)
     if tool:
@@ -37,8 +46,11 @@ def search_runs(team: Team, *, tool="", target="", tag="", status="", text="",
         qs = qs.filter(pk__in=Cell.objects.filter(target_name=target).values("run_id"))
     if tag:
         # JSON containment is PostgreSQL's; SQLite (embedded default) matches the text.
-        qs = qs.filter(tags__contains=[tag]) if connection.vendor == "postgresql" \
+        qs = (
+            qs.filter(tags__contains=[tag])
+            if connection.vendor == "postgresql"
             else qs.filter(tags__icontains=f'"{tag}"')
+        )
     if text:
         qs = qs.filter(Q(name__icontains=text) | Q(notes__icontains=text))
     if since:
@@ -56,7 +68,7 @@ def team_tags(team: Team) -> list[str]:
 
 
 def parse_tags(text: str) -> list[str]:
-    """"a, b c" -> ["a", "b", "c"]: comma- or space-separated, unique, in order."""
+    """ "a, b c" -> ["a", "b", "c"]: comma- or space-separated, unique, in order."""
     seen = []
     for tag in text.replace(",", " ").split():
         if tag not in seen:
@@ -74,7 +86,7 @@ def annotate(run: Run, tags: list[str], notes: str) -> Run:
 
 
 def parse_axes(text: str) -> dict:
-    """"threads=4, target=rds" -> {"threads": 4, "target": "rds"} (numbers and
+    """ "threads=4, target=rds" -> {"threads": 4, "target": "rds"} (numbers and
     true/false converted, as a plan's axis values would be)."""
     axes = {}
     for part in text.replace("\n", ",").split(","):
@@ -108,19 +120,39 @@ def parse_output(tool: str, text: str):
 
 
 @transaction.atomic
-def import_output(team: Team, tool: str, text: str, axes: dict, *, name: str = "",
-                  run: Run | None = None, target: str = "", user=None) -> Cell:
+def import_output(
+    team: Team,
+    tool: str,
+    text: str,
+    axes: dict,
+    *,
+    name: str = "",
+    run: Run | None = None,
+    target: str = "",
+    user=None,
+) -> Cell:
     """Store one raw output of a run made elsewhere as a Cell of an imported Run
     (a new one, or `run` when adding to an earlier import). The output is
     parsed by the tool's own parser and recorded like a worker would."""
     result = parse_output(tool, text)
     target = target or str(axes.get("target", "")) or "imported"
     if run is None:
-        run = Run.objects.create(team=team, name=name or f"imported {tool}", tool=tool,
-                                 origin="import", status=Run.SUCCEEDED, created_by=user,
-                                 document={"name": name or f"imported {tool}", "tool": tool,
-                                           "targets": [{"name": target}], "axes": {}},
-                                 started_at=timezone.now(), finished_at=timezone.now())
+        run = Run.objects.create(
+            team=team,
+            name=name or f"imported {tool}",
+            tool=tool,
+            origin="import",
+            status=Run.SUCCEEDED,
+            created_by=user,
+            document={
+                "name": name or f"imported {tool}",
+                "tool": tool,
+                "targets": [{"name": target}],
+                "axes": {},
+            },
+            started_at=timezone.now(),
+            finished_at=timezone.now(),
+        )
     key = ",".join(f"{k}={_key_value(axes[k])}" for k in sorted(axes)) or "imported"
     repeat = run.cells.filter(key=key).count() + 1
     index = run.cells.count() + 1
@@ -128,11 +160,20 @@ def import_output(team: Team, tool: str, text: str, axes: dict, *, name: str = "
     # a cut summary) are kept as measurements but do not make a good cell.
     failed = bool(result.errors)
     cell = Cell.objects.create(
-        run=run, index=index, key=key, repeat=repeat, axes=axes, target_name=target,
-        status=Cell.FAILED if failed else Cell.SUCCEEDED, attempt=1,
+        run=run,
+        index=index,
+        key=key,
+        repeat=repeat,
+        axes=axes,
+        target_name=target,
+        status=Cell.FAILED if failed else Cell.SUCCEEDED,
+        attempt=1,
         error="; ".join(result.errors[:5]) if failed else "",
-        tool_version=str(result.facts.get("version", "")), facts={"imported": True},
-        started_at=timezone.now(), finished_at=timezone.now())
+        tool_version=str(result.facts.get("version", "")),
+        facts={"imported": True},
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+    )
     Measurement.objects.bulk_create(measurement_rows(cell, 1, result))
     SeriesPoint.objects.bulk_create(series_rows(cell, 1, result), batch_size=2000)
     Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
@@ -188,8 +229,19 @@ def _secret_key(key: str) -> bool:
     return any(word in str(key).lower() for word in ("password", "secret", "private_key"))
 
 
-EXPORT_COLUMNS = ["run_id", "run", "cell_id", "cell", "repeat", "target", "status", "group",
-                  "metric", "value", "unit"]
+EXPORT_COLUMNS = [
+    "run_id",
+    "run",
+    "cell_id",
+    "cell",
+    "repeat",
+    "target",
+    "status",
+    "group",
+    "metric",
+    "value",
+    "unit",
+]
 
 
 def export_rows(runs: list[Run], cell_ids=None):
@@ -212,18 +264,31 @@ def export_json(team: Team, runs: list[Run], cell_ids=None, comparison=None) -> 
     cells, by_cell = export_rows(runs, cell_ids)
     doc = {"runs": [], "exported_at": timezone.now().isoformat()}
     if comparison is not None:
-        doc["comparison"] = {"id": comparison.pk, "name": comparison.name,
-                             "chart_settings": comparison.chart_settings}
+        doc["comparison"] = {
+            "id": comparison.pk,
+            "name": comparison.name,
+            "chart_settings": comparison.chart_settings,
+        }
     for run in runs:
-        doc["runs"].append({
-            "id": run.pk, "name": run.name, "tool": run.tool, "status": run.status,
-            "origin": run.origin, "tags": run.tags, "notes": run.notes,
-            "created_at": run.created_at.isoformat(),
-            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "plan": run.document,
-            "cells": [_cell_json(c, by_cell.get(c.pk, []), run.tool) for c in cells.values()
-                      if c.run_id == run.pk],
-        })
+        doc["runs"].append(
+            {
+                "id": run.pk,
+                "name": run.name,
+                "tool": run.tool,
+                "status": run.status,
+                "origin": run.origin,
+                "tags": run.tags,
+                "notes": run.notes,
+                "created_at": run.created_at.isoformat(),
+                "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+                "plan": run.document,
+                "cells": [
+                    _cell_json(c, by_cell.get(c.pk, []), run.tool)
+                    for c in cells.values()
+                    if c.run_id == run.pk
+                ],
+            }
+        )
     return json.dumps(scrub(doc), indent=1, default=str)
 
 
@@ -233,12 +298,24 @@ def _unit(tool: str, measurement: Measurement) -> str:
 
 
 def _cell_json(cell: Cell, measurements, tool: str = "") -> dict:
-    return {"id": cell.pk, "key": cell.key, "repeat": cell.repeat, "axes": cell.axes,
-            "target": cell.target_name, "status": cell.status, "attempt": cell.attempt,
-            "error": cell.error, "command": cell.command, "tool_version": cell.tool_version,
-            "client_bound": cell.client_bound, "facts": cell.facts,
-            "measurements": [{"group": m.group, "metric": m.metric, "value": m.value,
-                              "unit": _unit(tool, m)} for m in measurements]}
+    return {
+        "id": cell.pk,
+        "key": cell.key,
+        "repeat": cell.repeat,
+        "axes": cell.axes,
+        "target": cell.target_name,
+        "status": cell.status,
+        "attempt": cell.attempt,
+        "error": cell.error,
+        "command": cell.command,
+        "tool_version": cell.tool_version,
+        "client_bound": cell.client_bound,
+        "facts": cell.facts,
+        "measurements": [
+            {"group": m.group, "metric": m.metric, "value": m.value, "unit": _unit(tool, m)}
+            for m in measurements
+        ],
+    }
 
 
 def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
@@ -255,9 +332,18 @@ def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
     writer.writerow(EXPORT_COLUMNS[:6] + [f"axis:{a}" for a in axes] + EXPORT_COLUMNS[6:])
     for cell in cells.values():
         for m in by_cell.get(cell.pk, []):
-            writer.writerow(scrub([cell.run_id, names[cell.run_id], cell.pk, cell.key,
-                                   cell.repeat, cell.target_name]
-                                  + [cell.axes.get(a, "") for a in axes]
-                                  + [cell.status, m.group, m.metric, m.value,
-                                     _unit(tools[cell.run_id], m)]))
+            writer.writerow(
+                scrub(
+                    [
+                        cell.run_id,
+                        names[cell.run_id],
+                        cell.pk,
+                        cell.key,
+                        cell.repeat,
+                        cell.target_name,
+                    ]
+                    + [cell.axes.get(a, "") for a in axes]
+                    + [cell.status, m.group, m.metric, m.value, _unit(tools[cell.run_id], m)]
+                )
+            )
     return out.getvalue()

@@ -10,8 +10,13 @@ from runners.tools import metric as catalog_metric
 MAX_PANELS = 6  # more panels than this and the facet values join the line names
 
 
-def chart_data(observations, view: dict, tool: str = "", order: dict | None = None,
-               extremes: dict | None = None) -> dict:
+def chart_data(
+    observations,
+    view: dict,
+    tool: str = "",
+    order: dict | None = None,
+    extremes: dict | None = None,
+) -> dict:
     """Data of the results chart: the first metric against view["chart_x"].
 
     The other chosen dimensions (repeats and metrics aside) give one line
@@ -32,7 +37,7 @@ def chart_data(observations, view: dict, tool: str = "", order: dict | None = No
     info = catalog_metric(tool, metrics[0])
     for col in table["columns"]:
         col["facet"] = _label(col["key"][: len(facets)]) if facets else ""
-        col["series"] = _label(col["key"][len(facets):]) if series else info.label
+        col["series"] = _label(col["key"][len(facets) :]) if series else info.label
     xs = [r["key"][0] for r in table["rows"]]
     numeric = bool(xs) and all(is_number(v) for v in xs)
     chart = view.get("chart") or (LINE if numeric else BAR)

@@ -41,16 +41,20 @@ def summary(runs: list[Run], cells: dict) -> list[str]:
     if bound:
         names = ", ".join(_label(c, several) for c in bound[:6])
         more = f" and {len(bound) - 6} more" if len(bound) > 6 else ""
-        lines.append(f"Client-bound: {len(bound)} of {len(separate)} cells ({names}{more}) ran "
-                     f"with the client's CPU above {CLIENT_BOUND_PCT:g} % busy: the client, not "
-                     "the target, may be their limit.")
+        lines.append(
+            f"Client-bound: {len(bound)} of {len(separate)} cells ({names}{more}) ran "
+            f"with the client's CPU above {CLIENT_BOUND_PCT:g} % busy: the client, not "
+            "the target, may be their limit."
+        )
     busy = [c.facts.get("client_cpu_busy_pct") for c in cells.values() if c.run_id in shared]
     busy = [b for b in busy if isinstance(b, (int, float))]
     if busy:
-        lines.append(f"Client and target are one machine: its CPU was {min(busy):.0f}–"
-                     f"{max(busy):.0f} % busy during the runs (mean "
-                     f"{sum(busy) / len(busy):.0f} %, {len(busy)} cells), the tool's share "
-                     "included.")
+        lines.append(
+            f"Client and target are one machine: its CPU was {min(busy):.0f}–"
+            f"{max(busy):.0f} % busy during the runs (mean "
+            f"{sum(busy) / len(busy):.0f} %, {len(busy)} cells), the tool's share "
+            "included."
+        )
     return lines
 
 

@@ -20,8 +20,9 @@ def comparison_runs(comparison: Comparison) -> list[Run]:
     return list(comparison.runs.order_by("pk"))
 
 
-def compare(comparison: Comparison, requested: dict | None = None,
-            baseline: str | None = None) -> dict:
+def compare(
+    comparison: Comparison, requested: dict | None = None, baseline: str | None = None
+) -> dict:
     """The comparison's results (pivot, deltas vs baseline, charts) and the
     diff of parameters, tool versions and host facts."""
     runs = comparison_runs(comparison)
@@ -37,9 +38,15 @@ def compare(comparison: Comparison, requested: dict | None = None,
 
 
 @transaction.atomic
-def save_comparison(team: Team, name: str, runs, cell_ids=(), user=None,
-                    chart_settings: dict | None = None,
-                    comparison: Comparison | None = None) -> Comparison:
+def save_comparison(
+    team: Team,
+    name: str,
+    runs,
+    cell_ids=(),
+    user=None,
+    chart_settings: dict | None = None,
+    comparison: Comparison | None = None,
+) -> Comparison:
     """Create (or update) a Comparison of the team's runs; cells narrow the runs
     and must belong to them. Raises Http404 for another team's run or cell."""
     runs = list(runs)
@@ -85,7 +92,8 @@ def run_parameters(run: Run) -> dict:
     doc = dict(run.document or {})
     doc.pop("name", None)
     doc["targets"] = ", ".join(
-        t if isinstance(t, str) else str(t.get("name")) for t in doc.get("targets") or [])
+        t if isinstance(t, str) else str(t.get("name")) for t in doc.get("targets") or []
+    )
     doc.pop("client", None)
     return _flatten(doc)
 

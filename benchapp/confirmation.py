@@ -35,10 +35,18 @@ def start(alerts: list[Alert], *, user=None) -> Run:
         raise ValueError("alerts of several plans")
     keys = sorted({a.cell_key for a in alerts})
     with transaction.atomic():
-        run = orchestration.start_run(plan.team, plan.document, user=user, plan=plan,
-                                      origin="confirm", tags=["confirmation"], only_keys=keys)
+        run = orchestration.start_run(
+            plan.team,
+            plan.document,
+            user=user,
+            plan=plan,
+            origin="confirm",
+            tags=["confirmation"],
+            only_keys=keys,
+        )
         Alert.objects.filter(pk__in=[a.pk for a in alerts]).update(
-            confirm_run=run, confirm_note=f"confirmation run #{run.pk} started")
+            confirm_run=run, confirm_note=f"confirmation run #{run.pk} started"
+        )
     for alert in alerts:
         alert.confirm_run = run
     return run
@@ -50,16 +58,19 @@ def decide(before: list[float], after: list[float], value: float, rising: bool) 
     level = statistics.fmean(before)
     new_level = statistics.fmean(after) if after else level
     low, high = levels.prediction_interval(before)
-    why = (f"new value {value:.4g} ({relative_change(level, value):+.1%} vs before {level:.4g}, "
-           f"interval {low:.4g}–{high:.4g}; after {new_level:.4g})")
+    why = (
+        f"new value {value:.4g} ({relative_change(level, value):+.1%} vs before {level:.4g}, "
+        f"interval {low:.4g}–{high:.4g}; after {new_level:.4g})"
+    )
     return levels.reproduces(before, new_level, value, rising), why
 
 
 def evaluate_run(run: Run) -> list[Alert]:
     """Judge every alert whose confirmation run is `run` (a finished run);
     the alerts that became confirmed."""
-    alerts = list(Alert.objects.filter(confirm_run=run, status=Alert.NEW)
-                  .select_related("plan", "start_run"))
+    alerts = list(
+        Alert.objects.filter(confirm_run=run, status=Alert.NEW).select_related("plan", "start_run")
+    )
     if not alerts:
         return []
     history.summarize_run(run)
@@ -76,13 +87,14 @@ def _judge(alert: Alert, run: Run) -> tuple[str, str]:
     plan_ids = history.history_plans(alert.plan)
     history.ensure_summaries(plan_ids)
     s = history.load_series(plan_ids, [alert.metric], [alert.cell_key]).get(
-        (alert.cell_key, alert.group, alert.metric))
+        (alert.cell_key, alert.group, alert.metric)
+    )
     if run.status not in history.FINISHED or s is None or run.pk not in s.run_ids:
         return Alert.NEW, f"confirmation run #{run.pk} gave no value ({run.get_status_display()})"
     if alert.start_run_id not in s.run_ids:
         return Alert.NEW, f"run #{alert.start_run_id} is no longer in the history"
     i, j = s.run_ids.index(alert.start_run_id), s.run_ids.index(run.pk)
-    before, after = s.means[max(0, i - BEFORE_POINTS):i], s.means[i:j]
+    before, after = s.means[max(0, i - BEFORE_POINTS) : i], s.means[i:j]
     if not before:
         return Alert.NEW, "no points before the change"
     ok, why = decide(before, after, s.means[j], rising=alert.magnitude > 0)

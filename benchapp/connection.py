@@ -24,11 +24,20 @@ from runners.tools import DEFAULT_PORTS, tools_for_kind
 
 def test_connection(target: Target) -> dict:
     """{"ok", "where", "host": facts, "db": facts, "error", "host_key", "fingerprint"}."""
-    result = {"ok": False, "where": _where(target), "host": {}, "db": {}, "error": "",
-              "host_key": "", "fingerprint": "", "access": ""}
+    result = {
+        "ok": False,
+        "where": _where(target),
+        "host": {},
+        "db": {},
+        "error": "",
+        "host_key": "",
+        "fingerprint": "",
+        "access": "",
+    }
     if target.provision and not target.host:
-        result["error"] = ("This target is provisioned when a run starts; there is nothing "
-                           "to reach yet.")
+        result["error"] = (
+            "This target is provisioned when a run starts; there is nothing to reach yet."
+        )
         return result
     problem = _refused(target)
     if problem:
@@ -39,7 +48,8 @@ def test_connection(target: Target) -> dict:
             from runners.executors import trust_on_first_use
 
             result["host_key"], result["fingerprint"] = trust_on_first_use(
-                target.ssh_host, target.ssh_port)
+                target.ssh_host, target.ssh_port
+            )
             return result
         with _executor(target) as executor:
             from runners.facts import db_facts, host_facts
@@ -77,7 +87,7 @@ def _refused(target: Target) -> str:
 
 
 def host_key_fingerprint(line: str) -> str:
-    """"SHA256:..." of a known_host_key line (for display)."""
+    """ "SHA256:..." of a known_host_key line (for display)."""
     from runners.executors import ssh
 
     try:
@@ -102,16 +112,25 @@ def _executor(target: Target):
     cred: Credential | None = target.ssh_credential
     secret = cred.secret() if cred else None
     is_key = cred is not None and cred.kind == Credential.SSH_KEY
-    return SSHExecutor(target.ssh_host, target.ssh_port, target.ssh_user or "root",
-                       private_key=secret if is_key else None,
-                       password=None if is_key else secret,
-                       known_host_key=target.known_host_key)
+    return SSHExecutor(
+        target.ssh_host,
+        target.ssh_port,
+        target.ssh_user or "root",
+        private_key=secret if is_key else None,
+        password=None if is_key else secret,
+        known_host_key=target.known_host_key,
+    )
 
 
 def _endpoint(target: Target) -> Endpoint:
-    return Endpoint(kind=target.kind, host=target.host or None, port=target.port,
-                    user=target.user or None, database=target.database or None,
-                    password=target.credential.secret() if target.credential else None)
+    return Endpoint(
+        kind=target.kind,
+        host=target.host or None,
+        port=target.port,
+        user=target.user or None,
+        database=target.database or None,
+        password=target.credential.secret() if target.credential else None,
+    )
 
 
 # -- what the user may do -------------------------------------------------------------
@@ -142,16 +161,25 @@ def mysql_access(executor, endpoint: Endpoint) -> str:
 
     where = f"{endpoint.host}:{endpoint.port or 3306}"
     if not endpoint.database:
-        return ("No database set: mysqlslap works in a schema of its own; sysbench needs "
-                "a database (give one to check that tables can be created there).")
+        return (
+            "No database set: mysqlslap works in a schema of its own; sysbench needs "
+            "a database (give one to check that tables can be created there)."
+        )
     table = f"`{endpoint.database}`.`{_scratch_table()}`"
     command = Command(
-        argv=["mysql", f"--defaults-extra-file={WORKDIR}/check.my.cnf", "--batch",
-              f"--database={endpoint.database}", "-e",
-              f"CREATE TABLE {table} (id INT); DROP TABLE {table}"],
+        argv=[
+            "mysql",
+            f"--defaults-extra-file={WORKDIR}/check.my.cnf",
+            "--batch",
+            f"--database={endpoint.database}",
+            "-e",
+            f"CREATE TABLE {table} (id INT); DROP TABLE {table}",
+        ],
         uploads=[Upload("check.my.cnf", mysql_option_file(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [], tool="mysql",
-        package="mariadb-client")
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="mysql",
+        package="mariadb-client",
+    )
     execution = _run(executor, command)
     if execution.exit_code == 0:
         return f"user '{endpoint.user}' can create and drop tables in '{endpoint.database}'"
@@ -159,8 +187,9 @@ def mysql_access(executor, endpoint: Endpoint) -> str:
     if "ERROR 1049" in text:  # Unknown database
         problem = f"database '{endpoint.database}' does not exist on {where}"
     elif "ERROR 1044" in text:  # Access denied for user to database
-        problem = (f"user '{endpoint.user}' has no privileges on database "
-                   f"'{endpoint.database}' on {where}")
+        problem = (
+            f"user '{endpoint.user}' has no privileges on database '{endpoint.database}' on {where}"
+        )
     elif "ERROR 1142" in text:  # CREATE/DROP command denied
         verb = "DROP" if "DROP command denied" in text else "CREATE"
         problem = f"user '{endpoint.user}' cannot {verb} in '{endpoint.database}' on {where}"
@@ -175,18 +204,24 @@ def postgres_access(executor, endpoint: Endpoint) -> str:
 
     where = f"{endpoint.host}:{endpoint.port or 5432}"
     if not endpoint.database:
-        return ("No database set: pgbench and sysbench need one (give one to check that "
-                "tables can be created there).")
+        return (
+            "No database set: pgbench and sysbench need one (give one to check that "
+            "tables can be created there)."
+        )
     table = _scratch_table()
     argv = ["psql", "-X", "-w", "-q", "-v", "ON_ERROR_STOP=1"]
     for flag, value in (("-h", endpoint.host), ("-p", endpoint.port), ("-U", endpoint.user)):
         if value:
             argv += [flag, str(value)]
     argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
-    command = Command(argv=argv, env={"PGPASSFILE": f"{WORKDIR}/check.pgpass"},
-                      uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
-                      secrets=[endpoint.password] if endpoint.password else [], tool="psql",
-                      package="postgresql-client")
+    command = Command(
+        argv=argv,
+        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass"},
+        uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="psql",
+        package="postgresql-client",
+    )
     execution = _run(executor, command)
     user = endpoint.user or "(default user)"
     if execution.exit_code == 0:
@@ -206,16 +241,28 @@ def postgres_access(executor, endpoint: Endpoint) -> str:
 def redis_access(executor, endpoint: Endpoint) -> str:
     """PING; the password travels in REDISCLI_AUTH, never argv."""
     where = f"{endpoint.host}:{endpoint.port or 6379}"
-    command = Command(argv=["redis-cli", "-h", endpoint.host or "127.0.0.1",
-                            "-p", str(endpoint.port or 6379), "PING"],
-                      env={"REDISCLI_AUTH": endpoint.password} if endpoint.password else {},
-                      secrets=[endpoint.password] if endpoint.password else [],
-                      tool="redis-cli", package="redis-tools")
+    command = Command(
+        argv=[
+            "redis-cli",
+            "-h",
+            endpoint.host or "127.0.0.1",
+            "-p",
+            str(endpoint.port or 6379),
+            "PING",
+        ],
+        env={"REDISCLI_AUTH": endpoint.password} if endpoint.password else {},
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="redis-cli",
+        package="redis-tools",
+    )
     execution = _run(executor, command)
     if execution.exit_code == 0 and execution.stdout.strip() == "PONG":
         return f"redis on {where} answered PING"
-    raise RunnerError(f"redis on {where} did not answer PING: {_last_line(execution)}",
-                      permanent=False, output=execution.output)
+    raise RunnerError(
+        f"redis on {where} did not answer PING: {_last_line(execution)}",
+        permanent=False,
+        output=execution.output,
+    )
 
 
 def directory_access(executor, directory: str, where: str) -> str:

@@ -25,7 +25,8 @@ def has_price(run: Run) -> bool:
     targets = [t for t in doc.get("targets") or [] if isinstance(t, dict)]
     client = doc.get("client") if isinstance(doc.get("client"), dict) else {}
     return "provision" in client or any(
-        "provision" in t or t.get("price_per_hour") or t.get("price_per_month") for t in targets)
+        "provision" in t or t.get("price_per_hour") or t.get("price_per_month") for t in targets
+    )
 
 
 def billed_hours(run: Run) -> float | None:
@@ -37,11 +38,19 @@ def billed_hours(run: Run) -> float | None:
 def value_metric(tool: str, shown: list[str], available: list[str]) -> str | None:
     """The metric to put per dollar-hour: the one shown if it is a
     higher-is-better throughput, else the first such metric the run stored."""
+
     def throughput(name):
         row = catalog_metric(tool, name)
         return row.kind == "throughput" and row.direction == HIGHER
-    return next((m for m in [*shown, *pricing.throughput_metrics(tool)]
-                 if m in available and throughput(m)), None)
+
+    return next(
+        (
+            m
+            for m in [*shown, *pricing.throughput_metrics(tool)]
+            if m in available and throughput(m)
+        ),
+        None,
+    )
 
 
 def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
@@ -51,8 +60,11 @@ def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
         return None
     try:
         economics = pricing.run_economics(run)
-        static = {t.name: float(spec["price_per_hour"]) for t in load_plan(run.document).targets
-                  if not t.provision and (spec := pricing.static_spec(t))}
+        static = {
+            t.name: float(spec["price_per_hour"])
+            for t in load_plan(run.document).targets
+            if not t.provision and (spec := pricing.static_spec(t))
+        }
     except (ValidationError, KeyError, TypeError, ValueError):
         return None  # a stored document this version cannot read: no figure beats a wrong one
     hours = billed_hours(run)
@@ -60,14 +72,24 @@ def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
     if static and hours:
         total += sum(static.values()) * hours
     metric = value_metric(run.tool, shown, available)
-    targets = [{"target": label, "dollars_per_hour": figures["dollars_per_hour"],
-                "per_dollar_hour": figures.get(f"{metric}_per_dollar_hour")}
-               for label, figures in economics["price_performance"].items()]
-    return {"run": run, "total": total if (hours or not static) else None,
-            "currency": pricing.CURRENCY, "hours": hours, "metric": metric,
-            "metric_title": catalog_metric(run.tool, metric).title() if metric else "",
-            "targets": [t for t in targets if t["per_dollar_hour"] is not None],
-            "note": economics["actual"]["note"]}
+    targets = [
+        {
+            "target": label,
+            "dollars_per_hour": figures["dollars_per_hour"],
+            "per_dollar_hour": figures.get(f"{metric}_per_dollar_hour"),
+        }
+        for label, figures in economics["price_performance"].items()
+    ]
+    return {
+        "run": run,
+        "total": total if (hours or not static) else None,
+        "currency": pricing.CURRENCY,
+        "hours": hours,
+        "metric": metric,
+        "metric_title": catalog_metric(run.tool, metric).title() if metric else "",
+        "targets": [t for t in targets if t["per_dollar_hour"] is not None],
+        "note": economics["actual"]["note"],
+    }
 
 
 def costs(runs: list[Run], shown: list[str], available: list[str]) -> list[dict]:

@@ -23,5 +23,4 @@ DELIVER_NOTIFICATION = "benchapp.deliver_notification"
 
 def send(task_name: str, *args, countdown: float | None = None) -> None:
     """Send task_name(*args) after commit; countdown delays it (seconds)."""
-    transaction.on_commit(
-        lambda: app.send_task(task_name, args=args, countdown=countdown))
+    transaction.on_commit(lambda: app.send_task(task_name, args=args, countdown=countdown))

@@ -19,7 +19,8 @@ def result_document(run: Run) -> dict:
     metrics: dict[int, dict] = defaultdict(dict)
     groups: dict[int, dict[str, dict]] = defaultdict(dict)
     rows = Measurement.objects.filter(run=run).values_list(
-        "cell_id", "attempt", "group", "metric", "value")
+        "cell_id", "attempt", "group", "metric", "value"
+    )
     for cell_id, attempt, group, metric, value in rows.iterator(chunk_size=5000):
         if attempt != latest.get(cell_id):
             continue
@@ -28,16 +29,27 @@ def result_document(run: Run) -> dict:
         else:
             metrics[cell_id][metric] = value
     return {
-        "run": {"id": run.pk, "status": run.status, "name": run.name, "tool": run.tool,
-                "created_at": run.created_at.isoformat(), "tags": run.tags},
+        "run": {
+            "id": run.pk,
+            "status": run.status,
+            "name": run.name,
+            "tool": run.tool,
+            "created_at": run.created_at.isoformat(),
+            "tags": run.tags,
+        },
         "plan": run.document,
         "cells": [
             {
-                "axes": c.axes, "repeat": c.repeat, "status": c.status, "error": c.error,
+                "axes": c.axes,
+                "repeat": c.repeat,
+                "status": c.status,
+                "error": c.error,
                 "metrics": metrics[c.pk],
                 "groups": [{"labels": _labels(g), "metrics": m} for g, m in groups[c.pk].items()]
                 or ([{"labels": {}, "metrics": metrics[c.pk]}] if metrics[c.pk] else []),
-                "command": c.command, "facts": c.facts, "attempt": c.attempt,
+                "command": c.command,
+                "facts": c.facts,
+                "attempt": c.attempt,
                 **({"repeat_stop": c.repeat_stop} if c.repeat_stop else {}),
             }
             for c in cells

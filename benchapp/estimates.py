@@ -22,6 +22,7 @@ OVERHEAD_SECONDS = 3.0  # per cell: connect, prepare checks, collect, record
 DEFAULT_CELL_SECONDS = 10.0  # a tool run with no duration parameter (mysqlslap)
 PROVISION_SECONDS = 900.0  # bringing up cloud targets before the first cell
 
+
 def tool_seconds(tool: str, params: dict) -> float | None:
     """The tool's own run time from its params (the registry knows which
     parameter holds it), or None when it sets none."""
@@ -60,5 +61,9 @@ def plan_duration(plan: PlanSpec, cells=None) -> Duration:
         known = known and tool_seconds(plan.tool, cell.params) is not None
         per_target[cell.target] += cell_seconds(plan.tool, cell.params)
     setup = PROVISION_SECONDS if needs_provisioning(plan) else 0.0
-    return Duration(cells=len(cells), serial_s=setup + sum(per_target.values()),
-                    wall_s=setup + max(per_target.values(), default=0.0), known=known)
+    return Duration(
+        cells=len(cells),
+        serial_s=setup + sum(per_target.values()),
+        wall_s=setup + max(per_target.values(), default=0.0),
+        known=known,
+    )

@@ -80,9 +80,11 @@ def _take_lock(run: Run, holder: Cell) -> bool:
     TargetLock.objects.get_or_create(team_id=run.team_id, target_name=holder.target_name)
     now = timezone.now()
     free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
-    return bool(TargetLock.objects.filter(free, team_id=run.team_id,
-                                          target_name=holder.target_name)
-                .update(holder=holder, lease_expires_at=now + timedelta(seconds=LOCK_SECONDS)))
+    return bool(
+        TargetLock.objects.filter(free, team_id=run.team_id, target_name=holder.target_name).update(
+            holder=holder, lease_expires_at=now + timedelta(seconds=LOCK_SECONDS)
+        )
+    )
 
 
 def _cleanup_one(run: Run, target: str, first: Cell, last: Cell) -> None:
@@ -99,11 +101,16 @@ def _cleanup_one(run: Run, target: str, first: Cell, last: Cell) -> None:
         ctx.close()
     if record is not None:
         Artifact.objects.create(
-            cell=last, attempt=last.attempt, phase=PHASE, command=book.mask(record.command),
-            exit_code=record.exit_code, stdout=book.mask(record.stdout),
+            cell=last,
+            attempt=last.attempt,
+            phase=PHASE,
+            command=book.mask(record.command),
+            exit_code=record.exit_code,
+            stdout=book.mask(record.stdout),
             stderr=book.mask(record.stderr),
             started_at=datetime.fromtimestamp(record.started, tz=UTC),
-            finished_at=datetime.fromtimestamp(record.finished, tz=UTC))
+            finished_at=datetime.fromtimestamp(record.finished, tz=UTC),
+        )
         if record.exit_code != 0:
             problem = f"exit {record.exit_code}: " + one_line(record.stderr or record.stdout)
     with transaction.atomic():

@@ -15,8 +15,11 @@ from benchapp.models import Measurement, Run
 
 
 def _measurements(run: Run) -> list:
-    rows = list(Measurement.objects.filter(run=run).select_related("cell")
-                .order_by("cell__index", "iteration", "group", "metric"))
+    rows = list(
+        Measurement.objects.filter(run=run)
+        .select_related("cell")
+        .order_by("cell__index", "iteration", "group", "metric")
+    )
     latest: dict[int, int] = {}
     for m in rows:
         latest[m.cell_id] = max(latest.get(m.cell_id, 0), m.attempt)
@@ -31,18 +34,39 @@ def to_pkb_lines(run: Run) -> str:
     timestamp = (run.finished_at or run.created_at).timestamp()
     lines = []
     for m in _measurements(run):
-        metadata = {**{str(k): v for k, v in m.cell.axes.items()}, "cell_key": m.cell.key,
-                    "repeat": m.cell.repeat, "iteration": m.iteration, "target": m.cell.target_name,
-                    "tool": run.tool, "tool_version": m.cell.tool_version, "run": run.pk}
+        metadata = {
+            **{str(k): v for k, v in m.cell.axes.items()},
+            "cell_key": m.cell.key,
+            "repeat": m.cell.repeat,
+            "iteration": m.iteration,
+            "target": m.cell.target_name,
+            "tool": run.tool,
+            "tool_version": m.cell.tool_version,
+            "run": run.pk,
+        }
         if m.group:
             metadata["group"] = m.group
-        lines.append(json.dumps(scrub({
-            "metric": m.metric, "value": m.value, "unit": m.unit, "metadata": metadata,
-            "labels": ",".join(f"|{k}:{v}|" for k, v in sorted(metadata.items())),
-            "timestamp": timestamp, "test": run.tool, "run_uri": run_uri,
-            "sample_uri": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_uri}/{m.pk}")),
-            "product_name": "Benchboard", "official": False, "owner": "",
-        }), sort_keys=True))
+        lines.append(
+            json.dumps(
+                scrub(
+                    {
+                        "metric": m.metric,
+                        "value": m.value,
+                        "unit": m.unit,
+                        "metadata": metadata,
+                        "labels": ",".join(f"|{k}:{v}|" for k, v in sorted(metadata.items())),
+                        "timestamp": timestamp,
+                        "test": run.tool,
+                        "run_uri": run_uri,
+                        "sample_uri": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_uri}/{m.pk}")),
+                        "product_name": "Benchboard",
+                        "official": False,
+                        "owner": "",
+                    }
+                ),
+                sort_keys=True,
+            )
+        )
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -59,6 +83,8 @@ def to_bmf(run: Run) -> dict:
     out: dict[str, dict] = {}
     for (name, metric), points in sorted(values.items()):
         out.setdefault(name, {})[metric] = {
-            "value": sum(points) / len(points), "lower_value": min(points),
-            "upper_value": max(points)}
+            "value": sum(points) / len(points),
+            "lower_value": min(points),
+            "upper_value": max(points),
+        }
     return out

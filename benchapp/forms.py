@@ -28,8 +28,17 @@ SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
 # Keys the structured form edits itself; everything else lives in `extra`.
 # `repeat: {min, max, until_cv, metric}`: min is the builder's `repeat`, KEY its repeat_KEY.
 ADAPTIVE_KEYS = ("until_cv", "max", "metric")
-STRUCTURED_KEYS = ("name", "tool", "targets", "params", "axes", "overrides", "repeat", "order",
-                   "seed")
+STRUCTURED_KEYS = (
+    "name",
+    "tool",
+    "targets",
+    "params",
+    "axes",
+    "overrides",
+    "repeat",
+    "order",
+    "seed",
+)
 BLANK_ROWS = 1  # empty axis/override rows offered after the filled ones
 
 
@@ -52,15 +61,25 @@ def _param_widget_field(param) -> forms.Field:
     default = "" if param.default is None else _show(param.default)
     if param.kind == "bool":
         label = f"default ({default})" if default else "default"
-        return forms.ChoiceField(required=False, help_text=help_text, choices=[
-            ("", label), ("true", "yes"), ("false", "no")])
+        return forms.ChoiceField(
+            required=False,
+            help_text=help_text,
+            choices=[("", label), ("true", "yes"), ("false", "no")],
+        )
     if param.kind == "choice":
         label = f"default ({default})" if default else "default"
-        return forms.ChoiceField(required=False, help_text=help_text,
-                                 choices=[("", label)] + [(c, c) for c in param.choices])
+        return forms.ChoiceField(
+            required=False,
+            help_text=help_text,
+            choices=[("", label)] + [(c, c) for c in param.choices],
+        )
     if param.kind == "sql":
-        return forms.CharField(required=False, help_text=help_text, strip=False,
-                               widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}))
+        return forms.CharField(
+            required=False,
+            help_text=help_text,
+            strip=False,
+            widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        )
     attrs = {"placeholder": default, "autocomplete": "off"}
     if param.many:
         help_text += " (a comma-separated list runs them all in one cell)"
@@ -73,39 +92,63 @@ class PlanForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="Shown on runs and results.")
     tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS])
     targets = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple,
-        help_text="Stored targets of this team. Several targets need a `target` axis.")
-    repeat = forms.IntegerField(min_value=1, max_value=1000, initial=1, label="Repeats",
-                                help_text="Runs of every combination (with a CV target: "
-                                          "the fewest, at least 2).")
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Stored targets of this team. Several targets need a `target` axis.",
+    )
+    repeat = forms.IntegerField(
+        min_value=1,
+        max_value=1000,
+        initial=1,
+        label="Repeats",
+        help_text="Runs of every combination (with a CV target: the fewest, at least 2).",
+    )
     repeat_until_cv = forms.FloatField(
-        required=False, label="Until CV ≤",
+        required=False,
+        label="Until CV ≤",
         help_text="Adaptive repeats: e.g. 0.03 repeats a combination until the coefficient "
-                  "of variation of the metric over its repeats is at most 3%. Empty: a "
-                  "fixed count.")
-    repeat_max = forms.IntegerField(required=False, min_value=2, max_value=100, label="Up to",
-                                    help_text="With a CV target: the most repeats.")
-    repeat_metric = forms.CharField(required=False, max_length=100, label="Of metric",
-                                    help_text="With a CV target: a metric of the tool, e.g. tps.")
-    order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], initial="sequential",
-                              help_text="sequential: repeats together; interleaved: round "
-                                        "by round; shuffled: random, reproducible with the seed.")
+        "of variation of the metric over its repeats is at most 3%. Empty: a "
+        "fixed count.",
+    )
+    repeat_max = forms.IntegerField(
+        required=False,
+        min_value=2,
+        max_value=100,
+        label="Up to",
+        help_text="With a CV target: the most repeats.",
+    )
+    repeat_metric = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Of metric",
+        help_text="With a CV target: a metric of the tool, e.g. tps.",
+    )
+    order = forms.ChoiceField(
+        choices=[(o, o) for o in ORDERS],
+        initial="sequential",
+        help_text="sequential: repeats together; interleaved: round "
+        "by round; shuffled: random, reproducible with the seed.",
+    )
     seed = forms.IntegerField(required=False, min_value=0, help_text="For shuffled order.")
     extra = forms.CharField(
-        required=False, label="Other plan keys (YAML)",
+        required=False,
+        label="Other plan keys (YAML)",
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
         help_text="client, prepare, warmup, stress, timeout, sysbench_version, inline or "
-                  "provisioned targets… as in a plan file.")
+        "provisioned targets… as in a plan file.",
+    )
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.team = team
         self.document = None
-        self.stored = {t.name: t for t in team.targets.select_related("credential",
-                                                                      "ssh_credential")}
+        self.stored = {
+            t.name: t for t in team.targets.select_related("credential", "ssh_credential")
+        }
         self.fields["targets"].choices = [
             (t.name, f"{t.name} — {t.get_kind_display()} {target_where(t)}")
-            for t in self.stored.values()]
+            for t in self.stored.values()
+        ]
         for tool in MEASURED_TOOLS:
             for name, param in get_tool(tool).PARAMS.items():
                 self.fields[param_field_name(tool, name)] = _param_field(param)
@@ -125,8 +168,11 @@ class PlanForm(forms.Form):
     def _rows(self, prefix: str, initial: list) -> int:
         """Rows present in the POST (JS may add some), else the initial ones + blanks."""
         if self.is_bound:
-            found = [int(m.group(1)) for key in self.data
-                     if (m := re.fullmatch(rf"{prefix}-(\d+)-\w+", key)) and int(m.group(1)) < 50]
+            found = [
+                int(m.group(1))
+                for key in self.data
+                if (m := re.fullmatch(rf"{prefix}-(\d+)-\w+", key)) and int(m.group(1)) < 50
+            ]
             return max(found, default=-1) + 1
         return len(initial) + BLANK_ROWS
 
@@ -146,14 +192,18 @@ class PlanForm(forms.Form):
         return [(self[f"axis-{i}-name"], self[f"axis-{i}-values"]) for i in range(self.axis_count)]
 
     def override_rows(self):
-        return [(self[f"override-{i}-when"], self[f"override-{i}-set"])
-                for i in range(self.override_count)]
+        return [
+            (self[f"override-{i}-when"], self[f"override-{i}-set"])
+            for i in range(self.override_count)
+        ]
 
     def axis_names(self):
         names = list(SPECIAL_AXES)
         for tool in MEASURED_TOOLS:
             module = get_tool(tool)
-            names += [n for n in (*module.PARAMS, *getattr(module, "ALIASES", {})) if n not in names]
+            names += [
+                n for n in (*module.PARAMS, *getattr(module, "ALIASES", {})) if n not in names
+            ]
         return names
 
     # -- validation --
@@ -239,8 +289,12 @@ class PlanForm(forms.Form):
             sets = data.get(f"override-{i}-set", "").strip()
             if not when and not sets:
                 continue
-            overrides.append({"when": _pairs(when, f"override-{i}-when"),
-                              "set": _pairs(sets, f"override-{i}-set")})
+            overrides.append(
+                {
+                    "when": _pairs(when, f"override-{i}-when"),
+                    "set": _pairs(sets, f"override-{i}-set"),
+                }
+            )
         return overrides
 
     def _add_plan_error(self, exc: ValidationError) -> None:
@@ -277,9 +331,12 @@ class PlanForm(forms.Form):
 
     def _override_field(self, index: int, part: str) -> str | None:
         """The nth non-empty override row's field."""
-        filled = [i for i in range(self.override_count)
-                  if self.data.get(f"override-{i}-when", "").strip()
-                  or self.data.get(f"override-{i}-set", "").strip()]
+        filled = [
+            i
+            for i in range(self.override_count)
+            if self.data.get(f"override-{i}-when", "").strip()
+            or self.data.get(f"override-{i}-set", "").strip()
+        ]
         return f"override-{filled[index]}-{part}" if index < len(filled) else None
 
 
@@ -289,8 +346,10 @@ def initial_from_document(document: dict, team) -> dict:
     Targets that are (or resolve exactly to) a stored Target become ticked
     boxes; everything the structured fields do not hold goes to `extra`.
     """
-    stored = {t.name: orchestration.target_document(t)
-              for t in team.targets.select_related("credential", "ssh_credential")}
+    stored = {
+        t.name: orchestration.target_document(t)
+        for t in team.targets.select_related("credential", "ssh_credential")
+    }
     tool_name = document.get("tool", "mysqlslap")
     tool = get_tool(tool_name) if tool_name in MEASURED_TOOLS else None
     picked, inline = [], []
@@ -301,9 +360,14 @@ def initial_from_document(document: dict, team) -> dict:
             picked.append(name)
         else:
             inline.append(entry)
-    initial = {"name": document.get("name", ""), "tool": tool_name, "targets": picked,
-               "repeat": document.get("repeat", 1), "order": document.get("order", "sequential"),
-               "seed": document.get("seed")}
+    initial = {
+        "name": document.get("name", ""),
+        "tool": tool_name,
+        "targets": picked,
+        "repeat": document.get("repeat", 1),
+        "order": document.get("order", "sequential"),
+        "seed": document.get("seed"),
+    }
     if isinstance(initial["repeat"], dict):
         adaptive = initial["repeat"]
         initial["repeat"] = adaptive.get("min")
@@ -314,10 +378,14 @@ def initial_from_document(document: dict, team) -> dict:
         if param is not None and param.kind == "bool":
             value = _bool_or_raw(param, value)  # `direct: 1` is the choice "true"
         initial[param_field_name(tool_name, key)] = _show(value)
-    initial["axes"] = [(name, ", ".join(_show(v) for v in values))
-                       for name, values in (document.get("axes") or {}).items()]
-    initial["overrides"] = [(_show_pairs(o.get("when", {})), _show_pairs(o.get("set", {})))
-                            for o in document.get("overrides") or []]
+    initial["axes"] = [
+        (name, ", ".join(_show(v) for v in values))
+        for name, values in (document.get("axes") or {}).items()
+    ]
+    initial["overrides"] = [
+        (_show_pairs(o.get("when", {})), _show_pairs(o.get("set", {})))
+        for o in document.get("overrides") or []
+    ]
     extra = {k: v for k, v in document.items() if k not in STRUCTURED_KEYS}
     if inline:
         extra = {"targets": inline, **extra}
@@ -328,8 +396,11 @@ def initial_from_document(document: dict, team) -> dict:
 class PlanYamlForm(forms.Form):
     """The advanced mode and import: a whole plan file, pasted or uploaded."""
 
-    text = forms.CharField(required=False, label="Plan YAML",
-                           widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}))
+    text = forms.CharField(
+        required=False,
+        label="Plan YAML",
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
+    )
     file = forms.FileField(required=False, label="…or upload a plan file (.yaml, .json)")
 
     def __init__(self, *args, team, **kwargs):
@@ -355,40 +426,6 @@ class PlanYamlForm(forms.Form):
 
 
 # ------------------------------------------------------------ scheduling
-
-
-class ScheduleForm(forms.Form):
-    AT, CRON = "at", "cron"
-    kind = forms.ChoiceField(choices=[(AT, "Once, at a given time"), (CRON, "Repeatedly (cron)")],
-                             widget=forms.RadioSelect, initial=AT)
-    when = forms.DateTimeField(required=False, label="At",
-                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
-                               input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
-    cron = forms.CharField(required=False, label="Cron", max_length=100,
-                           widget=forms.TextInput(attrs={"placeholder": "30 2 * * 1-5"}),
-                           help_text="minute hour day-of-month month day-of-week")
-
-    def clean(self):
-        from django.utils import timezone
-
-        data = super().clean()
-        if data.get("kind") == self.AT:
-            when = data.get("when")
-            if not when:
-                self.add_error("when", "Choose a date and time.")
-            elif when <= timezone.now():
-                self.add_error("when", "This time is in the past.")
-        elif data.get("kind") == self.CRON:
-            from benchapp.scheduling import parse_cron
-
-            try:
-                data["cron"] = parse_cron(data.get("cron", ""))
-            except ValueError as exc:
-                self.add_error("cron", str(exc))
-        return data
-
-
-# ------------------------------------------------------------ helpers
 
 
 def _split(text: str) -> list[str]:

@@ -32,26 +32,29 @@ class SecretTextarea(forms.Textarea):
 
 class CredentialForm(forms.ModelForm):
     secret = forms.CharField(
-        required=False, strip=False,
+        required=False,
+        strip=False,
         widget=SecretTextarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
         help_text="Password, SSH private key (OpenSSH/PEM) or AWS secret key. Write-only: "
-                  "it is encrypted at rest and never shown again. Leave empty to keep the "
-                  "current one.")
+        "it is encrypted at rest and never shown again. Leave empty to keep the "
+        "current one.",
+    )
 
     class Meta:
         model = Credential
         fields = ("name", "kind", "username")
         labels = {"username": "User / access key id"}  # noqa: RUF012
-        help_texts = {"name": "Plans refer to it by this name (credential: NAME).",  # noqa: RUF012
-                      "username": "Optional; the AWS access key id for AWS keys."}
+        help_texts = {
+            "name": "Plans refer to it by this name (credential: NAME).",  # noqa: RUF012
+            "username": "Optional; the AWS access key id for AWS keys.",
+        }
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.team = team
         if not self.instance.pk:
             self.fields["secret"].required = True
-            self.fields["secret"].help_text = self.fields["secret"].help_text.rsplit(
-                " Leave", 1)[0]
+            self.fields["secret"].help_text = self.fields["secret"].help_text.rsplit(" Leave", 1)[0]
 
     def clean_name(self):
         name = self.cleaned_data["name"]
@@ -77,36 +80,64 @@ class CredentialForm(forms.ModelForm):
 
 class TargetForm(forms.ModelForm):
     provision = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         help_text="Optional provisioning spec as YAML, e.g. {provider: aws_rds, engine: mysql, "
-                  "instance_class: db.t3.micro}. Leave empty for an existing system.")
-    nodes = forms.CharField(required=False, help_text="Cluster nodes behind `host`, comma-separated.")
+        "instance_class: db.t3.micro}. Leave empty for an existing system.",
+    )
+    nodes = forms.CharField(
+        required=False, help_text="Cluster nodes behind `host`, comma-separated."
+    )
     allow_custom_scripts = forms.BooleanField(
-        required=False, label="Allow custom scripts",
+        required=False,
+        label="Allow custom scripts",
         help_text="Over SSH only: Lua scripts, pgbench \\shell, LOAD DATA LOCAL, any file "
-                  "path, data-directory snapshots and service stop/start on this host. Never "
-                  "on this server. Team admins only.")
+        "path, data-directory snapshots and service stop/start on this host. Never "
+        "on this server. Team admins only.",
+    )
     data_dirs = forms.CharField(
-        required=False, label="Data directories",
+        required=False,
+        label="Data directories",
         help_text="Absolute directories on this server where tools may write, comma-separated. "
-                  "Operators (staff) only.")
+        "Operators (staff) only.",
+    )
 
     PERMISSION_FIELDS = ("allow_custom_scripts", "data_dirs")
 
     class Meta:
         model = Target
-        fields = ("name", "kind", "host", "port", "user", "database", "directory", "credential",
-                  "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour",
-                  "notes")
-        labels = {"credential": "Database password", "ssh_credential": "SSH key or password",  # noqa: RUF012
-                  "ssh_host": "SSH host", "ssh_port": "SSH port", "ssh_user": "SSH user",
-                  "via": "Reached via", "price_per_hour": "Price per hour"}
+        fields = (
+            "name",
+            "kind",
+            "host",
+            "port",
+            "user",
+            "database",
+            "directory",
+            "credential",
+            "ssh_host",
+            "ssh_port",
+            "ssh_user",
+            "ssh_credential",
+            "via",
+            "price_per_hour",
+            "notes",
+        )
+        labels = {
+            "credential": "Database password",
+            "ssh_credential": "SSH key or password",  # noqa: RUF012
+            "ssh_host": "SSH host",
+            "ssh_port": "SSH port",
+            "ssh_user": "SSH user",
+            "via": "Reached via",
+            "price_per_hour": "Price per hour",
+        }
         help_texts = {  # noqa: RUF012
             "name": "Plans refer to it by this name.",
             "host": "Address of the database or machine.",
             "directory": "Host targets: the directory fio works in (absolute). Over SSH a path "
-                         "on that host; on this server one of the target's data directories "
-                         "(an operator allows them).",
+            "on that host; on this server one of the target's data directories "
+            "(an operator allows them).",
             "credential": "Leave empty to connect without a password.",
             "ssh_host": "Fill in to run the tool or read host facts over SSH.",
             "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
@@ -123,10 +154,14 @@ class TargetForm(forms.ModelForm):
         self.initial["allow_custom_scripts"] = self.instance.allow_custom_scripts
         self.initial["data_dirs"] = ", ".join(self.instance.data_dirs)
         if self.instance.pk:
-            self.initial["provision"] = _yaml(self.instance.provision) if self.instance.provision else ""
+            self.initial["provision"] = (
+                _yaml(self.instance.provision) if self.instance.provision else ""
+            )
             self.initial["nodes"] = ", ".join(self.instance.nodes)
-        self.may = {"allow_custom_scripts": may_allow_custom_scripts(user, team),
-                    "data_dirs": bool(user and user.is_staff)}
+        self.may = {
+            "allow_custom_scripts": may_allow_custom_scripts(user, team),
+            "data_dirs": bool(user and user.is_staff),
+        }
         for name in self.PERMISSION_FIELDS:
             if not self.may[name]:
                 self.fields[name].widget.attrs.update(readonly=True, disabled=True)
@@ -135,20 +170,29 @@ class TargetForm(forms.ModelForm):
         value = self.cleaned_data["allow_custom_scripts"]
         if "allow_custom_scripts" not in self.data and not self.may["allow_custom_scripts"]:
             value = self.instance.allow_custom_scripts  # a disabled box is not posted
-        return self._permitted("allow_custom_scripts", value, self.instance.allow_custom_scripts,
-                               "Only a team admin may allow custom scripts on a target.")
+        return self._permitted(
+            "allow_custom_scripts",
+            value,
+            self.instance.allow_custom_scripts,
+            "Only a team admin may allow custom scripts on a target.",
+        )
 
     def clean_data_dirs(self):
         if "data_dirs" not in self.data:
             return list(self.instance.data_dirs)  # not posted: unchanged
         dirs = [d.strip() for d in self.cleaned_data["data_dirs"].split(",") if d.strip()]
-        self._permitted("data_dirs", dirs, list(self.instance.data_dirs),
-                        "Only an operator (staff) may set a target's data directories: they "
-                        "are where tools may write on this server.")
+        self._permitted(
+            "data_dirs",
+            dirs,
+            list(self.instance.data_dirs),
+            "Only an operator (staff) may set a target's data directories: they "
+            "are where tools may write on this server.",
+        )
         for path in dirs:
             if not re.fullmatch(ABS_PATH, path) or ".." in path.split("/"):
-                raise forms.ValidationError(f"{path}: an absolute path of letters, digits and "
-                                            "_ . / + @ - (no '..').")
+                raise forms.ValidationError(
+                    f"{path}: an absolute path of letters, digits and _ . / + @ - (no '..')."
+                )
             if path.rstrip("/") in FORBIDDEN_DIRS | {""}:
                 raise forms.ValidationError(f"{path} is a system directory.")
         return dirs
@@ -186,16 +230,22 @@ class TargetForm(forms.ModelForm):
         # The plan validator is the one judge of a target: try it in a minimal plan.
         trial = Target(team=self.team, **{k: v for k, v in data.items() if k in _TARGET_FIELDS})
         trial.data_dirs = data.get("data_dirs", self.instance.data_dirs)
-        trial.allow_custom_scripts = data.get("allow_custom_scripts",
-                                              self.instance.allow_custom_scripts)
+        trial.allow_custom_scripts = data.get(
+            "allow_custom_scripts", self.instance.allow_custom_scripts
+        )
         tool = default_tool(data["kind"])
         try:
             directory_problem = check_directory(trial)
             if directory_problem:
                 raise ValidationError("directory", directory_problem)
-            orchestration.validate_document({
-                "name": "check", "tool": tool, "targets": [orchestration.target_document(trial)],
-                **({"params": {"directory": trial.directory}} if tool == "fio" else {})})
+            orchestration.validate_document(
+                {
+                    "name": "check",
+                    "tool": tool,
+                    "targets": [orchestration.target_document(trial)],
+                    **({"params": {"directory": trial.directory}} if tool == "fio" else {}),
+                }
+            )
         except ValidationError as exc:
             field = exc.param.split(".")[-1].split("[")[0]
             field = {"credential": "credential"}.get(field, field)
@@ -222,9 +272,24 @@ def may_allow_custom_scripts(user, team) -> bool:
     return bool(membership and membership.allows(Membership.ADMIN))
 
 
-_TARGET_FIELDS = {"name", "kind", "host", "port", "user", "database", "credential", "ssh_host",
-                  "ssh_port", "ssh_user", "ssh_credential", "via", "price_per_hour", "provision",
-                  "nodes", "directory"}
+_TARGET_FIELDS = {
+    "name",
+    "kind",
+    "host",
+    "port",
+    "user",
+    "database",
+    "credential",
+    "ssh_host",
+    "ssh_port",
+    "ssh_user",
+    "ssh_credential",
+    "via",
+    "price_per_hour",
+    "provision",
+    "nodes",
+    "directory",
+}
 
 
 def check_directory(target: Target) -> str:
@@ -254,10 +319,13 @@ def check_directory(target: Target) -> str:
     except ValidationError:
         where = "on this server" if local else f"on {target.ssh_host or target.host}"
         allowed = ", ".join(target.data_dirs) or "none yet"
-        return (f"{path} is not inside one of this target's data directories ({allowed}): "
-                f"fio may only write {where} where an operator (staff) has allowed it. Ask an "
-                "operator to add the directory to the target's data directories"
-                + ("" if local else ", or a team admin to allow custom scripts on it") + ".")
+        return (
+            f"{path} is not inside one of this target's data directories ({allowed}): "
+            f"fio may only write {where} where an operator (staff) has allowed it. Ask an "
+            "operator to add the directory to the target's data directories"
+            + ("" if local else ", or a team admin to allow custom scripts on it")
+            + "."
+        )
     return ""
 
 
@@ -273,5 +341,6 @@ def _parse_yaml(text: str, field: str):
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
-        raise forms.ValidationError(f"This is not valid YAML{where}: "
-                                    f"{getattr(exc, 'problem', exc)}") from None
+        raise forms.ValidationError(
+            f"This is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None

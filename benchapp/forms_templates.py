@@ -32,9 +32,15 @@ class TemplateForm(forms.Form):
                 label=role["label"][:1].upper() + role["label"][1:],
                 choices=[("", "— choose —"), *choices],
                 help_text=f"A {dict(Target.KINDS)[role['kind']]} target. Plays "
-                          f"“{role['name']}” in the scenario.")
-        self.missing_kinds = sorted({dict(Target.KINDS)[r["kind"]] for r in template["roles"]
-                                     if len(self.fields[f"role-{r['name']}"].choices) == 1})
+                f"“{role['name']}” in the scenario.",
+            )
+        self.missing_kinds = sorted(
+            {
+                dict(Target.KINDS)[r["kind"]]
+                for r in template["roles"]
+                if len(self.fields[f"role-{r['name']}"].choices) == 1
+            }
+        )
 
     def role_fields(self):
         return [self[f"role-{r['name']}"] for r in self.template["roles"]]

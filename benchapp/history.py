@@ -28,8 +28,22 @@ MIN_MAGNITUDE = 0.03
 RECOVERY_POINTS = 5  # latest points that must be back at the old level
 
 # Until the metric catalog (runners.metrics) lands: which way is better.
-LOWER_IS_BETTER = ("latency", "_ms", "_us", "avg_ms", "p95", "p99", "max_ms", "min_ms",
-                   "errors", "reconnects", "cost", "seconds", "elapsed", "duration")
+LOWER_IS_BETTER = (
+    "latency",
+    "_ms",
+    "_us",
+    "avg_ms",
+    "p95",
+    "p99",
+    "max_ms",
+    "min_ms",
+    "errors",
+    "reconnects",
+    "cost",
+    "seconds",
+    "elapsed",
+    "duration",
+)
 
 
 def higher_is_better(metric: str) -> bool:
@@ -54,21 +68,28 @@ def history_plans(plan: Plan) -> list[int]:
     """Ids of the plans whose runs form `plan`'s history."""
     if not plan.study:
         return [plan.pk]
-    return list(Plan.objects.filter(team_id=plan.team_id, study=plan.study)
-                .values_list("pk", flat=True))
+    return list(
+        Plan.objects.filter(team_id=plan.team_id, study=plan.study).values_list("pk", flat=True)
+    )
 
 
 def history_runs(plan: Plan) -> list[Run]:
     """Finished runs of the history, oldest first (one query)."""
-    return list(Run.objects.filter(plan_id__in=history_plans(plan), status__in=FINISHED)
-                .order_by("created_at", "pk").only("pk", "name", "created_at", "plan_id"))
+    return list(
+        Run.objects.filter(plan_id__in=history_plans(plan), status__in=FINISHED)
+        .order_by("created_at", "pk")
+        .only("pk", "name", "created_at", "plan_id")
+    )
 
 
 def run_points(run: Run) -> list[RunSummary]:
     """The run's point of each series (unsaved RunSummary rows), from its
     measurements of each cell's latest attempt (one query)."""
-    rows = list(Measurement.objects.filter(run_id=run.pk).values_list(
-        "cell_id", "cell__key", "group", "metric", "attempt", "value"))
+    rows = list(
+        Measurement.objects.filter(run_id=run.pk).values_list(
+            "cell_id", "cell__key", "group", "metric", "attempt", "value"
+        )
+    )
     latest: dict[int, int] = {}
     for cell_id, _, _, _, attempt, _ in rows:
         latest[cell_id] = max(latest.get(cell_id, 0), attempt)
@@ -76,10 +97,21 @@ def run_points(run: Run) -> list[RunSummary]:
     for cell_id, key, group, metric, attempt, value in rows:
         if attempt == latest[cell_id]:
             values[(key, group, metric)].append(value)
-    return [RunSummary(run_id=run.pk, plan_id=run.plan_id, run_created_at=run.created_at,
-                       cell_key=key, group=group, metric=metric, mean=sum(v) / len(v),
-                       low=min(v), high=max(v), count=len(v))
-            for (key, group, metric), v in sorted(values.items())]
+    return [
+        RunSummary(
+            run_id=run.pk,
+            plan_id=run.plan_id,
+            run_created_at=run.created_at,
+            cell_key=key,
+            group=group,
+            metric=metric,
+            mean=sum(v) / len(v),
+            low=min(v),
+            high=max(v),
+            count=len(v),
+        )
+        for (key, group, metric), v in sorted(values.items())
+    ]
 
 
 @transaction.atomic
@@ -98,15 +130,17 @@ def ensure_summaries(plan_ids: list[int]) -> int:
     """Summarize the history's finished runs that have no summary yet (one
     query when none lacks: runs recorded before summaries, or by hand)."""
     missing = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).exclude(
-        Exists(RunSummary.objects.filter(run_id=OuterRef("pk"))))
+        Exists(RunSummary.objects.filter(run_id=OuterRef("pk")))
+    )
     runs = list(missing.only("pk", "plan_id", "created_at", "status"))
     for run in runs:
         summarize_run(run)
     return len(runs)
 
 
-def load_series(plan_ids: list[int], metrics=None, keys=None, since=None,
-                dates: bool = True) -> dict[tuple, Series]:
+def load_series(
+    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True
+) -> dict[tuple, Series]:
     """One Series per (cell key, group, metric) of the history of `plan_ids`,
     from the runs' summaries (one query, in index order), optionally only of
     some metrics and cell keys, and of runs created at or after `since`;
@@ -120,11 +154,14 @@ def load_series(plan_ids: list[int], metrics=None, keys=None, since=None,
         qs = qs.filter(run_created_at__gte=since)
     qs = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id")
     if dates:
-        rows = qs.values_list("cell_key", "group", "metric", "run_id", "run_created_at",
-                              "mean", "low", "high")
+        rows = qs.values_list(
+            "cell_key", "group", "metric", "run_id", "run_created_at", "mean", "low", "high"
+        )
     else:
-        rows = ((k, g, m, r, None, mean, None, None) for k, g, m, r, mean in
-                qs.values_list("cell_key", "group", "metric", "run_id", "mean"))
+        rows = (
+            (k, g, m, r, None, mean, None, None)
+            for k, g, m, r, mean in qs.values_list("cell_key", "group", "metric", "run_id", "mean")
+        )
     series: dict[tuple, Series] = {}
     s = None
     for key, group, metric, run_id, created, mean, low, high in rows:
@@ -151,31 +188,51 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
     """
     plan_ids = history_plans(plan)
     ensure_summaries(plan_ids)
-    states = {(h.cell_key, h.group, h.metric): h.state
-              for h in HistoryState.objects.filter(plan=plan)}
+    states = {
+        (h.cell_key, h.group, h.metric): h.state for h in HistoryState.objects.filter(plan=plan)
+    }
     since = _since(states)
     series = load_series(plan_ids, since=since, dates=False)
     analyses = _analyse(series, states, tail=True) if since is not None else None
     if analyses is None:  # short or changed history, new series: read it all
         series = load_series(plan_ids, dates=False) if since is not None else series
         analyses = _analyse(series, states, tail=False)
-    anchor_dates = dict(Run.objects.filter(pk__in=[
-        s.run_ids[a.resume_from - WINDOW - offset] for s, offset, a, _ in analyses.values()
-        if a.resume_from - WINDOW >= offset]).values_list("pk", "created_at"))
+    anchor_dates = dict(
+        Run.objects.filter(
+            pk__in=[
+                s.run_ids[a.resume_from - WINDOW - offset]
+                for s, offset, a, _ in analyses.values()
+                if a.resume_from - WINDOW >= offset
+            ]
+        ).values_list("pk", "created_at")
+    )
     updates, changes = [], []
     for name, (s, offset, analysis, held) in analyses.items():
         alerted = set(held.get("alerted", ())) if held else set()
-        fresh = [cp for cp in analysis.change_points
-                 if cp.index >= offset and s.run_ids[cp.index - offset] not in alerted]
+        fresh = [
+            cp
+            for cp in analysis.change_points
+            if cp.index >= offset and s.run_ids[cp.index - offset] not in alerted
+        ]
         changes += [(s, cp, offset) for cp in fresh]
-        updates.append(HistoryState(plan=plan, cell_key=name[0], group=name[1], metric=name[2],
-                                    state=_state(analysis, s, offset, alerted, fresh,
-                                                 anchor_dates)))
+        updates.append(
+            HistoryState(
+                plan=plan,
+                cell_key=name[0],
+                group=name[1],
+                metric=name[2],
+                state=_state(analysis, s, offset, alerted, fresh, anchor_dates),
+            )
+        )
     with transaction.atomic():
         _relaxed_commit()
         HistoryState.objects.bulk_create(
-            updates, batch_size=500, update_conflicts=True, update_fields=["state"],
-            unique_fields=["plan", "cell_key", "group", "metric"])
+            updates,
+            batch_size=500,
+            update_conflicts=True,
+            update_fields=["state"],
+            unique_fields=["plan", "cell_key", "group", "metric"],
+        )
         created = _create_alerts(plan, changes)
         found = resolve_recovered(plan, plan_ids, series, tail=since is not None)
     if resolved is not None:
@@ -216,13 +273,24 @@ def _analyse(series: dict[tuple, Series], states: dict, tail: bool) -> dict | No
             first = s.run_ids.index(anchor["run"])
             offset, values = anchor["index"], s.means[first:]
             s.run_ids, s.dates, s.means, s.lows, s.highs = (
-                s.run_ids[first:], s.dates[first:], values, s.lows[first:], s.highs[first:])
+                s.run_ids[first:],
+                s.dates[first:],
+                values,
+                s.lows[first:],
+                s.highs[first:],
+            )
         if offset + len(values) < 2 * changepoint.DEFAULT_MIN_SIZE:
             continue
         try:
             analysis = changepoint.detect(
-                values, window=WINDOW, max_pvalue=MAX_PVALUE, min_magnitude=MIN_MAGNITUDE,
-                significance=SIGNIFICANCE, previous=held, offset=offset)
+                values,
+                window=WINDOW,
+                max_pvalue=MAX_PVALUE,
+                min_magnitude=MIN_MAGNITUDE,
+                significance=SIGNIFICANCE,
+                previous=held,
+                offset=offset,
+            )
         except ValueError:
             if tail:
                 return None
@@ -249,38 +317,61 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
     rows = []
     for s, cp, offset in changes:
         worse = cp.magnitude < 0 if higher_is_better(s.metric) else cp.magnitude > 0
-        rows.append(Alert(
-            plan=plan, team_id=plan.team_id, cell_key=s.cell_key, group=s.group,
-            metric=s.metric, start_run_id=s.run_ids[cp.index - offset],
-            before_mean=cp.before.mean, before_low=cp.before.ci_low,
-            before_high=cp.before.ci_high, after_mean=cp.after.mean,
-            after_low=cp.after.ci_low, after_high=cp.after.ci_high,
-            magnitude=cp.magnitude, pvalue=cp.pvalue, bad=worse))
+        rows.append(
+            Alert(
+                plan=plan,
+                team_id=plan.team_id,
+                cell_key=s.cell_key,
+                group=s.group,
+                metric=s.metric,
+                start_run_id=s.run_ids[cp.index - offset],
+                before_mean=cp.before.mean,
+                before_low=cp.before.ci_low,
+                before_high=cp.before.ci_high,
+                after_mean=cp.after.mean,
+                after_low=cp.after.ci_low,
+                after_high=cp.after.ci_high,
+                magnitude=cp.magnitude,
+                pvalue=cp.pvalue,
+                bad=worse,
+            )
+        )
     known = set(Alert.objects.filter(plan=plan).values_list("pk", flat=True))
     Alert.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-    return list(Alert.objects.filter(plan=plan).exclude(pk__in=known)
-                .select_related("plan", "start_run").order_by("pk"))
+    return list(
+        Alert.objects.filter(plan=plan)
+        .exclude(pk__in=known)
+        .select_related("plan", "start_run")
+        .order_by("pk")
+    )
 
 
-def resolve_recovered(plan: Plan, plan_ids: list[int], series: dict[tuple, Series],
-                      tail: bool = False) -> list[Alert]:
+def resolve_recovered(
+    plan: Plan, plan_ids: list[int], series: dict[tuple, Series], tail: bool = False
+) -> list[Alert]:
     """Open alerts whose series is back at its level before the change: the
     mean of its last RECOVERY_POINTS points (all after the change) is within
     the before level's prediction interval and nearer it than the changed
     level (runners.levels.recovered). They become resolved by the latest run."""
     alerts = list(Alert.objects.filter(plan=plan, status__in=Alert.OPEN))
-    short = [a for a in alerts if (a.cell_key, a.group, a.metric) not in series
-             or _start(series[(a.cell_key, a.group, a.metric)], a) < WINDOW]
+    short = [
+        a
+        for a in alerts
+        if (a.cell_key, a.group, a.metric) not in series
+        or _start(series[(a.cell_key, a.group, a.metric)], a) < WINDOW
+    ]
     if tail and short:  # only a tail was read: the level before needs the whole series
-        series = {**series, **load_series(plan_ids, {a.metric for a in short},
-                                          {a.cell_key for a in short})}
+        series = {
+            **series,
+            **load_series(plan_ids, {a.metric for a in short}, {a.cell_key for a in short}),
+        }
     resolved = []
     for alert in alerts:
         s = series.get((alert.cell_key, alert.group, alert.metric))
         i = _start(s, alert) if s else -1
         if i <= 0 or len(s.means) - i < 2 * RECOVERY_POINTS:
             continue
-        before, recent = s.means[max(0, i - WINDOW):i], s.means[-RECOVERY_POINTS:]
+        before, recent = s.means[max(0, i - WINDOW) : i], s.means[-RECOVERY_POINTS:]
         if levels.recovered(before, alert.after_mean, recent):
             alert.status, alert.resolved_run_id = Alert.RESOLVED, s.run_ids[-1]
             alert.save(update_fields=["status", "resolved_run", "updated_at"])
@@ -301,13 +392,14 @@ def verdict_counts(team) -> dict:
     """How often the team's alerts were right: users' true/false verdicts and
     confirmation runs' outcomes (one query)."""
     counts = Alert.objects.filter(team=team).aggregate(
-        true=Count("pk", filter=Q(verdict=True)), false=Count("pk", filter=Q(verdict=False)),
+        true=Count("pk", filter=Q(verdict=True)),
+        false=Count("pk", filter=Q(verdict=False)),
         open=Count("pk", filter=Q(verdict__isnull=True)),
         confirmed=Count("pk", filter=Q(status=Alert.CONFIRMED)),
-        not_reproduced=Count("pk", filter=Q(status=Alert.NOT_REPRODUCED)))
+        not_reproduced=Count("pk", filter=Q(status=Alert.NOT_REPRODUCED)),
+    )
     judged = counts["true"] + counts["false"]
     counts["precision"] = counts["true"] / judged if judged else None
     rerun = counts["confirmed"] + counts["not_reproduced"]
     counts["confirm_rate"] = counts["confirmed"] / rerun if rerun else None
     return counts
-

@@ -45,7 +45,8 @@ def detect_changes(run_id: int) -> list[int]:
         except PlanRefused as exc:
             log.warning("confirmation of run %s's alerts refused: %s", run_id, exc)
             Alert.objects.filter(pk__in=[a.pk for a in held]).update(
-                confirm_note=f"confirmation refused: {exc}"[:500])
+                confirm_note=f"confirmation refused: {exc}"[:500]
+            )
             held = []
     for alert in created:
         if alert not in held:
@@ -65,9 +66,12 @@ def deliver_notification(self, delivery_id: int) -> str:
         return notify.deliver(delivery_id, final=final)
     except notify.DeliveryError as exc:
         if final:
-            log.warning("notification %s failed after %s attempts: %s", delivery_id,
-                        retries + 1, exc)
+            log.warning(
+                "notification %s failed after %s attempts: %s", delivery_id, retries + 1, exc
+            )
             return "failed"
-        delay = min(settings.BENCHBOARD_NOTIFY_BACKOFF_SECONDS * 2 ** self.request.retries,
-                    settings.BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS)
+        delay = min(
+            settings.BENCHBOARD_NOTIFY_BACKOFF_SECONDS * 2**self.request.retries,
+            settings.BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS,
+        )
         raise self.retry(exc=exc, countdown=delay) from exc

@@ -49,8 +49,10 @@ class NulBytesMiddleware:
             except ValueError:
                 return False  # the view reports malformed JSON
         if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-            return any(_has_nul(key) or any(_has_nul(v) for v in values)
-                       for key, values in request.POST.lists())
+            return any(
+                _has_nul(key) or any(_has_nul(v) for v in values)
+                for key, values in request.POST.lists()
+            )
         return False
 
 
@@ -61,6 +63,7 @@ def safe_next(request, default: str) -> str:
 
     target = request.POST.get("next") or request.GET.get("next") or ""
     if target and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return default

@@ -32,12 +32,16 @@ class Team(models.Model):
 
 class Membership(models.Model):
     """A user's role in a team. Owner is kept for existing rows and counts as admin."""
+
     VIEWER, MEMBER, ADMIN, OWNER = "viewer", "member", "admin", "owner"
     ROLE_RANK = {VIEWER: 0, MEMBER: 1, ADMIN: 2, OWNER: 2}
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=10, default=MEMBER, choices=[
-        (VIEWER, "Viewer"), (MEMBER, "Member"), (ADMIN, "Admin"), (OWNER, "Owner")])
+    role = models.CharField(
+        max_length=10,
+        default=MEMBER,
+        choices=[(VIEWER, "Viewer"), (MEMBER, "Member"), (ADMIN, "Admin"), (OWNER, "Owner")],
+    )
 
     def allows(self, role: str) -> bool:
         """True when this membership's role is at least `role`."""
@@ -82,8 +86,12 @@ class Credential(models.Model):
 class Target(models.Model):
     """A named system under test: static endpoint/host or a provisioning spec."""
 
-    KINDS = [("mysql", "MySQL / MariaDB"), ("postgres", "PostgreSQL"), ("host", "Host / filesystem"),
-             ("redis", "Redis")]
+    KINDS = [
+        ("mysql", "MySQL / MariaDB"),
+        ("postgres", "PostgreSQL"),
+        ("host", "Host / filesystem"),
+        ("redis", "Redis"),
+    ]
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="targets")
     name = models.CharField(max_length=100)
@@ -92,13 +100,15 @@ class Target(models.Model):
     port = models.PositiveIntegerField(null=True, blank=True)
     user = models.CharField(max_length=100, blank=True)
     database = models.CharField(max_length=100, blank=True)
-    credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
+    credential = models.ForeignKey(
+        Credential, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     ssh_host = models.CharField(max_length=255, blank=True)
     ssh_port = models.PositiveIntegerField(default=22)
     ssh_user = models.CharField(max_length=100, blank=True)
-    ssh_credential = models.ForeignKey(Credential, null=True, blank=True,
-                                       on_delete=models.PROTECT, related_name="+")
+    ssh_credential = models.ForeignKey(
+        Credential, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     known_host_key = models.TextField(blank=True)
     nodes = models.JSONField(default=list, blank=True)
     via = models.CharField(max_length=100, blank=True)
@@ -137,15 +147,17 @@ class Plan(models.Model):
     name = models.CharField(max_length=200)
     tool = models.CharField(max_length=20)
     document = models.JSONField()
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # History (issue 14): plans of a team with the same non-empty study label
     # share one history; a pinned run is the reference the trend page marks.
     study = models.CharField(max_length=100, blank=True)
-    baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    baseline_run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     confirm_alerts = models.BooleanField(default=False)  # re-run cells of new bad alerts
 
     class Meta:
@@ -168,22 +180,30 @@ class Run(models.Model):
 
     QUEUED, PROVISIONING, RUNNING = "queued", "provisioning", "running"
     SUCCEEDED, PARTIAL, FAILED, CANCELLED = (
-        "succeeded", "completed_with_failures", "failed", "cancelled")
-    STATUSES = [(s, s.replace("_", " ")) for s in
-                (QUEUED, PROVISIONING, RUNNING, SUCCEEDED, PARTIAL, FAILED, CANCELLED)]
+        "succeeded",
+        "completed_with_failures",
+        "failed",
+        "cancelled",
+    )
+    STATUSES = [
+        (s, s.replace("_", " "))
+        for s in (QUEUED, PROVISIONING, RUNNING, SUCCEEDED, PARTIAL, FAILED, CANCELLED)
+    ]
     ACTIVE = (QUEUED, PROVISIONING, RUNNING)
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
-    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="runs")
+    plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
     name = models.CharField(max_length=200)
     tool = models.CharField(max_length=20)
     document = models.JSONField()
     status = models.CharField(max_length=25, choices=STATUSES, default=QUEUED)
     origin = models.CharField(max_length=20, default="manual")  # manual|schedule|api|cli|import
     concurrency = models.PositiveIntegerField(default=0)  # 0: no per-run limit
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -213,7 +233,12 @@ class Cell(models.Model):
     """One combination of axis values and one repetition."""
 
     QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
-        "queued", "running", "succeeded", "failed", "cancelled")
+        "queued",
+        "running",
+        "succeeded",
+        "failed",
+        "cancelled",
+    )
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)]
     TERMINAL = (SUCCEEDED, FAILED, CANCELLED)
 
@@ -248,12 +273,17 @@ class Cell(models.Model):
     class Meta:
         ordering = ["run", "index"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "key", "repeat"], name="one_cell_per_combination"),
+            models.UniqueConstraint(
+                fields=["run", "key", "repeat"], name="one_cell_per_combination"
+            )
         ]
-        indexes = [models.Index(fields=["status", "lease_expires_at"]),
-                   # dispatch: the first queued cell of each target
-                   models.Index(fields=["run", "status", "target_name", "index"],
-                                name="cell_next_per_target")]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"]),
+            # dispatch: the first queued cell of each target
+            models.Index(
+                fields=["run", "status", "target_name", "index"], name="cell_next_per_target"
+            ),
+        ]
 
     def __str__(self):
         return f"{self.key} #{self.repeat}"
@@ -280,13 +310,11 @@ class Measurement(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cell", "attempt", "iteration", "group", "metric"],
-                                    name="one_measurement"),
+            models.UniqueConstraint(
+                fields=["cell", "attempt", "iteration", "group", "metric"], name="one_measurement"
+            )
         ]
-        indexes = [
-            models.Index(fields=["run", "metric"]),
-            models.Index(fields=["cell", "metric"]),
-        ]
+        indexes = [models.Index(fields=["run", "metric"]), models.Index(fields=["cell", "metric"])]
 
 
 class SeriesPoint(models.Model):
@@ -331,8 +359,9 @@ class Comparison(models.Model):
     runs = models.ManyToManyField(Run, related_name="comparisons", blank=True)
     cells = models.JSONField(default=list, blank=True)  # optional cell ids narrowing the runs
     chart_settings = models.JSONField(default=dict, blank=True)  # pivot/chart settings, baseline
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # sha256 of the token; the token itself is shown once, when shared.
     share_token_hash = models.CharField(max_length=64, null=True, blank=True, unique=True)
@@ -363,8 +392,9 @@ class CloudResource(models.Model):
     crash between the call and its response still leaves a row to reap."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="cloud_resources")
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="cloud_resources")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="cloud_resources"
+    )
     target_name = models.CharField(max_length=100, blank=True)
     provider = models.CharField(max_length=20)
     kind = models.CharField(max_length=40)  # db_instance, instance, volume, key_pair, ...
@@ -380,8 +410,11 @@ class CloudResource(models.Model):
     error = models.TextField(blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["provider", "kind", "token"],
-                                               name="one_resource_per_token")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "kind", "token"], name="one_resource_per_token"
+            )
+        ]
 
 
 class TargetLock(models.Model):
@@ -394,13 +427,15 @@ class TargetLock(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     target_name = models.CharField(max_length=100)
-    holder = models.ForeignKey(Cell, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="+")
+    holder = models.ForeignKey(
+        Cell, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "target_name"],
-                                               name="one_lock_per_target")]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "target_name"], name="one_lock_per_target")
+        ]
 
 
 class PriceEntry(models.Model):
@@ -436,10 +471,4 @@ class PriceEntry(models.Model):
 
 
 # History models live in their own module (size); importing them here registers them.
-from benchapp.models_history import (  # noqa: E402,F401
-    Alert,
-    AlertDelivery,
-    HistoryState,
-    Notifier,
-    RunSummary,
-)
+from benchapp.models_history import Alert, AlertDelivery, HistoryState, Notifier, RunSummary  # noqa: E402,F401

@@ -34,20 +34,28 @@ class Alert(models.Model):
     bad = models.BooleanField()  # the metric got worse by its direction
     status = models.CharField(max_length=15, choices=STATUSES, default=NEW)
     verdict = models.BooleanField(null=True, blank=True)  # a user's "true alert" / "false alert"
-    confirm_run = models.ForeignKey("benchapp.Run", null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="confirmed_alerts")
+    confirm_run = models.ForeignKey(
+        "benchapp.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="confirmed_alerts",
+    )
     # What the confirmation run showed (or why it could not decide).
     confirm_note = models.TextField(blank=True)
-    resolved_run = models.ForeignKey("benchapp.Run", null=True, blank=True,
-                                     on_delete=models.SET_NULL, related_name="+")
+    resolved_run = models.ForeignKey(
+        "benchapp.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric", "start_run"],
-                                    name="one_alert_per_change"),
+            models.UniqueConstraint(
+                fields=["plan", "cell_key", "group", "metric", "start_run"],
+                name="one_alert_per_change",
+            )
         ]
         indexes = [models.Index(fields=["team", "-created_at"])]
 
@@ -63,8 +71,9 @@ class HistoryState(models.Model):
     """Where change detection stopped in one series, so the next run's task
     re-analyses only the tail (runners.changepoint.Analysis.state())."""
 
-    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE,
-                             related_name="history_states")
+    plan = models.ForeignKey(
+        "benchapp.Plan", on_delete=models.CASCADE, related_name="history_states"
+    )
     cell_key = models.CharField(max_length=500)
     group = models.CharField(max_length=200, blank=True)
     metric = models.CharField(max_length=60)
@@ -72,8 +81,9 @@ class HistoryState(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["plan", "cell_key", "group", "metric"],
-                                    name="one_history_state"),
+            models.UniqueConstraint(
+                fields=["plan", "cell_key", "group", "metric"], name="one_history_state"
+            )
         ]
 
 
@@ -98,18 +108,21 @@ class RunSummary(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "cell_key", "group", "metric"],
-                                    name="one_summary_per_series"),
+            models.UniqueConstraint(
+                fields=["run", "cell_key", "group", "metric"], name="one_summary_per_series"
+            )
         ]
-        indexes = [models.Index(fields=["plan", "metric", "cell_key", "run_created_at"],
-                                name="summary_series")]
+        indexes = [
+            models.Index(
+                fields=["plan", "metric", "cell_key", "run_created_at"], name="summary_series"
+            )
+        ]
 
 
 class Notifier(models.Model):
     """Where a team's alerts are sent: a signed webhook and/or email."""
 
-    team = models.OneToOneField("benchapp.Team", on_delete=models.CASCADE,
-                                related_name="notifier")
+    team = models.OneToOneField("benchapp.Team", on_delete=models.CASCADE, related_name="notifier")
     webhook_url = models.URLField(max_length=500, blank=True)
     webhook_secret = models.TextField(blank=True, editable=False)  # encrypted (benchapp.crypto)
     emails = models.TextField(blank=True)  # recipients, comma-separated
@@ -142,5 +155,5 @@ class AlertDelivery(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["alert", "event", "channel"], name="one_delivery"),
+            models.UniqueConstraint(fields=["alert", "event", "channel"], name="one_delivery")
         ]

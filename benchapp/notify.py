@@ -53,12 +53,14 @@ def queue(alert: Alert, event: str) -> list[AlertDelivery]:
     notifier = Notifier.objects.filter(team_id=alert.team_id).first()
     if notifier is None or (notifier.only_bad and not alert.bad):
         return []
-    channels = ([AlertDelivery.WEBHOOK] if notifier.webhook_url else []) + \
-               ([AlertDelivery.EMAIL] if notifier.recipients else [])
+    channels = ([AlertDelivery.WEBHOOK] if notifier.webhook_url else []) + (
+        [AlertDelivery.EMAIL] if notifier.recipients else []
+    )
     queued = []
     for channel in channels:
-        delivery, new = AlertDelivery.objects.get_or_create(alert=alert, event=event,
-                                                            channel=channel)
+        delivery, new = AlertDelivery.objects.get_or_create(
+            alert=alert, event=event, channel=channel
+        )
         if new:
             send(DELIVER_NOTIFICATION, delivery.pk)
             queued.append(delivery)
@@ -79,15 +81,27 @@ def payload(alert: Alert, event: str) -> dict:
         "event": event,
         "team": alert.team.name,
         "alert": {
-            "id": alert.pk, "status": alert.status, "bad": alert.bad,
+            "id": alert.pk,
+            "status": alert.status,
+            "bad": alert.bad,
             "plan": {"id": alert.plan_id, "name": alert.plan.name},
-            "cell_key": alert.cell_key, "group": alert.group, "metric": alert.metric,
-            "magnitude": _number(alert.magnitude), "pvalue": alert.pvalue,
-            "before": {"mean": _number(alert.before_mean), "low": _number(alert.before_low),
-                       "high": _number(alert.before_high)},
-            "after": {"mean": _number(alert.after_mean), "low": _number(alert.after_low),
-                      "high": _number(alert.after_high)},
-            "start_run": alert.start_run_id, "confirm_run": alert.confirm_run_id,
+            "cell_key": alert.cell_key,
+            "group": alert.group,
+            "metric": alert.metric,
+            "magnitude": _number(alert.magnitude),
+            "pvalue": alert.pvalue,
+            "before": {
+                "mean": _number(alert.before_mean),
+                "low": _number(alert.before_low),
+                "high": _number(alert.before_high),
+            },
+            "after": {
+                "mean": _number(alert.after_mean),
+                "low": _number(alert.after_low),
+                "high": _number(alert.after_high),
+            },
+            "start_run": alert.start_run_id,
+            "confirm_run": alert.confirm_run_id,
             "confirm_note": alert.confirm_note,
             "resolved_run": alert.resolved_run_id,
         },
@@ -97,15 +111,19 @@ def payload(alert: Alert, event: str) -> dict:
 
 def subject(alert: Alert, event: str) -> str:
     change = f"{alert.magnitude:+.1%}" if math.isfinite(alert.magnitude) else "changed"
-    return (f"[Benchboard] {event}: {alert.metric} {change} on {alert.series_name} "
-            f"({alert.plan.name})")
+    return (
+        f"[Benchboard] {event}: {alert.metric} {change} on {alert.series_name} ({alert.plan.name})"
+    )
 
 
 def deliver(delivery_id: int, final: bool = False) -> str:
     """One attempt at a delivery; its status. DeliveryError when it failed
     and may be retried (`final`: this was the last attempt)."""
-    delivery = AlertDelivery.objects.select_related(
-        "alert__plan", "alert__team", "alert__team__notifier").filter(pk=delivery_id).first()
+    delivery = (
+        AlertDelivery.objects.select_related("alert__plan", "alert__team", "alert__team__notifier")
+        .filter(pk=delivery_id)
+        .first()
+    )
     if delivery is None or delivery.status == AlertDelivery.SENT:
         return delivery.status if delivery else "gone"
     AlertDelivery.objects.filter(pk=delivery.pk).update(attempts=F("attempts") + 1)
@@ -121,8 +139,11 @@ def deliver(delivery_id: int, final: bool = False) -> str:
         _record(delivery, AlertDelivery.FAILED, str(exc))
         return AlertDelivery.FAILED
     except Exception as exc:  # any failure of the receiver's side is retried
-        _record(delivery, AlertDelivery.FAILED if final else AlertDelivery.PENDING,
-                f"{type(exc).__name__}: {exc}"[:500])
+        _record(
+            delivery,
+            AlertDelivery.FAILED if final else AlertDelivery.PENDING,
+            f"{type(exc).__name__}: {exc}"[:500],
+        )
         raise DeliveryError(str(exc)) from exc
     _record(delivery, AlertDelivery.SENT, "")
     return AlertDelivery.SENT
@@ -130,8 +151,8 @@ def deliver(delivery_id: int, final: bool = False) -> str:
 
 def _record(delivery: AlertDelivery, status: str, error: str) -> None:
     AlertDelivery.objects.filter(pk=delivery.pk).update(
-        status=status, error=error,
-        sent_at=timezone.now() if status == AlertDelivery.SENT else None)
+        status=status, error=error, sent_at=timezone.now() if status == AlertDelivery.SENT else None
+    )
 
 
 def check_url(url: str) -> None:
@@ -155,13 +176,17 @@ def _post(notifier: Notifier, delivery: AlertDelivery) -> None:
     check_url(notifier.webhook_url)
     body = json.dumps(payload(delivery.alert, delivery.event), sort_keys=True).encode()
     secret = crypto.decrypt(notifier.webhook_secret) if notifier.webhook_secret else ""
-    headers = {"Content-Type": "application/json", "User-Agent": "Benchboard",
-               "X-Benchboard-Event": delivery.event,
-               "X-Benchboard-Delivery": str(delivery.pk)}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "Benchboard",
+        "X-Benchboard-Event": delivery.event,
+        "X-Benchboard-Delivery": str(delivery.pk),
+    }
     if secret:
         headers["X-Benchboard-Signature-256"] = sign(secret, body)
-    response = requests.post(notifier.webhook_url, data=body, headers=headers, timeout=TIMEOUT,
-                             allow_redirects=False)
+    response = requests.post(
+        notifier.webhook_url, data=body, headers=headers, timeout=TIMEOUT, allow_redirects=False
+    )
     if response.status_code >= 300:
         raise DeliveryError(f"HTTP {response.status_code}")
 
@@ -169,21 +194,36 @@ def _post(notifier: Notifier, delivery: AlertDelivery) -> None:
 def _mail(notifier: Notifier, delivery: AlertDelivery) -> None:
     alert, event = delivery.alert, delivery.event
     data = payload(alert, event)["alert"]
-    lines = [f"{event.capitalize()} alert of plan {alert.plan.name} ({alert.team.name})",
-             "", f"Series: {alert.series_name}, metric {alert.metric}",
-             f"Change: {'worse' if alert.bad else 'better'}, {alert.magnitude:+.1%} "
-             f"from run #{alert.start_run_id}",
-             f"Before: {data['before']['mean']}, after: {data['after']['mean']}",
-             f"Status: {alert.get_status_display()}"]
+    lines = [
+        f"{event.capitalize()} alert of plan {alert.plan.name} ({alert.team.name})",
+        "",
+        f"Series: {alert.series_name}, metric {alert.metric}",
+        f"Change: {'worse' if alert.bad else 'better'}, {alert.magnitude:+.1%} "
+        f"from run #{alert.start_run_id}",
+        f"Before: {data['before']['mean']}, after: {data['after']['mean']}",
+        f"Status: {alert.get_status_display()}",
+    ]
     if alert.confirm_note:
         lines.append(f"Confirmation: {alert.confirm_note}")
-    send_mail(subject(alert, event), "\n".join(lines) + "\n", settings.DEFAULT_FROM_EMAIL,
-              notifier.recipients, fail_silently=False)
+    send_mail(
+        subject(alert, event),
+        "\n".join(lines) + "\n",
+        settings.DEFAULT_FROM_EMAIL,
+        notifier.recipients,
+        fail_silently=False,
+    )
 
 
 @transaction.atomic
-def save_settings(notifier: Notifier, *, webhook_url: str, emails: str, only_bad: bool,
-                  secret: str | None = None, clear_secret: bool = False) -> Notifier:
+def save_settings(
+    notifier: Notifier,
+    *,
+    webhook_url: str,
+    emails: str,
+    only_bad: bool,
+    secret: str | None = None,
+    clear_secret: bool = False,
+) -> Notifier:
     """Store a team's notification settings; the secret is write-only (encrypted)."""
     notifier.webhook_url, notifier.emails, notifier.only_bad = webhook_url, emails, only_bad
     if secret:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from datetime import timedelta
 
 from django.conf import settings
@@ -44,6 +43,7 @@ from benchapp.dispatch import (
     TEARDOWN_RUN,
     send,
 )
+from benchapp.heartbeat import Heartbeat
 from benchapp.models import Cell, Plan, Run, TargetLock, Team
 from benchapp.planning import (  # noqa: F401 - the lifecycle's public names
     PlanRefused,
@@ -61,8 +61,17 @@ log = logging.getLogger(__name__)
 # ------------------------------------------------------------------- runs
 
 
-def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None = None,
-              origin: str = "manual", concurrency: int = 0, tags=(), only_keys=None) -> Run:
+def start_run(
+    team: Team,
+    document: dict | str,
+    *,
+    user=None,
+    plan: Plan | None = None,
+    origin: str = "manual",
+    concurrency: int = 0,
+    tags=(),
+    only_keys=None,
+) -> Run:
     """Freeze a plan document into a Run with its Cells; dispatch after commit.
 
     only_keys: run only the cells of these cell keys (all their repeats), as
@@ -73,17 +82,38 @@ def start_run(team: Team, document: dict | str, *, user=None, plan: Plan | None 
     if only_keys is not None:
         cells = [c for c in cells if c.key in set(only_keys)]
         if not cells:
-            raise PlanRefused("axes", "the plan has none of the cells " + ", ".join(sorted(only_keys)))
+            raise PlanRefused(
+                "axes", "the plan has none of the cells " + ", ".join(sorted(only_keys))
+            )
     provisioning.check_budget(team, spec)
     first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
         run = Run.objects.create(
-            team=team, plan=plan, name=spec.name, tool=spec.tool, document=spec.document,
-            origin=origin, concurrency=concurrency, created_by=user, tags=list(tags))
+            team=team,
+            plan=plan,
+            name=spec.name,
+            tool=spec.tool,
+            document=spec.document,
+            origin=origin,
+            concurrency=concurrency,
+            created_by=user,
+            tags=list(tags),
+        )
         Cell.objects.bulk_create(
-            (Cell(run=run, index=c.index, key=c.key, repeat=c.repeat, axes=c.axes,
-                  target_name=c.target, spec=freeze(spec, c))
-             for c in cells), batch_size=500)
+            (
+                Cell(
+                    run=run,
+                    index=c.index,
+                    key=c.key,
+                    repeat=c.repeat,
+                    axes=c.axes,
+                    target_name=c.target,
+                    spec=freeze(spec, c),
+                )
+                for c in cells
+            ),
+            batch_size=500,
+        )
         first_step(run.pk)
     return run
 
@@ -115,7 +145,8 @@ def dispatch(run_id: int) -> list[int]:
         if provisioning.needs_provisioning(load_plan(run.document)):
             return []  # the provision_run task has not started yet
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
-            status=Run.RUNNING, started_at=timezone.now())
+            status=Run.RUNNING, started_at=timezone.now()
+        )
     queued = _next_per_target(run)
     busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
     held = set(TargetLock.objects.filter(holder__run=run).values_list("target_name", flat=True))
@@ -141,8 +172,11 @@ def _next_per_target(run: Run) -> list[Cell]:
     not every queued cell (one grouped subquery; works on SQLite too)."""
     queued = run.cells.filter(status=Cell.QUEUED)
     firsts = queued.values("target_name").annotate(first=Min("index")).values("first")
-    return list(queued.filter(index__in=Subquery(firsts)).order_by("index")
-                .only("id", "index", "target_name", "run_id"))
+    return list(
+        queued.filter(index__in=Subquery(firsts))
+        .order_by("index")
+        .only("id", "index", "target_name", "run_id")
+    )
 
 
 def _lease() -> timezone.datetime:
@@ -154,8 +188,11 @@ def _take_lock(team_id: int, cell: Cell) -> bool:
     TargetLock.objects.get_or_create(team_id=team_id, target_name=cell.target_name)
     now = timezone.now()
     free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now) | Q(holder=cell)
-    return bool(TargetLock.objects.filter(free, team_id=team_id, target_name=cell.target_name)
-                .update(holder=cell, lease_expires_at=_lease()))
+    return bool(
+        TargetLock.objects.filter(free, team_id=team_id, target_name=cell.target_name).update(
+            holder=cell, lease_expires_at=_lease()
+        )
+    )
 
 
 def _release_lock(cell: Cell) -> None:
@@ -173,9 +210,17 @@ def claim(cell_id: int) -> Cell | None:
     """
     now = timezone.now()
     claimed = Cell.objects.filter(pk=cell_id, status=Cell.QUEUED).update(
-        status=Cell.RUNNING, attempt=F("attempt") + 1, started_at=now, finished_at=None,
-        phase="starting", phase_started_at=now, lease_expires_at=_lease(),
-        worker=socket.gethostname(), error="", output_tail="")
+        status=Cell.RUNNING,
+        attempt=F("attempt") + 1,
+        started_at=now,
+        finished_at=None,
+        phase="starting",
+        phase_started_at=now,
+        lease_expires_at=_lease(),
+        worker=socket.gethostname(),
+        error="",
+        output_tail="",
+    )
     if not claimed:
         return None
     cell = Cell.objects.select_related("run", "run__team").get(pk=cell_id)
@@ -195,17 +240,21 @@ def execute_cell(cell_id: int) -> str | None:
     if cell.run.cancel_requested:
         _finish_cell(cell, Cell.CANCELLED, "cancelled before start")
         return Cell.CANCELLED
-    watcher = Heartbeat(cell)
+    watcher = Heartbeat(cell, _lease)
     watcher.start()
     try:
-        outcome = recording.run_cell_for(cell, cancel_event=watcher.cancel_event,
-                                         on_phase=watcher.set_phase,
-                                         on_output=watcher.add_output)
+        outcome = recording.run_cell_for(
+            cell,
+            cancel_event=watcher.cancel_event,
+            on_phase=watcher.set_phase,
+            on_output=watcher.add_output,
+        )
     except Exception as exc:  # a bug or a lost database: record it, never lose the cell
         log.exception("cell %s crashed", cell_id)
         watcher.stop()
-        _finish_cell(cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}",
-                     kind="permanent")
+        _finish_cell(
+            cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}", kind="permanent"
+        )
         return Cell.FAILED
     watcher.stop()
     delay = retry_delay(cell, outcome)
@@ -231,8 +280,10 @@ def retry_delay(cell: Cell, outcome) -> float | None:
         return None
     if cell.attempt > settings.BENCHBOARD_CELL_RETRIES:
         return None
-    return min(settings.BENCHBOARD_RETRY_BACKOFF_SECONDS * 2 ** (cell.attempt - 1),
-               settings.BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS)
+    return min(
+        settings.BENCHBOARD_RETRY_BACKOFF_SECONDS * 2 ** (cell.attempt - 1),
+        settings.BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS,
+    )
 
 
 def _retry_later(cell: Cell, delay: float) -> None:
@@ -244,12 +295,18 @@ def _retry_later(cell: Cell, delay: float) -> None:
     send(EXECUTE_CELL, cell.pk, countdown=delay)
 
 
-def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True,
-                 kind: str = "") -> None:
+def _finish_cell(
+    cell: Cell, status: str, error: str = "", record: bool = True, kind: str = ""
+) -> None:
     if record:
         Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
-            status=status, error=error, error_kind=kind, finished_at=timezone.now(), phase="",
-            lease_expires_at=None)
+            status=status,
+            error=error,
+            error_kind=kind,
+            finished_at=timezone.now(),
+            phase="",
+            lease_expires_at=None,
+        )
     _release_lock(cell)
     _enqueue_dispatch(cell.run_id)
     _wake_waiting_runs(cell)
@@ -258,81 +315,19 @@ def _finish_cell(cell: Cell, status: str, error: str = "", record: bool = True,
 def _wake_waiting_runs(cell: Cell) -> None:
     """Other runs of the team with cells queued on the target just released
     (e.g. behind a confirmation run) are dispatched now, not at the next reap."""
-    waiting = (Cell.objects.filter(run__team_id=cell.run.team_id, target_name=cell.target_name,
-                                   status=Cell.QUEUED, run__status__in=Run.ACTIVE)
-               .exclude(run_id=cell.run_id).values_list("run_id", flat=True).distinct())
+    waiting = (
+        Cell.objects.filter(
+            run__team_id=cell.run.team_id,
+            target_name=cell.target_name,
+            status=Cell.QUEUED,
+            run__status__in=Run.ACTIVE,
+        )
+        .exclude(run_id=cell.run_id)
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
     for run_id in waiting:
         _enqueue_dispatch(run_id)
-
-
-class Heartbeat(threading.Thread):
-    """Renews a running cell's lease, forwards phase/output, watches for cancel.
-
-    Writes happen here, not in the callbacks, so a tool that prints a lot
-    costs one UPDATE per beat, not one per line.
-    """
-
-    TAIL = 4000
-
-    def __init__(self, cell: Cell):
-        super().__init__(daemon=True, name=f"heartbeat-{cell.pk}")
-        self.cell = cell
-        self.cancel_event = threading.Event()
-        self._stop_event = threading.Event()
-        self._lock = threading.Lock()
-        self._phase = None
-        self._tail = ""
-        self._new_phase = False
-        self._dirty = False
-
-    def set_phase(self, phase: str) -> None:
-        # The tail is cleared by the new phase's first output, not here: a
-        # silent collect/cleanup phase must not wipe what measure printed.
-        with self._lock:
-            self._phase, self._new_phase, self._dirty = phase, True, True
-        self._beat()
-
-    def add_output(self, phase: str, stream: str, chunk: str) -> None:
-        with self._lock:
-            if self._new_phase:
-                self._tail, self._new_phase = "", False
-            self._tail = (self._tail + chunk)[-self.TAIL:]
-            self._dirty = True
-
-    def run(self) -> None:
-        from django.db import connection
-
-        try:
-            while not self._stop_event.wait(settings.BENCHBOARD_HEARTBEAT_SECONDS):
-                self._beat()
-            if self._dirty:  # the cell ended between beats: keep what it printed
-                self._beat()
-        finally:
-            connection.close()
-
-    def _beat(self) -> None:
-        with self._lock:
-            fields = {"lease_expires_at": _lease()}
-            if self._dirty:
-                fields["output_tail"] = self._tail
-                if self._phase:
-                    fields["phase"] = self._phase
-                    fields["phase_started_at"] = timezone.now()
-                    self._phase = None
-                self._dirty = False
-        alive = Cell.objects.filter(pk=self.cell.pk, attempt=self.cell.attempt,
-                                    status=Cell.RUNNING)
-        if not alive.update(**fields):
-            self.cancel_event.set()  # cancelled, or the reaper gave our cell away
-            return
-        TargetLock.objects.filter(holder=self.cell).update(
-            lease_expires_at=fields["lease_expires_at"])
-        if Run.objects.filter(pk=self.cell.run_id, cancel_requested=True).exists():
-            self.cancel_event.set()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(timeout=30)
 
 
 # ------------------------------------------------------------ completion
@@ -356,7 +351,8 @@ def finish_run(run_id: int) -> Run:
     else:
         status = Run.FAILED
     Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-        status=status, finished_at=timezone.now())
+        status=status, finished_at=timezone.now()
+    )
     run.refresh_from_db()
     send(TEARDOWN_RUN, run_id)
     send(DETECT_CHANGES, run_id)
@@ -369,16 +365,19 @@ def cancel_run(run: Run) -> Run:
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
     now = timezone.now()
     run.cells.filter(status=Cell.QUEUED).update(
-        status=Cell.CANCELLED, finished_at=now, error="cancelled")
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    )
     TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
-        holder=None, lease_expires_at=None)
+        holder=None, lease_expires_at=None
+    )
     if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
         # Nothing runs: the run ends now (after its final cleanup, if any),
         # and what it provisioned goes now too.
         if finalcleanup.pending(Run.objects.get(pk=run.pk)):
             send(CLEANUP_RUN, run.pk)
         elif Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
-                status=Run.CANCELLED, finished_at=now):
+            status=Run.CANCELLED, finished_at=now
+        ):
             send(TEARDOWN_RUN, run.pk)
     run.refresh_from_db()
     return run
@@ -388,13 +387,15 @@ def cancel_cell(cell: Cell) -> None:
     """Cancel one cell: at once if queued, at its next heartbeat if running."""
     now = timezone.now()
     if Cell.objects.filter(pk=cell.pk, status=Cell.QUEUED).update(
-            status=Cell.CANCELLED, finished_at=now, error="cancelled"):
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    ):
         _release_lock(cell)
         _enqueue_dispatch(cell.run_id)
         return
     # A running cell: ending its lease row makes its heartbeat cancel it.
     Cell.objects.filter(pk=cell.pk, status=Cell.RUNNING).update(
-        status=Cell.CANCELLED, finished_at=now, error="cancelled")
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    )
 
 
 # ------------------------------------------------------------------ reaper
@@ -411,15 +412,26 @@ def reap() -> dict:
     requeued = failed = 0
     for cell in expired:
         if cell.attempt >= settings.BENCHBOARD_MAX_ATTEMPTS:
-            failed += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
-                                          status=Cell.RUNNING).update(
-                status=Cell.FAILED, finished_at=now, phase="", lease_expires_at=None,
-                error_kind="transient", error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})")
+            failed += Cell.objects.filter(
+                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
+            ).update(
+                status=Cell.FAILED,
+                finished_at=now,
+                phase="",
+                lease_expires_at=None,
+                error_kind="transient",
+                error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})",
+            )
         else:
-            requeued += Cell.objects.filter(pk=cell.pk, attempt=cell.attempt,
-                                            status=Cell.RUNNING).update(
-                status=Cell.QUEUED, phase="", lease_expires_at=None, error_kind="transient",
-                error=f"worker lost on attempt {cell.attempt}; retrying")
+            requeued += Cell.objects.filter(
+                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
+            ).update(
+                status=Cell.QUEUED,
+                phase="",
+                lease_expires_at=None,
+                error_kind="transient",
+                error=f"worker lost on attempt {cell.attempt}; retrying",
+            )
         _release_lock(cell)
     TargetLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)
     for run_id in Run.objects.active().values_list("pk", flat=True):
@@ -432,8 +444,9 @@ def _resend_lost_provisioning(now) -> None:
     """A run that needs provisioning and is still QUEUED a while after its
     creation lost its provision_run message (e.g. Redis restarted): send it
     again. provision_run claims the run atomically, so a duplicate is harmless."""
-    stale = Run.objects.filter(status=Run.QUEUED, cancel_requested=False,
-                               created_at__lt=now - timedelta(seconds=60))
+    stale = Run.objects.filter(
+        status=Run.QUEUED, cancel_requested=False, created_at__lt=now - timedelta(seconds=60)
+    )
     for run in stale.only("pk", "document"):
         if provisioning.needs_provisioning(load_plan(run.document)):
             _enqueue_provision(run.pk)

@@ -148,7 +148,7 @@ def extremes_of(metric: str, available) -> tuple[str, str] | None:
     if "avg" not in parts:
         return None
     i = parts.index("avg")
-    lo, hi = ("_".join(parts[:i] + [w] + parts[i + 1:]) for w in ("min", "max"))
+    lo, hi = ("_".join(parts[:i] + [w] + parts[i + 1 :]) for w in ("min", "max"))
     return (lo, hi) if lo in available and hi in available else None
 
 
@@ -164,15 +164,19 @@ def _ranker(order: dict | None, dims: list[str]):
             i = positions[d].get(_hashable(v))
             out.append((0, i) if i is not None else (1, *_sort_key(v)))
         return out
+
     return key
 
 
 def _hashable(value):
-    return (type(value).__name__, value) if isinstance(value, (str, int, float, bool)) else str(value)
+    return (
+        (type(value).__name__, value) if isinstance(value, (str, int, float, bool)) else str(value)
+    )
 
 
-def pivot(observations, rows, columns, metric, statistic="mean", threshold=None,
-          extremes=None, order=None) -> dict:
+def pivot(
+    observations, rows, columns, metric, statistic="mean", threshold=None, extremes=None, order=None
+) -> dict:
     """Group observations into a rows × columns table of one statistic.
 
     rows, columns: lists of dimension names (axes, target, repeat, run, metric, group).
@@ -187,8 +191,12 @@ def pivot(observations, rows, columns, metric, statistic="mean", threshold=None,
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     rows, columns = list(rows), list(columns)
-    companion = {name: (main, side) for main, pair in (extremes or {}).items()
-                 if main in metrics for side, name in zip(("lo", "hi"), pair)}
+    companion = {
+        name: (main, side)
+        for main, pair in (extremes or {}).items()
+        if main in metrics
+        for side, name in zip(("lo", "hi"), pair)
+    }
     buckets, row_margin, bounds = {}, {}, {}
     for o in observations:
         if o.metric in companion:

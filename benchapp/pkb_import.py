@@ -86,9 +86,16 @@ def _sample(n: int, raw: dict) -> Sample:
     if not isinstance(metadata, dict):
         metadata = {k: _typed(v) for k, v in labels_to_dict(str(raw.get("labels") or "")).items()}
     timestamp = raw.get("timestamp")
-    return Sample(n, metric.strip(), float(value), str(unit), str(raw.get("test") or ""),
-                  str(raw.get("run_uri") or ""),
-                  float(timestamp) if isinstance(timestamp, (int, float)) else None, metadata)
+    return Sample(
+        n,
+        metric.strip(),
+        float(value),
+        str(unit),
+        str(raw.get("test") or ""),
+        str(raw.get("run_uri") or ""),
+        float(timestamp) if isinstance(timestamp, (int, float)) else None,
+        metadata,
+    )
 
 
 def _scalar(value) -> bool:
@@ -102,8 +109,11 @@ def _varying(samples: list[Sample]) -> list[str]:
     for s in samples:
         for name in names:
             seen[name].add(json.dumps(s.metadata.get(name), sort_keys=True, default=str))
-    return sorted(k for k, values in seen.items() if len(values) > 1
-                  and all(_scalar(s.metadata.get(k)) for s in samples))
+    return sorted(
+        k
+        for k, values in seen.items()
+        if len(values) > 1 and all(_scalar(s.metadata.get(k)) for s in samples)
+    )
 
 
 @dataclass
@@ -121,19 +131,30 @@ def _cells_of_own_export(samples: list[Sample]) -> list[_CellRows]:
     for s in samples:
         md = s.metadata
         key, repeat = str(md["cell_key"]), int(md.get("repeat") or 1)
-        cell = cells.setdefault((key, repeat), _CellRows(
-            key, repeat, {k: v for k, v in md.items() if k not in OWN_KEYS},
-            str(md.get("target") or "imported"), {"tool_version": str(md.get("tool_version") or "")},
-            []))
-        cell.measurements.append((int(md.get("iteration") or 0), str(md.get("group") or ""),
-                                  s.metric, s.value, s.unit))
+        cell = cells.setdefault(
+            (key, repeat),
+            _CellRows(
+                key,
+                repeat,
+                {k: v for k, v in md.items() if k not in OWN_KEYS},
+                str(md.get("target") or "imported"),
+                {"tool_version": str(md.get("tool_version") or "")},
+                [],
+            ),
+        )
+        cell.measurements.append(
+            (int(md.get("iteration") or 0), str(md.get("group") or ""), s.metric, s.value, s.unit)
+        )
     return list(cells.values())
 
 
 def _cells_of_samples(samples: list[Sample]) -> list[_CellRows]:
     axes_names = _varying(samples)
-    common = {k: v for k, v in samples[0].metadata.items() if k not in axes_names
-              and all(s.metadata.get(k) == v for s in samples)}
+    common = {
+        k: v
+        for k, v in samples[0].metadata.items()
+        if k not in axes_names and all(s.metadata.get(k) == v for s in samples)
+    }
     cells: dict[tuple, _CellRows] = {}
     repeats: dict[str, list[str]] = defaultdict(list)
     iterations: dict[tuple, int] = defaultdict(int)
@@ -141,14 +162,23 @@ def _cells_of_samples(samples: list[Sample]) -> list[_CellRows]:
         axes = {k: s.metadata[k] for k in axes_names if k in s.metadata}
         key = ",".join(f"{k}={_key_value(axes[k])}" for k in sorted(axes)) or "imported"
         if len(key) > MAX_KEY:
-            raise ParseError(f"line {s.line}: its varying metadata make a key over {MAX_KEY} "
-                             "characters")
+            raise ParseError(
+                f"line {s.line}: its varying metadata make a key over {MAX_KEY} characters"
+            )
         if s.run_uri not in repeats[key]:
             repeats[key].append(s.run_uri)
         repeat = repeats[key].index(s.run_uri) + 1
-        cell = cells.setdefault((key, repeat), _CellRows(
-            key, repeat, axes, str(axes.get("target") or "imported"),
-            {"pkb_metadata": common, "run_uri": s.run_uri}, []))
+        cell = cells.setdefault(
+            (key, repeat),
+            _CellRows(
+                key,
+                repeat,
+                axes,
+                str(axes.get("target") or "imported"),
+                {"pkb_metadata": common, "run_uri": s.run_uri},
+                [],
+            ),
+        )
         iteration = iterations[(key, repeat, s.metric)]
         iterations[(key, repeat, s.metric)] += 1
         cell.measurements.append((iteration, "", s.metric, s.value, s.unit))
@@ -161,8 +191,7 @@ def _key_value(value) -> str:
 
 def _when(samples: list[Sample], pick) -> datetime:
     stamps = [s.timestamp for s in samples if s.timestamp is not None]
-    return datetime.fromtimestamp(pick(stamps), UTC) if stamps else \
-        datetime.now(UTC)
+    return datetime.fromtimestamp(pick(stamps), UTC) if stamps else datetime.now(UTC)
 
 
 @transaction.atomic
@@ -181,24 +210,55 @@ def import_samples(team: Team, text: str, *, name: str = "", user=None) -> Run:
     targets = sorted({c.target for c in cells})
     name = name or f"imported PKB {tool}"
     run = Run.objects.create(
-        team=team, name=name, tool=tool, origin="import", status=Run.SUCCEEDED, created_by=user,
-        document={"name": name, "tool": tool, "targets": [{"name": t} for t in targets],
-                  "axes": axes},
-        started_at=_when(samples, min), finished_at=_when(samples, max))
+        team=team,
+        name=name,
+        tool=tool,
+        origin="import",
+        status=Run.SUCCEEDED,
+        created_by=user,
+        document={
+            "name": name,
+            "tool": tool,
+            "targets": [{"name": t} for t in targets],
+            "axes": axes,
+        },
+        started_at=_when(samples, min),
+        finished_at=_when(samples, max),
+    )
     rows = []
     for index, c in enumerate(cells, 1):
         cell = Cell.objects.create(
-            run=run, index=index, key=c.key, repeat=c.repeat, axes=c.axes, target_name=c.target,
-            status=Cell.SUCCEEDED, attempt=1, tool_version=c.facts.pop("tool_version", ""),
-            facts={"imported": True, **c.facts}, started_at=run.started_at,
-            finished_at=run.finished_at)
+            run=run,
+            index=index,
+            key=c.key,
+            repeat=c.repeat,
+            axes=c.axes,
+            target_name=c.target,
+            status=Cell.SUCCEEDED,
+            attempt=1,
+            tool_version=c.facts.pop("tool_version", ""),
+            facts={"imported": True, **c.facts},
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+        )
         seen = set()
         for iteration, group, metric, value, unit in c.measurements:
             if (iteration, group, metric) in seen:
-                raise ParseError(f"two samples of {metric!r} for {c.key} #{c.repeat}, "
-                                 f"iteration {iteration}")
+                raise ParseError(
+                    f"two samples of {metric!r} for {c.key} #{c.repeat}, iteration {iteration}"
+                )
             seen.add((iteration, group, metric))
-            rows.append(Measurement(run=run, cell=cell, attempt=1, iteration=iteration,
-                                    group=group, metric=metric, value=value, unit=unit))
+            rows.append(
+                Measurement(
+                    run=run,
+                    cell=cell,
+                    attempt=1,
+                    iteration=iteration,
+                    group=group,
+                    metric=metric,
+                    value=value,
+                    unit=unit,
+                )
+            )
     Measurement.objects.bulk_create(rows, batch_size=2000)
     return run

@@ -32,8 +32,11 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     cells = count_cells(spec)
     limit = settings.BENCHBOARD_CELL_LIMIT
     if cells > limit:
-        raise PlanRefused("axes", f"this plan has {cells} cells; the limit is {limit} "
-                                  "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.")
+        raise PlanRefused(
+            "axes",
+            f"this plan has {cells} cells; the limit is {limit} "
+            "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.",
+        )
     return spec
 
 

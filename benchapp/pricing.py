@@ -39,6 +39,7 @@ def throughput_metrics(tool: str) -> list[str]:
     catalog = getattr(module, "METRICS", {}) if module else {}
     return [name for name, m in catalog.items() if m.kind == "throughput" and m.direction == HIGHER]
 
+
 NOTE = cost.NOTE + " Every provisioned item is counted for the whole run, in whole hours."
 
 
@@ -80,13 +81,23 @@ def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
     hours = run_hours(plan)
     slots = planned_slots(plan, settings.AWS_DEFAULT_REGION)
     labelled = [(slot.label, slot.spec) for slot in slots]
-    labelled += [(t.name, spec) for t in plan.targets if not t.provision
-                 for spec in [static_spec(t)] if spec]
+    labelled += [
+        (t.name, spec) for t in plan.targets if not t.provision for spec in [static_spec(t)] if spec
+    ]
     total = cost.estimate([spec for _, spec in labelled], hours, prices).total
-    lines = [dict(vars(line), target=label) for label, spec in labelled
-             for line in cost.spec_lines(spec, hours, prices)]
-    return {"total": total, "currency": CURRENCY, "lines": lines, "note": NOTE, "hours": hours,
-            "resources": sum(counted_resources(s) for s in slots)}
+    lines = [
+        dict(vars(line), target=label)
+        for label, spec in labelled
+        for line in cost.spec_lines(spec, hours, prices)
+    ]
+    return {
+        "total": total,
+        "currency": CURRENCY,
+        "lines": lines,
+        "note": NOTE,
+        "hours": hours,
+        "resources": sum(counted_resources(s) for s in slots),
+    }
 
 
 def estimate_run(team: Team, document: dict | str) -> dict:
@@ -123,10 +134,18 @@ _EPOCH, _EPOCH_PLUS_HOUR = _epochs()
 def actual_cost(run: Run) -> dict:
     """What the run's resources cost from their lifetimes (still-live ones up to now):
     dict(total, currency, lines, note)."""
-    rows = CloudResource.objects.filter(run=run, kind__in=("rds_instance", "ec2_instance",
-                                                           "volume"))
-    resources = [{"kind": row.kind, "spec": row.handle.get("spec") or {},
-                  "started": row.created_at, "ended": row.deleted_at} for row in rows]
+    rows = CloudResource.objects.filter(
+        run=run, kind__in=("rds_instance", "ec2_instance", "volume")
+    )
+    resources = [
+        {
+            "kind": row.kind,
+            "spec": row.handle.get("spec") or {},
+            "started": row.created_at,
+            "ended": row.deleted_at,
+        }
+        for row in rows
+    ]
     result = cost.actual([r for r in resources if r["spec"]], price_table()).to_dict()
     return {**result, "currency": CURRENCY, "note": cost.NOTE}
 

@@ -28,11 +28,29 @@ def run_progress(run: Run) -> dict:
     progress and measured durations).
     """
     counts = Cell.objects.filter(run=run).aggregate(
-        total=Count("id"),
-        **{s: Count("id", filter=Q(status=s)) for s, _ in Cell.STATUSES})
-    cells = list(Cell.objects.filter(run=run).order_by("index").only(
-        "id", "index", "key", "repeat", "axes", "target_name", "status", "phase", "attempt",
-        "started_at", "finished_at", "phase_started_at", "error", "client_bound", "repeat_stop"))
+        total=Count("id"), **{s: Count("id", filter=Q(status=s)) for s, _ in Cell.STATUSES}
+    )
+    cells = list(
+        Cell.objects.filter(run=run)
+        .order_by("index")
+        .only(
+            "id",
+            "index",
+            "key",
+            "repeat",
+            "axes",
+            "target_name",
+            "status",
+            "phase",
+            "attempt",
+            "started_at",
+            "finished_at",
+            "phase_started_at",
+            "error",
+            "client_bound",
+            "repeat_stop",
+        )
+    )
     durations = [c.duration for c in cells if c.status == Cell.SUCCEEDED and c.duration]
     expected = expected_cell_seconds(run, durations)
     done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
@@ -45,9 +63,14 @@ def run_progress(run: Run) -> dict:
     if run.is_active:
         eta = round(remaining * expected / parallel, 1)
     return {
-        "id": run.pk, "status": run.status, "total": counts["total"], "done": done,
-        "succeeded": counts["succeeded"], "failed": counts["failed"],
-        "cancelled": counts["cancelled"], "running": len(running),
+        "id": run.pk,
+        "status": run.status,
+        "total": counts["total"],
+        "done": done,
+        "succeeded": counts["succeeded"],
+        "failed": counts["failed"],
+        "cancelled": counts["cancelled"],
+        "running": len(running),
         "percent": round(100.0 * done / counts["total"], 1) if counts["total"] else 100.0,
         "phase": running[0].phase if running else "",
         "eta_s": eta,
@@ -63,10 +86,19 @@ def cell_progress(cell: Cell, expected: float, now) -> dict:
     if cell.status == Cell.RUNNING and elapsed is not None:
         percent = min(99.0, round(100.0 * elapsed / expected, 1))
     return {
-        "id": cell.pk, "index": cell.index, "key": cell.key, "repeat": cell.repeat,
-        "axes": cell.axes, "target": cell.target_name, "status": cell.status,
-        "phase": cell.phase, "attempt": cell.attempt, "elapsed_s": elapsed,
-        "expected_s": round(expected, 1), "percent": percent, "error": cell.error,
+        "id": cell.pk,
+        "index": cell.index,
+        "key": cell.key,
+        "repeat": cell.repeat,
+        "axes": cell.axes,
+        "target": cell.target_name,
+        "status": cell.status,
+        "phase": cell.phase,
+        "attempt": cell.attempt,
+        "elapsed_s": elapsed,
+        "expected_s": round(expected, 1),
+        "percent": percent,
+        "error": cell.error,
         "client_bound": cell.client_bound,
         "repeats": (cell.repeat_stop or {}).get("summary", ""),  # adaptive repeats' decision
     }

@@ -38,7 +38,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from benchapp import pricing
@@ -60,13 +59,7 @@ from runners.providers import (
 )
 from runners.providers.base import resource_name
 from runners.providers.endpoints import on_worker, pick, ssh_of, target_spec
-from runners.providers.slots import (  # noqa: F401 - the names callers use
-    CLIENT,
-    Slot,
-    counted_resources,
-    needs_provisioning,
-    variant_of,
-)
+from runners.providers.slots import CLIENT, Slot, counted_resources, needs_provisioning, variant_of  # noqa: F401 - the names callers use
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +82,32 @@ def check_budget(team: Team, spec: PlanSpec) -> None:
     if not needs_provisioning(spec):
         return
     wanted = sum(counted_resources(slot) for slot in planned_slots(spec))
-    live = CloudResource.objects.filter(team=team, kind__in=COUNTED_KINDS,
-                                        state__in=LIVE_STATES).count()
+    live = CloudResource.objects.filter(
+        team=team, kind__in=COUNTED_KINDS, state__in=LIVE_STATES
+    ).count()
     if live + wanted > team.max_cloud_resources:
-        raise PlanRefused("targets", (
-            f"this run needs {wanted} cloud resources (instances, DB instances, volumes) and "
-            f"the team has {live} live; the team's quota is {team.max_cloud_resources}. "
-            "Remove targets or axis values, wait for active runs to finish, or ask an "
-            "administrator to raise the quota."))
+        raise PlanRefused(
+            "targets",
+            (
+                f"this run needs {wanted} cloud resources (instances, DB instances, volumes) and "
+                f"the team has {live} live; the team's quota is {team.max_cloud_resources}. "
+                "Remove targets or axis values, wait for active runs to finish, or ask an "
+                "administrator to raise the quota."
+            ),
+        )
     estimate = pricing.estimate_plan(spec)
     if estimate["total"] > float(team.max_run_cost):
-        raise PlanRefused("targets", (
-            f"the estimated cost of this run is {estimate['total']:.2f} {estimate['currency']}, "
-            f"over the team's per-run budget of {float(team.max_run_cost):.2f} "
-            f"{estimate['currency']} "
-            f"({estimate['hours']:g} h of {len(estimate['lines'])} priced items). "
-            "Use smaller classes, fewer targets or axis values, or ask an administrator "
-            "to raise the budget."))
+        raise PlanRefused(
+            "targets",
+            (
+                f"the estimated cost of this run is {estimate['total']:.2f} {estimate['currency']}, "
+                f"over the team's per-run budget of {float(team.max_run_cost):.2f} "
+                f"{estimate['currency']} "
+                f"({estimate['hours']:g} h of {len(estimate['lines'])} priced items). "
+                "Use smaller classes, fewer targets or axis values, or ask an administrator "
+                "to raise the budget."
+            ),
+        )
 
 
 # ------------------------------------------------------------ provisioning
@@ -134,24 +136,32 @@ def _account(team_id: int, provider: str, credential: str | None) -> Account:
     if not credential:
         return Account()
     meta = get_provider(provider)
-    cred = Credential.objects.filter(team_id=team_id, name=credential,
-                                     kind=meta.CREDENTIAL_KIND).first()
+    cred = Credential.objects.filter(
+        team_id=team_id, name=credential, kind=meta.CREDENTIAL_KIND
+    ).first()
     if cred is None:
-        raise RunnerError(f"{meta.CREDENTIAL_FIELD} {credential!r}: no "
-                          f"{meta.CREDENTIAL_KIND.upper()} credential of that name in this team",
-                          permanent=True)
+        raise RunnerError(
+            f"{meta.CREDENTIAL_FIELD} {credential!r}: no "
+            f"{meta.CREDENTIAL_KIND.upper()} credential of that name in this team",
+            permanent=True,
+        )
     return Account(key_id=cred.username, secret=cred.secret())
 
 
 def _context(team_id: int, tag: str, region: str, provider: str, credential: str | None, **kw):
     """A ProvisionContext with the team's account for provider and the configured waits."""
     fields = {
-        "run_id": tag, "team": "", "owner": "", "expires_at": timezone.now(), "region": region,
+        "run_id": tag,
+        "team": "",
+        "owner": "",
+        "expires_at": timezone.now(),
+        "region": region,
         "account": _account(team_id, provider, credential),
         "endpoint_url": settings.AWS_ENDPOINT_URL or None,
         "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
         "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
-        "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS}
+        "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS,
+    }
     fields.update(kw)
     return ProvisionContext(**fields)
 
@@ -175,22 +185,35 @@ class _Recorder:
         spec = self.slot.spec.get("volumes") if kind == "volume" else self.slot.spec
         spec = spec if kind in COUNTED_KINDS else {}
         CloudResource.objects.create(
-            team_id=self.run.team_id, run=self.run, target_name=self.slot.target,
-            provider=self.slot.spec["provider"], kind=kind, token=token,
-            region=self.slot.region, state="creating", expires_at=self.expires_at,
+            team_id=self.run.team_id,
+            run=self.run,
+            target_name=self.slot.target,
+            provider=self.slot.spec["provider"],
+            kind=kind,
+            token=token,
+            region=self.slot.region,
+            state="creating",
+            expires_at=self.expires_at,
             price_per_hour=pricing.hourly_price(kind, spec),
-            handle={"spec": spec, "run_tag": tags.get("run", ""),
-                    "credential": _credential(self.slot.spec)})
+            handle={
+                "spec": spec,
+                "run_tag": tags.get("run", ""),
+                "credential": _credential(self.slot.spec),
+            },
+        )
 
     def on_created(self, kind: str, token: str, cloud_id: str) -> None:
         CloudResource.objects.filter(kind=kind, token=token, state__in=LIVE_STATES).update(
-            cloud_id=cloud_id, state="live")
+            cloud_id=cloud_id, state="live"
+        )
 
     def secret_sink(self, name: str, value: str) -> None:
-        cred = (Credential.objects.filter(team_id=self.run.team_id, name=name).first()
-                or Credential(team_id=self.run.team_id, name=name))
-        cred.kind = (Credential.SSH_KEY if value.lstrip().startswith("-----BEGIN")
-                     else Credential.PASSWORD)
+        cred = Credential.objects.filter(team_id=self.run.team_id, name=name).first() or Credential(
+            team_id=self.run.team_id, name=name
+        )
+        cred.kind = (
+            Credential.SSH_KEY if value.lstrip().startswith("-----BEGIN") else Credential.PASSWORD
+        )
         cred.set_secret(value)
         cred.save()
 
@@ -232,7 +255,8 @@ def provision_run(run_id: int) -> None:
     queued cells say why, and everything is torn down.
     """
     if not Run.objects.filter(pk=run_id, status=Run.QUEUED, cancel_requested=False).update(
-            status=Run.PROVISIONING, started_at=timezone.now()):
+        status=Run.PROVISIONING, started_at=timezone.now()
+    ):
         return
     run = Run.objects.select_related("team", "created_by").get(pk=run_id)
     watcher = _CancelWatcher(run_id)
@@ -247,8 +271,9 @@ def provision_run(run_id: int) -> None:
         _provisioning_failed(run_id, exc)
         return
     watcher.stop()
-    if not Run.objects.filter(pk=run_id, status=Run.PROVISIONING,
-                              cancel_requested=False).update(status=Run.RUNNING):
+    if not Run.objects.filter(pk=run_id, status=Run.PROVISIONING, cancel_requested=False).update(
+        status=Run.RUNNING
+    ):
         _provisioning_failed(run_id, RunnerError("cancelled while provisioning"))
         return
     send(DISPATCH_RUN, run_id)
@@ -257,29 +282,45 @@ def provision_run(run_id: int) -> None:
 def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -> None:
     recorder = _Recorder(run, slot, expires_at)
     owner = run.created_by.get_username() if run.created_by else ""
-    ctx = _context(run.team_id, run_tag(run), slot.region, slot.spec["provider"],
-                   _credential(slot.spec), team=_safe_tag(run.team.name), owner=_safe_tag(owner), expires_at=expires_at,
-                   on_create=recorder.on_create, on_created=recorder.on_created,
-                   secret_sink=recorder.secret_sink, cancel=cancel)
+    ctx = _context(
+        run.team_id,
+        run_tag(run),
+        slot.region,
+        slot.spec["provider"],
+        _credential(slot.spec),
+        team=_safe_tag(run.team.name),
+        owner=_safe_tag(owner),
+        expires_at=expires_at,
+        on_create=recorder.on_create,
+        on_created=recorder.on_created,
+        secret_sink=recorder.secret_sink,
+        cancel=cancel,
+    )
     ctx.check_cancel("provisioning")
     handle = get_provider(slot.spec["provider"]).provision(slot.spec, ctx)
-    stored = {**handle.to_dict(), "slot": slot.to_dict(), "spec": slot.spec, "run_tag": run_tag(run),
-              "credential": _credential(slot.spec)}
+    stored = {
+        **handle.to_dict(),
+        "slot": slot.to_dict(),
+        "spec": slot.spec,
+        "run_tag": run_tag(run),
+        "credential": _credential(slot.spec),
+    }
     stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
     primary = handle.ids.get("db_instance") or handle.ids.get("instance")
-    CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(
-        cloud_id=primary).update(handle=stored)
+    CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(cloud_id=primary).update(
+        handle=stored
+    )
 
 
 def _prepare_storage(run: Run, slot: Slot, handle) -> str:
     """The slot's provider prepares its storage (EC2: RAID0 over SSH); what was
     done is returned for the record, a note (e.g. skipped) goes to the run."""
+
     def secret(name: str) -> str:
         return Credential.objects.get(team_id=run.team_id, name=name).secret()
 
     try:
-        done, note = get_provider(slot.spec["provider"]).prepare_storage(handle, slot.spec,
-                                                                         secret)
+        done, note = get_provider(slot.spec["provider"]).prepare_storage(handle, slot.spec, secret)
     except RunnerError as exc:
         raise RunnerError(f"{slot.label}: {exc.message}", permanent=exc.permanent) from None
     if note:
@@ -305,16 +346,20 @@ def _provisioning_failed(run_id: int, exc: BaseException) -> None:
         now = timezone.now()
         if Run.objects.filter(pk=run_id, cancel_requested=True).exists():
             Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-                status=Run.CANCELLED, finished_at=now)
+                status=Run.CANCELLED, finished_at=now
+            )
             Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-                status=Cell.CANCELLED, finished_at=now, error="cancelled during provisioning")
+                status=Cell.CANCELLED, finished_at=now, error="cancelled during provisioning"
+            )
         else:
             message = f"provisioning failed: {_error_text(exc)}"
             log.warning("run %s: %s", run_id, message)
             Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-                status=Run.FAILED, finished_at=now, error=message)
+                status=Run.FAILED, finished_at=now, error=message
+            )
             Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-                status=Cell.FAILED, finished_at=now, error=message)
+                status=Cell.FAILED, finished_at=now, error=message
+            )
     _teardown_or_enqueue(run_id)
 
 
@@ -335,8 +380,9 @@ def _live_handles(run: Run) -> list[dict]:
     return [row.handle for row in rows if row.handle.get("provider")]
 
 
-def runtime_overrides(run: Run, plan: PlanSpec, cell: CellSpec | None = None
-                      ) -> tuple[dict, SSHSpec | None]:
+def runtime_overrides(
+    run: Run, plan: PlanSpec, cell: CellSpec | None = None
+) -> tuple[dict, SSHSpec | None]:
     """(targets name -> TargetSpec, client SSHSpec | None) from what provisioning made.
 
     plan: the run's plan, or a cell's frozen one (its targets suffice). cell
@@ -395,8 +441,13 @@ def teardown_rows(rows: list[CloudResource]) -> None:
     for row in rows:
         if row.kind not in PRIMARY_KINDS or not row.handle.get("provider"):
             continue
-        ctx = _context(row.team_id, row.handle.get("run_tag", ""), row.region, row.provider,
-                       _stored_credential(row.handle))
+        ctx = _context(
+            row.team_id,
+            row.handle.get("run_tag", ""),
+            row.region,
+            row.provider,
+            _stored_credential(row.handle),
+        )
         try:
             get_provider(row.provider).teardown(Handle.from_dict(row.handle), ctx)
         except Exception as exc:  # noqa: BLE001 - the sweep below tries again
@@ -407,13 +458,15 @@ def teardown_rows(rows: list[CloudResource]) -> None:
     for (team_id, provider, credential, region), members in groups.items():
         tags = {row.handle.get("run_tag") for row in members} - {"", None}
         _sweep(team_id, provider, credential, region, tags)
-        CloudResource.objects.filter(pk__in=[r.pk for r in members], deleted_at__isnull=True
-                                     ).update(state="deleted", deleted_at=timezone.now())
+        CloudResource.objects.filter(
+            pk__in=[r.pk for r in members], deleted_at__isnull=True
+        ).update(state="deleted", deleted_at=timezone.now())
         CloudResource.objects.filter(pk__in=[r.pk for r in members]).update(state="deleted")
 
 
-def _sweep(team_id: int, provider: str, credential: str | None, region: str,
-           tags: set[str]) -> list:
+def _sweep(
+    team_id: int, provider: str, credential: str | None, region: str, tags: set[str]
+) -> list:
     """The sweep of provider's group (the reaper) in one account and region for
     these run tags (and expired ones); nothing for providers without a sweep."""
     group = get_provider(provider).SWEEP_GROUP
@@ -428,69 +481,3 @@ def _forget_secrets(run: Run) -> None:
     if not CloudResource.objects.filter(run=run).exclude(state="deleted").exists():
         prefix = resource_name(run_tag(run)) + "-"
         Credential.objects.filter(team_id=run.team_id, name__startswith=prefix).delete()
-
-
-# ----------------------------------------------------------------- reaper
-
-
-def reap_cloud() -> dict:
-    """The periodic clean-up (beat): returns counts for logs and tests.
-
-    1. Runs PROVISIONING for longer than BENCHBOARD_PROVISION_TIMEOUT lost
-       their worker: they are failed.
-    2. Runs that are over but still hold resources (failed, lost, cancelled
-       after provisioning, or whose teardown task gave up) are torn down.
-    3. In every account and region with live or recent rows, runners'
-       reaper deletes expired tagged resources.
-    """
-    now = timezone.now()
-    cutoff = now - timedelta(seconds=settings.BENCHBOARD_PROVISION_TIMEOUT)
-    lost = list(Run.objects.filter(status=Run.PROVISIONING, started_at__lt=cutoff)
-                .values_list("pk", flat=True))
-    for run_id in lost:
-        message = ("provisioning failed: no progress for "
-                   f"{settings.BENCHBOARD_PROVISION_TIMEOUT} s (worker lost?)")
-        with transaction.atomic():
-            Run.objects.filter(pk=run_id, status=Run.PROVISIONING).update(
-                status=Run.FAILED, finished_at=now, error=message)
-            Cell.objects.filter(run_id=run_id, status=Cell.QUEUED).update(
-                status=Cell.FAILED, finished_at=now, error=message)
-    leftover = CloudResource.objects.exclude(state="deleted").exclude(run__status__in=Run.ACTIVE)
-    torn = errors = 0
-    for run_id in set(leftover.values_list("run_id", flat=True)):
-        try:
-            if run_id is None:
-                teardown_rows(list(leftover.filter(run__isnull=True)))
-            else:
-                teardown_run(run_id)
-            torn += 1
-        except Exception:
-            errors += 1
-            log.warning("reap_cloud: teardown of run %s failed", run_id, exc_info=True)
-    reaped = _reap_expired(now)
-    return {"lost_runs": len(lost), "torn_down": torn, "errors": errors, "reaped": reaped}
-
-
-def _reap_expired(now) -> int:
-    """Expired tagged resources in each account/region used within the last day."""
-    recent = CloudResource.objects.exclude(state="deleted") | CloudResource.objects.filter(
-        deleted_at__gt=now - timedelta(days=1))
-    accounts = {(row.team_id, row.provider, _stored_credential(row.handle), row.region)
-                for row in recent.only("team_id", "provider", "handle", "region")}
-    seen, reaped = set(), 0
-    for team_id, provider, credential, region in accounts:
-        group = get_provider(provider).SWEEP_GROUP
-        key = (team_id if credential else None, group, credential, region)
-        if not group or key in seen:
-            continue
-        seen.add(key)
-        try:
-            found = _sweep(team_id, provider, credential, region, set())
-        except Exception:
-            log.warning("reap_cloud: sweep of %s failed", region, exc_info=True)
-            continue
-        reaped += len(found)
-        for item in found:
-            CloudResource.objects.filter(kind=item.kind, state__in=LIVE_STATES).filter(
-                Q(cloud_id=item.id) | Q(token=item.id)).update(state="deleted", deleted_at=now)
-    return reaped

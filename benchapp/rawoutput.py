@@ -35,10 +35,14 @@ def excerpts(artifacts: QuerySet) -> list[dict]:
             length = getattr(artifact, f"{stream}_length") or 0
             cut = length > 2 * EXCERPT_CHARS
             row[stream] = {
-                "length": length, "cut": cut, "omitted": length - 2 * EXCERPT_CHARS,
-                "head": getattr(artifact, f"{stream}_head") if cut else
-                _whole(artifact, stream, length),
-                "tail": getattr(artifact, f"{stream}_tail") if cut else ""}
+                "length": length,
+                "cut": cut,
+                "omitted": length - 2 * EXCERPT_CHARS,
+                "head": getattr(artifact, f"{stream}_head")
+                if cut
+                else _whole(artifact, stream, length),
+                "tail": getattr(artifact, f"{stream}_tail") if cut else "",
+            }
         rows.append(row)
     return rows
 
@@ -49,15 +53,22 @@ def _whole(artifact, stream: str, length: int) -> str:
     head = getattr(artifact, f"{stream}_head")
     if length <= EXCERPT_CHARS:
         return head
-    return head + getattr(artifact, f"{stream}_tail")[-(length - EXCERPT_CHARS):]
+    return head + getattr(artifact, f"{stream}_tail")[-(length - EXCERPT_CHARS) :]
 
 
 def stream_slices(artifact_id: int, stream: str) -> Iterator[str]:
     """The full text of one stream, SLICE_CHARS at a time (one query each)."""
     assert stream in STREAMS
-    length = (Artifact.objects.filter(pk=artifact_id).annotate(n=Length(stream))
-              .values_list("n", flat=True).first()) or 0
+    length = (
+        Artifact.objects.filter(pk=artifact_id)
+        .annotate(n=Length(stream))
+        .values_list("n", flat=True)
+        .first()
+    ) or 0
     for start in range(1, length + 1, SLICE_CHARS):
-        yield (Artifact.objects.filter(pk=artifact_id)
-               .annotate(part=Substr(stream, start, SLICE_CHARS))
-               .values_list("part", flat=True).first()) or ""
+        yield (
+            Artifact.objects.filter(pk=artifact_id)
+            .annotate(part=Substr(stream, start, SLICE_CHARS))
+            .values_list("part", flat=True)
+            .first()
+        ) or ""

@@ -68,18 +68,29 @@ def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
     raise RunnerError(f"cell {cell.key} #{cell.repeat} is not in the run's plan", permanent=True)
 
 
-def cell_context(run: Run, plan: PlanSpec, spec: CellSpec, book: SecretBook,
-                 cancel_event: threading.Event | None = None) -> tuple[PlanSpec, CellContext]:
+def cell_context(
+    run: Run,
+    plan: PlanSpec,
+    spec: CellSpec,
+    book: SecretBook,
+    cancel_event: threading.Event | None = None,
+) -> tuple[PlanSpec, CellContext]:
     """(the plan as it runs here, a CellContext) for a stored cell of run: its
     provisioned endpoints, the team's secrets and what the run may do."""
     plan = provisioning.runtime_plan(run, plan)
     targets, client_ssh = provisioning.runtime_overrides(run, plan, spec)
-    ctx = CellContext(plan, resolve_secret=book, cancel_event=cancel_event, targets=targets,
-                      client_ssh=client_ssh, trusted=run.origin == "cli",
-                      permissions=_permissions(run, plan),
-                      sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
-                      unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
-                      guard=targetguard.guard())
+    ctx = CellContext(
+        plan,
+        resolve_secret=book,
+        cancel_event=cancel_event,
+        targets=targets,
+        client_ssh=client_ssh,
+        trusted=run.origin == "cli",
+        permissions=_permissions(run, plan),
+        sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
+        unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+        guard=targetguard.guard(),
+    )
     ctx.prepared = set(run.prepared_targets)
     ctx.host_facts, ctx.db_facts, ctx.versions = run_facts(run.pk)
     if plan.prepare.snapshot_datadir:  # the snapshot's checksums, from the cell that took it
@@ -96,13 +107,16 @@ def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_outp
     book = SecretBook(run.team_id)
     plan, ctx = cell_context(run, plan, spec, book, cancel_event)
     done = threading.Event()
-    watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done),
-                               daemon=True)
+    watcher = threading.Thread(target=_forward_cancel, args=(ctx, cancel_event, done), daemon=True)
     watcher.start()
     try:
-        outcome = run_cell(plan, spec, ctx, on_phase=on_phase,
-                           on_output=lambda phase, stream, chunk: on_output(
-                               phase, stream, book.mask(chunk)))
+        outcome = run_cell(
+            plan,
+            spec,
+            ctx,
+            on_phase=on_phase,
+            on_output=lambda phase, stream, chunk: on_output(phase, stream, book.mask(chunk)),
+        )
         if ctx.prepared != set(run.prepared_targets):
             _add_prepared(run.pk, ctx.prepared)
     finally:
@@ -163,7 +177,7 @@ def _when(epoch: float | None):
 
 
 def group_label(labels: dict) -> str:
-    """"engine=innodb,concurrency=4" — the stored form of a group's labels."""
+    """ "engine=innodb,concurrency=4" — the stored form of a group's labels."""
     return ",".join(f"{k}={labels[k]}" for k in labels)
 
 
@@ -175,16 +189,22 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
     rows = {}
     blocks = [("", result.metrics)]
     if len(result.groups) > 1:
-        blocks += [(group_label(g.get("labels") or {}), g.get("metrics") or {})
-                   for g in result.groups]
+        blocks += [
+            (group_label(g.get("labels") or {}), g.get("metrics") or {}) for g in result.groups
+        ]
     for group, metrics in blocks:
         for metric, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 name = prefix + metric
                 rows[(group, name)] = Measurement(
-                    run_id=cell.run_id, cell=cell, attempt=attempt, iteration=0,
+                    run_id=cell.run_id,
+                    cell=cell,
+                    attempt=attempt,
+                    iteration=0,
                     group=(prefix.rstrip("_") + ":" + group) if prefix and group else group,
-                    metric=name, value=float(value))
+                    metric=name,
+                    value=float(value),
+                )
     return list(rows.values())
 
 
@@ -196,13 +216,16 @@ def series_rows(cell: Cell, attempt: int, result: Result | None):
         t = point.get("t")
         for metric, value in point.items():
             if metric != "t" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                rows.append(SeriesPoint(cell=cell, attempt=attempt, t=float(t), metric=metric,
-                                        value=float(value)))
+                rows.append(
+                    SeriesPoint(
+                        cell=cell, attempt=attempt, t=float(t), metric=metric, value=float(value)
+                    )
+                )
     return rows
 
 
 def error_kind(outcome) -> str:
-    """"transient", "permanent" or "" (no failure) — what Cell.error_kind shows."""
+    """ "transient", "permanent" or "" (no failure) — what Cell.error_kind shows."""
     if outcome.status != Cell.FAILED:
         return ""
     return "transient" if getattr(outcome, "transient", False) else "permanent"
@@ -222,21 +245,33 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
     attempt = cell.attempt
     with transaction.atomic():
         current = Cell.objects.select_for_update().filter(pk=cell.pk).first()
-        if current is None or current.attempt != attempt or current.status not in (
-                Cell.RUNNING, Cell.CANCELLED):
+        if (
+            current is None
+            or current.attempt != attempt
+            or current.status not in (Cell.RUNNING, Cell.CANCELLED)
+        ):
             return False
         for model in (Measurement, SeriesPoint, Artifact):
             model.objects.filter(cell=cell, attempt=attempt).delete()
         Measurement.objects.bulk_create(
             measurement_rows(cell, attempt, outcome.result)
-            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_"))
-        SeriesPoint.objects.bulk_create(series_rows(cell, attempt, outcome.result),
-                                        batch_size=2000)
+            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
+        )
+        SeriesPoint.objects.bulk_create(series_rows(cell, attempt, outcome.result), batch_size=2000)
         Artifact.objects.bulk_create(
-            Artifact(cell=cell, attempt=attempt, phase=p.phase, command=mask(p.command),
-                     exit_code=p.exit_code, stdout=mask(p.stdout), stderr=mask(p.stderr),
-                     started_at=_when(p.started), finished_at=_when(p.finished))
-            for p in outcome.phases)
+            Artifact(
+                cell=cell,
+                attempt=attempt,
+                phase=p.phase,
+                command=mask(p.command),
+                exit_code=p.exit_code,
+                stdout=mask(p.stdout),
+                stderr=mask(p.stderr),
+                started_at=_when(p.started),
+                finished_at=_when(p.finished),
+            )
+            for p in outcome.phases
+        )
         status = Cell.CANCELLED if current.status == Cell.CANCELLED else outcome.status
         if requeue and status == Cell.FAILED:
             status = Cell.QUEUED
@@ -246,10 +281,15 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
         if outcome.warnings:
             facts["warnings"] = [mask(w) for w in outcome.warnings]
         Cell.objects.filter(pk=cell.pk).update(
-            status=status, error=mask(outcome.error or ("cancelled" if status == "cancelled"
-                                                        else "")),
+            status=status,
+            error=mask(outcome.error or ("cancelled" if status == "cancelled" else "")),
             error_kind=error_kind(outcome) if status != Cell.CANCELLED else "",
-            command=mask(outcome.command), tool_version=outcome.tool_version or "",
-            facts=facts, client_bound=bool(facts.get("client_bound")),
-            finished_at=_when(outcome.finished), phase="", lease_expires_at=None)
+            command=mask(outcome.command),
+            tool_version=outcome.tool_version or "",
+            facts=facts,
+            client_bound=bool(facts.get("client_bound")),
+            finished_at=_when(outcome.finished),
+            phase="",
+            lease_expires_at=None,
+        )
     return True

@@ -25,10 +25,14 @@ HOST, ADDRESS, PORT, USER = "[host]", "[address]", "[port]", "[user]"
 
 _IPV4 = r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])"
 # Needs "::" or eight groups, so that times such as 10:20:30 stay.
-_IPV6 = (r"(?<![\w:])(?=[0-9a-fA-F:]*::|(?:[0-9a-fA-F]{1,4}:){7})"
-         r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}(?:%\w+)?(?![\w:])")
-_SUFFIXES = ("internal|local|localdomain|lan|corp|home|intranet|priv|private|com|net|org|"
-             "io|cloud|dev|info|biz|co|us|eu|uk|de|fr")
+_IPV6 = (
+    r"(?<![\w:])(?=[0-9a-fA-F:]*::|(?:[0-9a-fA-F]{1,4}:){7})"
+    r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}(?:%\w+)?(?![\w:])"
+)
+_SUFFIXES = (
+    "internal|local|localdomain|lan|corp|home|intranet|priv|private|com|net|org|"
+    "io|cloud|dev|info|biz|co|us|eu|uk|de|fr"
+)
 _DOMAIN = rf"(?<![\w.@/-])(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:{_SUFFIXES})\b"
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252}[A-Za-z0-9])?"
 
@@ -41,12 +45,19 @@ _PATTERNS = [
     # scheme://user:password@host:port
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^\s/'\"]+"), rf"\1{HOST}"),
     # user 'x', user "x", user=x, user: x, role "x", login x, -u x, --user=x
-    (re.compile(r"(?i)(\b(?:user(?:name)?|role|login)(?:\s*[=:]\s*|\s+))(['\"]?)[^\s'\",;)]+\2"),
-     rf"\1\2{USER}\2"),
+    (
+        re.compile(r"(?i)(\b(?:user(?:name)?|role|login)(?:\s*[=:]\s*|\s+))(['\"]?)[^\s'\",;)]+\2"),
+        rf"\1\2{USER}\2",
+    ),
     (re.compile(r"(\s-u\s*)\S+|(--user[= ])\S+"), lambda m: (m.group(1) or m.group(2)) + USER),
     # host "x", host=x, server at "x", to host x, on 'x', at x:port
-    (re.compile(r"(?i)(\b(?:host(?:name)?|server(?: at)?|to host|to server|on|at|address)"
-                r"\s*[=:]?\s*)(['\"])[^'\"]+\2"), rf"\1\2{HOST}\2"),
+    (
+        re.compile(
+            r"(?i)(\b(?:host(?:name)?|server(?: at)?|to host|to server|on|at|address)"
+            r"\s*[=:]?\s*)(['\"])[^'\"]+\2"
+        ),
+        rf"\1\2{HOST}\2",
+    ),
     (re.compile(r"(?i)(\b(?:host(?:name)?)(?:\s*[=:]\s*|\s+))[^\s'\",;)\[]+"), rf"\1{HOST}"),
     # port 5432, port=5432, port: 22
     (re.compile(r"(?i)(\bports?\s*[=:]?\s*)\d{1,5}\b"), rf"\1{PORT}"),
@@ -95,8 +106,24 @@ def _node_hosts(nodes) -> list[str]:
 
 # Parameter and fact names whose values are hosts, ports or users wherever they
 # appear ("params.host", "ssh_port", "facts.hostname", "nodes").
-_SENSITIVE_WORDS = {"host", "hostname", "hosts", "address", "addr", "ip", "endpoint", "port",
-                    "user", "username", "login", "dsn", "url", "socket", "nodes", "via"}
+_SENSITIVE_WORDS = {
+    "host",
+    "hostname",
+    "hosts",
+    "address",
+    "addr",
+    "ip",
+    "endpoint",
+    "port",
+    "user",
+    "username",
+    "login",
+    "dsn",
+    "url",
+    "socket",
+    "nodes",
+    "via",
+}
 
 
 def sensitive_name(name) -> bool:
@@ -119,11 +146,13 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            if isinstance(value.get("name"), str) and sensitive_name(value["name"]) \
-                    and isinstance(value.get("values"), list):  # a row of the parameter diff
+            if (
+                isinstance(value.get("name"), str)
+                and sensitive_name(value["name"])
+                and isinstance(value.get("values"), list)
+            ):  # a row of the parameter diff
                 return {**value, "values": [_hidden(v) for v in value["values"]]}
-            return {k: _hidden(v) if sensitive_name(k) else self.data(v)
-                    for k, v in value.items()}
+            return {k: _hidden(v) if sensitive_name(k) else self.data(v) for k, v in value.items()}
         if isinstance(value, (list, tuple, set)):
             return type(value)(self.data(v) for v in value)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

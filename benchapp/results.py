@@ -31,10 +31,12 @@ from runners import tools
 BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
 # Metrics computed from others at load time: name -> (unit, function of a cell's metrics).
 DERIVED = {
-    "iops": ("IOPS", ("read_iops", "write_iops"),
-             lambda m: _sum(m, "read_iops", "write_iops")),
-    "bw_mb_s": ("MB/s", ("read_bw_kib_s", "write_bw_kib_s"),
-                lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3)),
+    "iops": ("IOPS", ("read_iops", "write_iops"), lambda m: _sum(m, "read_iops", "write_iops")),
+    "bw_mb_s": (
+        "MB/s",
+        ("read_bw_kib_s", "write_bw_kib_s"),
+        lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3),
+    ),
 }
 
 
@@ -58,12 +60,37 @@ def cell_infos(runs: list[Run], cell_ids=None) -> dict[int, CellInfo]:
     if cell_ids:
         qs = qs.filter(pk__in=cell_ids)
     rows = qs.order_by("run_id", "index").values_list(
-        "id", "run_id", "key", "repeat", "target_name", "axes", "status", "error",
-        "client_bound", "attempt", "tool_version", "facts")
-    return {row[0]: CellInfo(row[0], row[1], labels[row[1]], row[2], row[3], row[4],
-                             row[5] or {}, row[6], row[7], row[8], row[9], row[10],
-                             row[11] or {})
-            for row in rows}
+        "id",
+        "run_id",
+        "key",
+        "repeat",
+        "target_name",
+        "axes",
+        "status",
+        "error",
+        "client_bound",
+        "attempt",
+        "tool_version",
+        "facts",
+    )
+    return {
+        row[0]: CellInfo(
+            row[0],
+            row[1],
+            labels[row[1]],
+            row[2],
+            row[3],
+            row[4],
+            row[5] or {},
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            row[10],
+            row[11] or {},
+        )
+        for row in rows
+    }
 
 
 def plan_order(runs: list[Run]) -> dict[str, list]:
@@ -89,14 +116,18 @@ def run_label(run: Run) -> str:
 def available_metrics(run_ids) -> list[str]:
     """Metric names stored for the runs, plus the DERIVED ones they allow
     (one index-only query on (run, metric))."""
-    names = set(Measurement.objects.filter(run_id__in=list(run_ids)).values_list(
-        "metric", flat=True).distinct())
+    names = set(
+        Measurement.objects.filter(run_id__in=list(run_ids))
+        .values_list("metric", flat=True)
+        .distinct()
+    )
     names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
     return sorted(names)
 
 
-def load_observations(cells: dict[int, CellInfo], metrics=None,
-                      all_groups: bool = False) -> list[Observation]:
+def load_observations(
+    cells: dict[int, CellInfo], metrics=None, all_groups: bool = False
+) -> list[Observation]:
     """Measurements of the cells' latest attempts, plus DERIVED metrics (one query).
 
     metrics: the names to read (None: all); a page reads only what it shows,
@@ -116,7 +147,8 @@ def load_observations(cells: dict[int, CellInfo], metrics=None,
         qs = qs.filter(group="")
     observations, per_cell = [], {}
     for cell_id, attempt, group, metric, value in qs.values_list(
-            "cell_id", "attempt", "group", "metric", "value").iterator(chunk_size=5000):
+        "cell_id", "attempt", "group", "metric", "value"
+    ).iterator(chunk_size=5000):
         cell = cells.get(cell_id)
         if cell is None or attempt != cell.attempt:
             continue
@@ -155,8 +187,10 @@ def dimension_names(cells: dict) -> list[str]:
 def cell_choices(cells: dict[int, CellInfo], several_runs: bool) -> list[list]:
     """[id, label] of every cell, for the series picker (sent as JSON: a
     thousand <option>s rendered by the template engine cost 100 ms)."""
-    return [[c.id, (f"{c.run_label} " if several_runs else "") + f"{c.key} #{c.repeat}"]
-            for c in cells.values()]
+    return [
+        [c.id, (f"{c.run_label} " if several_runs else "") + f"{c.key} #{c.repeat}"]
+        for c in cells.values()
+    ]
 
 
 def failed_cells(cells: dict[int, CellInfo]) -> list[CellInfo]:
@@ -177,8 +211,9 @@ def default_settings(tool: str, axes: list[str], cells=()) -> dict:
 VIEW_KEYS = ("rows", "columns", "metric", "statistic", "chart_x", "chart")
 
 
-def resolve_view(tool: str, cells: dict[int, CellInfo], metrics: list[str],
-                 requested: dict | None = None) -> dict:
+def resolve_view(
+    tool: str, cells: dict[int, CellInfo], metrics: list[str], requested: dict | None = None
+) -> dict:
     """The pivot settings to show: the defaults overridden by what the user
     picked (empty values keep the default; unknown names are dropped);
     metrics not in the data fall back to the first one that is."""
@@ -205,17 +240,22 @@ def resolve_view(tool: str, cells: dict[int, CellInfo], metrics: list[str],
     if len(chosen) > 1 and "metric" not in view["rows"] + view["columns"]:
         view["columns"] = view["columns"] + ["metric"]
     if view.get("chart_x") not in view["rows"] + view["columns"]:
-        view["chart_x"] = next((d for d in view["rows"] + view["columns"]
-                                if d not in ("metric", "repeat")), "repeat")
+        view["chart_x"] = next(
+            (d for d in view["rows"] + view["columns"] if d not in ("metric", "repeat")), "repeat"
+        )
     if not requested.get("chart"):
         view["chart"] = ""  # line for a numeric x, bars otherwise (benchapp.charts)
-    view["extra_metrics"] = [m for m in view.get("extra_metrics", [])
-                             if m in metrics and m not in chosen and len(chosen) == 1]
+    view["extra_metrics"] = [
+        m
+        for m in view.get("extra_metrics", [])
+        if m in metrics and m not in chosen and len(chosen) == 1
+    ]
     return view
 
 
-def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
-            baseline: str | None = None) -> dict:
+def results(
+    runs: list[Run], requested: dict | None = None, cell_ids=None, baseline: str | None = None
+) -> dict:
     """Everything a results or comparison page shows, in three queries
     (cells, measurements; runs come in). With several runs "run" becomes a
     column dimension and `baseline` (a run label) gets deltas."""
@@ -235,33 +275,50 @@ def results(runs: list[Run], requested: dict | None = None, cell_ids=None,
     labels = [run_label(r) for r in runs]
     baseline = baseline if baseline in labels else (labels[0] if labels else None)
     data = {
-        "cells": cells, "metrics": metrics, "dimensions": dimension_names(cells),
-        "view": view, "failed": failed_cells(cells),
+        "cells": cells,
+        "metrics": metrics,
+        "dimensions": dimension_names(cells),
+        "view": view,
+        "failed": failed_cells(cells),
         "client_bound": [c for c in cells.values() if c.client_bound],
         "client_load": client_load.summary(runs, cells),
         "costs": costs.costs(runs, shown, metrics),
-        "baseline": baseline, "run_labels": labels,
+        "baseline": baseline,
+        "run_labels": labels,
         "order": {**plan_order(runs), "metric": shown},
-        "tool": tool, "catalog": tools.catalog(tool, metrics),
+        "tool": tool,
+        "catalog": tools.catalog(tool, metrics),
         "threshold": settings.BENCHBOARD_NOISE_CV,
-        "test_method": significance.METHOD, "test_minimum": significance.minimum_repeats(),
+        "test_method": significance.METHOD,
+        "test_minimum": significance.minimum_repeats(),
     }
-    data["chart"] = (chart_data(observations, view, tool, data["order"], extremes)
-                     if view["metric"] else None)
+    data["chart"] = (
+        chart_data(observations, view, tool, data["order"], extremes) if view["metric"] else None
+    )
     data["tables"] = [
         _table(data, observations, metric, extremes, len(runs) > 1)
-        for metric in [view["metric"] or []] + view["extra_metrics"]]
+        for metric in [view["metric"] or []] + view["extra_metrics"]
+    ]
     data.update(data["tables"][0])  # the main table: data["table"], ["display"], ...
     return data
 
 
 def _table(data: dict, observations, metric, extremes: dict, several_runs: bool) -> dict:
     view, tool = data["view"], data["tool"]
-    table = pivot(observations, view["rows"], view["columns"], metric, view["statistic"],
-                  extremes=extremes, order=data["order"])
+    table = pivot(
+        observations,
+        view["rows"],
+        view["columns"],
+        metric,
+        view["statistic"],
+        extremes=extremes,
+        order=data["order"],
+    )
     _title_metrics(table, tool)
-    part = {"table": table,
-            "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None}
+    part = {
+        "table": table,
+        "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None,
+    }
     part["display"] = display_rows({**data, **part})
     # A row's mean over its columns is meaningless when the columns are metrics.
     part["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]
@@ -272,16 +329,22 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
 def _title_metrics(table: dict, tool: str) -> None:
     """Headers say "Transactions per second (tps)", not "tps"; a table with no
     column dimension has one column, headed by its metric."""
-    for lines, dims in ((table["rows"], table["row_dims"]), (table["columns"], table["column_dims"])):
+    for lines, dims in (
+        (table["rows"], table["row_dims"]),
+        (table["columns"], table["column_dims"]),
+    ):
         if "metric" in dims:
             i = dims.index("metric")
             for line in lines:
-                parts = [tools.metric(tool, v).title() if j == i else ("" if v is None else str(v))
-                         for j, v in enumerate(line["key"])]
+                parts = [
+                    tools.metric(tool, v).title() if j == i else ("" if v is None else str(v))
+                    for j, v in enumerate(line["key"])
+                ]
                 line["label"] = " · ".join(parts)
     if not table["column_dims"] and len(table["columns"]) == 1:
-        table["columns"][0]["label"] = ", ".join(tools.metric(tool, m).title()
-                                                 for m in table["metrics"])
+        table["columns"][0]["label"] = ", ".join(
+            tools.metric(tool, m).title() for m in table["metrics"]
+        )
 
 
 def _flatten_facts(facts: dict, prefix: str = "") -> dict:
@@ -292,5 +355,3 @@ def _flatten_facts(facts: dict, prefix: str = "") -> dict:
         elif not isinstance(value, list):
             out[prefix + key] = value
     return out
-
-

@@ -35,8 +35,9 @@ def parse_cron(text: str) -> dict:
 
     parts = text.split()
     if len(parts) != 5:
-        raise ValueError("Write five fields: minute hour day-of-month month day-of-week "
-                         "(e.g. 30 2 * * 1-5).")
+        raise ValueError(
+            "Write five fields: minute hour day-of-month month day-of-week (e.g. 30 2 * * 1-5)."
+        )
     try:
         crontab_validator(" ".join(parts))
     except ValidationError as exc:
@@ -60,15 +61,22 @@ def _create(plan: Plan, what: str, **schedule) -> PeriodicTask:
     # PeriodicTask.name is unique: the uuid keeps two identical schedules apart.
     return PeriodicTask.objects.create(
         name=f"plan {plan.pk} {plan.name[:80]}: {what} [{uuid.uuid4().hex[:8]}]",
-        task=TASK, args=_args(plan.pk), kwargs=json.dumps({"origin": "schedule"}),
-        description=f"{plan.team.name}: {plan.name} ({what})", **schedule)
+        task=TASK,
+        args=_args(plan.pk),
+        kwargs=json.dumps({"origin": "schedule"}),
+        description=f"{plan.team.name}: {plan.name} ({what})",
+        **schedule,
+    )
 
 
 def team_schedules(team: Team, plan: Plan | None = None) -> list[PeriodicTask]:
     """The team's schedules (optionally one plan's), each with `.plan` and `.when` set."""
     plans = {p.pk: p for p in (Plan.objects.filter(team=team) if plan is None else [plan])}
-    tasks = list(PeriodicTask.objects.filter(task=TASK, args__in=[_args(pk) for pk in plans])
-                 .select_related("clocked", "crontab").order_by("-date_changed"))
+    tasks = list(
+        PeriodicTask.objects.filter(task=TASK, args__in=[_args(pk) for pk in plans])
+        .select_related("clocked", "crontab")
+        .order_by("-date_changed")
+    )
     for task in tasks:
         task.plan = plans[json.loads(task.args)[0]]
         task.when = describe(task)
@@ -80,8 +88,10 @@ def describe(task: PeriodicTask) -> str:
         return f"once at {task.clocked.clocked_time:%Y-%m-%d %H:%M %Z}"
     if task.crontab_id:
         c = task.crontab
-        return (f"cron {c.minute} {c.hour} {c.day_of_month} {c.month_of_year} "
-                f"{c.day_of_week} ({c.timezone})")
+        return (
+            f"cron {c.minute} {c.hour} {c.day_of_month} {c.month_of_year} "
+            f"{c.day_of_week} ({c.timezone})"
+        )
     return "—"
 
 
@@ -110,9 +120,9 @@ def one_off_ran(plan_id: int) -> None:
 
     now = timezone.now()
     # update(), not save(): PeriodicTask.save() clears last_run_at of a disabled task.
-    done = PeriodicTask.objects.filter(task=TASK, args=_args(plan_id), one_off=True,
-                                       enabled=True, clocked__clocked_time__lte=now).update(
-        enabled=False, last_run_at=now, total_run_count=F("total_run_count") + 1)
+    done = PeriodicTask.objects.filter(
+        task=TASK, args=_args(plan_id), one_off=True, enabled=True, clocked__clocked_time__lte=now
+    ).update(enabled=False, last_run_at=now, total_run_count=F("total_run_count") + 1)
     if done:
         PeriodicTasks.update_changed()  # beat reloads its schedule
 

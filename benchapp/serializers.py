@@ -13,12 +13,14 @@ from runners.errors import ValidationError as PlanError
 
 def _form_errors(form) -> serializers.ValidationError:
     return serializers.ValidationError(
-        {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()})
+        {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()}
+    )
 
 
 class CredentialSerializer(serializers.ModelSerializer):
-    secret = serializers.CharField(write_only=True, required=False, trim_whitespace=False,
-                                   style={"input_type": "password"})
+    secret = serializers.CharField(
+        write_only=True, required=False, trim_whitespace=False, style={"input_type": "password"}
+    )
 
     class Meta:
         model = Credential
@@ -26,10 +28,12 @@ class CredentialSerializer(serializers.ModelSerializer):
         read_only_fields = ("fingerprint", "updated_at")
 
     def validate(self, attrs):
-        data = {"name": attrs.get("name", getattr(self.instance, "name", "")),
-                "kind": attrs.get("kind", getattr(self.instance, "kind", "")),
-                "username": attrs.get("username", getattr(self.instance, "username", "")),
-                "secret": attrs.get("secret", "")}
+        data = {
+            "name": attrs.get("name", getattr(self.instance, "name", "")),
+            "kind": attrs.get("kind", getattr(self.instance, "kind", "")),
+            "username": attrs.get("username", getattr(self.instance, "username", "")),
+            "secret": attrs.get("secret", ""),
+        }
         form = forms_targets.CredentialForm(data, instance=self.instance, team=self.context["team"])
         if not form.is_valid():
             raise _form_errors(form)
@@ -54,26 +58,54 @@ class TargetSerializer(serializers.ModelSerializer):
     provision = serializers.JSONField(required=False)
     nodes = serializers.ListField(child=serializers.CharField(), required=False)
     data_dirs = serializers.ListField(
-        child=serializers.CharField(), required=False,
-        help_text="Where tools may write on the worker host; operators (staff) only.")
+        child=serializers.CharField(),
+        required=False,
+        help_text="Where tools may write on the worker host; operators (staff) only.",
+    )
     allow_custom_scripts = serializers.BooleanField(
-        required=False, help_text="Code-running features over SSH on this target; team admins only.")
+        required=False, help_text="Code-running features over SSH on this target; team admins only."
+    )
 
     class Meta:
         model = Target
-        fields = ("id", "name", "kind", "host", "port", "user", "database", "directory", "credential",
-                  "ssh_host", "ssh_port", "ssh_user", "ssh_credential", "via", "nodes",
-                  "provision", "price_per_hour", "notes", "allow_custom_scripts", "data_dirs",
-                  "created_at")
+        fields = (
+            "id",
+            "name",
+            "kind",
+            "host",
+            "port",
+            "user",
+            "database",
+            "directory",
+            "credential",
+            "ssh_host",
+            "ssh_port",
+            "ssh_user",
+            "ssh_credential",
+            "via",
+            "nodes",
+            "provision",
+            "price_per_hour",
+            "notes",
+            "allow_custom_scripts",
+            "data_dirs",
+            "created_at",
+        )
         read_only_fields = ("created_at",)
 
     def validate(self, attrs):
-        current = TargetSerializer(self.instance, context=self.context).data if self.instance \
-            else {}
+        current = (
+            TargetSerializer(self.instance, context=self.context).data if self.instance else {}
+        )
         merged = {**current, **attrs}
-        data = {k: v for k, v in merged.items() if k in forms_targets.TargetForm.Meta.fields
-                and v is not None}
-        for name in forms_targets.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
+        data = {
+            k: v
+            for k, v in merged.items()
+            if k in forms_targets.TargetForm.Meta.fields and v is not None
+        }
+        for (
+            name
+        ) in forms_targets.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
             field = Target._meta.get_field(name)
             if name not in data and field.has_default():
                 data[name] = field.get_default()
@@ -81,14 +113,23 @@ class TargetSerializer(serializers.ModelSerializer):
             value = merged.get(key)
             data[key] = getattr(value, "pk", None) or (
                 Credential.objects.filter(team=self.context["team"], name=value)
-                .values_list("pk", flat=True).first() if value else None)
-        data["provision"] = json.dumps(merged.get("provision") or {}) \
-            if merged.get("provision") else ""
+                .values_list("pk", flat=True)
+                .first()
+                if value
+                else None
+            )
+        data["provision"] = (
+            json.dumps(merged.get("provision") or {}) if merged.get("provision") else ""
+        )
         data["nodes"] = ", ".join(merged.get("nodes") or [])
         data["allow_custom_scripts"] = bool(merged.get("allow_custom_scripts"))
         data["data_dirs"] = ", ".join(merged.get("data_dirs") or [])
-        form = forms_targets.TargetForm(data, instance=self.instance, team=self.context["team"],
-                                        user=self.context["request"].user)
+        form = forms_targets.TargetForm(
+            data,
+            instance=self.instance,
+            team=self.context["team"],
+            user=self.context["request"].user,
+        )
         if not form.is_valid():
             raise _form_errors(form)
         return {"_form": form}
@@ -119,26 +160,52 @@ class PlanSerializer(serializers.ModelSerializer):
 
     def save(self, **kwargs):
         self.instance = orchestration.save_plan(
-            self.context["team"], self.validated_data["document"],
-            user=self.context["request"].user, plan=self.instance)
+            self.context["team"],
+            self.validated_data["document"],
+            user=self.context["request"].user,
+            plan=self.instance,
+        )
         return self.instance
 
 
 class RunSerializer(serializers.ModelSerializer):
     """Creating a run starts it: give a plan document, or the id of a stored plan."""
 
-    plan = serializers.PrimaryKeyRelatedField(queryset=Plan.objects.none(), required=False,
-                                              allow_null=True)
+    plan = serializers.PrimaryKeyRelatedField(
+        queryset=Plan.objects.none(), required=False, allow_null=True
+    )
     document = serializers.JSONField(required=False)
     cells_total = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
-        fields = ("id", "name", "tool", "plan", "document", "status", "origin", "concurrency",
-                  "tags", "notes", "error", "created_at", "started_at", "finished_at",
-                  "cells_total")
-        read_only_fields = ("name", "tool", "status", "origin", "error", "created_at",
-                            "started_at", "finished_at")
+        fields = (
+            "id",
+            "name",
+            "tool",
+            "plan",
+            "document",
+            "status",
+            "origin",
+            "concurrency",
+            "tags",
+            "notes",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "cells_total",
+        )
+        read_only_fields = (
+            "name",
+            "tool",
+            "status",
+            "origin",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -151,7 +218,9 @@ class RunSerializer(serializers.ModelSerializer):
             plan = attrs.get("plan")
             document = attrs.get("document") or (plan.document if plan else None)
             if not document:
-                raise serializers.ValidationError({"document": ["Give a plan document or a plan id."]})
+                raise serializers.ValidationError(
+                    {"document": ["Give a plan document or a plan id."]}
+                )
             _check_document(document, self.context["team"])
             attrs["document"] = document
         else:  # an existing run: only tags and notes change
@@ -169,17 +238,39 @@ class RunSerializer(serializers.ModelSerializer):
 
     def create(self, validated):
         return orchestration.start_run(
-            self.context["team"], validated["document"], user=self.context["request"].user,
-            plan=validated.get("plan"), origin="api", concurrency=validated.get("concurrency", 0),
-            tags=validated.get("tags", ()))
+            self.context["team"],
+            validated["document"],
+            user=self.context["request"].user,
+            plan=validated.get("plan"),
+            origin="api",
+            concurrency=validated.get("concurrency", 0),
+            tags=validated.get("tags", ()),
+        )
 
 
 class CellSerializer(serializers.ModelSerializer):
     class Meta:
         model = Cell
-        fields = ("id", "run", "index", "key", "repeat", "axes", "target_name", "status", "phase",
-                  "attempt", "started_at", "finished_at", "command", "tool_version", "facts",
-                  "client_bound", "error", "repeat_stop")
+        fields = (
+            "id",
+            "run",
+            "index",
+            "key",
+            "repeat",
+            "axes",
+            "target_name",
+            "status",
+            "phase",
+            "attempt",
+            "started_at",
+            "finished_at",
+            "command",
+            "tool_version",
+            "facts",
+            "client_bound",
+            "error",
+            "repeat_stop",
+        )
         read_only_fields = fields
 
 
@@ -198,8 +289,16 @@ class ComparisonSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Comparison
-        fields = ("id", "name", "runs", "cells", "chart_settings", "created_at", "shared",
-                  "shared_at")
+        fields = (
+            "id",
+            "name",
+            "runs",
+            "cells",
+            "chart_settings",
+            "created_at",
+            "shared",
+            "shared_at",
+        )
         read_only_fields = ("created_at", "shared_at")
 
     def __init__(self, *args, **kwargs):
@@ -222,13 +321,14 @@ class ComparisonSerializer(serializers.ModelSerializer):
         data = self.validated_data
         current = self.instance
         self.instance = comparisons.save_comparison(
-            self.context["team"], data.get("name", getattr(current, "name", "")),
+            self.context["team"],
+            data.get("name", getattr(current, "name", "")),
             data.get("runs", list(current.runs.all()) if current else []),
             data.get("cells", current.cells if current else []),
             user=self.context["request"].user,
-            chart_settings=data.get("chart_settings",
-                                    current.chart_settings if current else {}),
-            comparison=current)
+            chart_settings=data.get("chart_settings", current.chart_settings if current else {}),
+            comparison=current,
+        )
         return self.instance
 
 

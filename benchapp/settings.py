@@ -23,8 +23,9 @@ env = environ.Env()
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 # `make run` on the embedded default (no DATABASE_URL) sets BENCHBOARD_EMBEDDED:
 # one machine over plain HTTP, DEBUG off, secrets still generated into var/.
-EMBEDDED = env.bool("BENCHBOARD_EMBEDDED", default=False) and not env.str("DATABASE_URL",
-                                                                          default="")
+EMBEDDED = env.bool("BENCHBOARD_EMBEDDED", default=False) and not env.str(
+    "DATABASE_URL", default=""
+)
 VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -69,12 +70,15 @@ def _check_fernet_keys(keys: list[str]) -> None:
                 f"BENCHBOARD_FERNET_KEYS: key {position} is not a valid Fernet key (32 "
                 "url-safe base64-encoded bytes; make one with "
                 "`python -c 'from cryptography.fernet import Fernet; "
-                "print(Fernet.generate_key().decode())'`)") from None
+                "print(Fernet.generate_key().decode())'`)"
+            ) from None
 
 
 _check_fernet_keys(FERNET_KEYS)
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"] if DEBUG else
-                         ["127.0.0.1", "localhost"] if EMBEDDED else [])
+ALLOWED_HOSTS = env.list(
+    "DJANGO_ALLOWED_HOSTS",
+    default=["*"] if DEBUG else ["127.0.0.1", "localhost"] if EMBEDDED else [],
+)
 if not DEBUG and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=False")
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
@@ -128,7 +132,7 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
         "form-action": ["'self'"],
-    },
+    }
 }
 
 ROOT_URLCONF = "benchapp.urls"
@@ -145,15 +149,13 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "benchapp.context_processors.teams",
-            ],
+            ]
         },
-    },
+    }
 ]
 
 DATABASES = {
-    "default": env.db_url(
-        "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'benchboard.sqlite3'}"
-    )
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'benchboard.sqlite3'}")
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -210,7 +212,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A cell may run for hours (S2 measures 600 s per cell, S3 up to 128 s x 20);
     # Redis re-delivers unacked messages after this, so it must exceed the
     # longest cell or a running cell would be delivered twice.
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=4 * 3600),
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=4 * 3600)
 }
 if CELERY_BROKER_URL == "filesystem://":
     _queue_dir = VAR_DIR / "celery" / "queue"
@@ -261,8 +263,9 @@ BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
 # seconds (at most BACKOFF_CAP); permanent failures and failed tools never are.
 BENCHBOARD_CELL_RETRIES = env.int("BENCHBOARD_CELL_RETRIES", default=3)
 BENCHBOARD_RETRY_BACKOFF_SECONDS = env.float("BENCHBOARD_RETRY_BACKOFF_SECONDS", default=5.0)
-BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float("BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS",
-                                                 default=300.0)
+BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float(
+    "BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS", default=300.0
+)
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
 # Tools run on the worker host are sandboxed (docs/sandbox.md): as this user
 # when the worker is root. Without bubblewrap, web/API plans that need local
@@ -279,8 +282,9 @@ for _cidr in BENCHBOARD_TARGET_ALLOW_NETWORKS + BENCHBOARD_TARGET_DENY_NETWORKS:
     try:
         ipaddress.ip_network(_cidr.strip(), strict=False)
     except ValueError:
-        raise ImproperlyConfigured(f"not a network in BENCHBOARD_TARGET_*_NETWORKS: {_cidr!r}") \
-            from None
+        raise ImproperlyConfigured(
+            f"not a network in BENCHBOARD_TARGET_*_NETWORKS: {_cidr!r}"
+        ) from None
 AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
 # Provisioning (benchapp.provisioning): region when a spec names none, how
 # often and how long to wait for cloud resources, when a PROVISIONING run
@@ -294,8 +298,9 @@ BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32
 # Alert notifications (benchapp.notify): email through Django's SMTP backend,
 # webhooks refused for non-public addresses unless allowed; failed deliveries
 # are retried with exponential backoff.
-EMAIL_BACKEND = env.str("BENCHBOARD_EMAIL_BACKEND",
-                        default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_BACKEND = env.str(
+    "BENCHBOARD_EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend"
+)
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
@@ -307,8 +312,9 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="benchboard@localhost
 BENCHBOARD_WEBHOOK_ALLOW_PRIVATE = env.bool("BENCHBOARD_WEBHOOK_ALLOW_PRIVATE", default=False)
 BENCHBOARD_NOTIFY_RETRIES = env.int("BENCHBOARD_NOTIFY_RETRIES", default=6)
 BENCHBOARD_NOTIFY_BACKOFF_SECONDS = env.float("BENCHBOARD_NOTIFY_BACKOFF_SECONDS", default=30.0)
-BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS = env.float("BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS",
-                                                  default=3600.0)
+BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS = env.float(
+    "BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS", default=3600.0
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -329,8 +335,9 @@ except ImportError:  # pragma: no cover - the docs pages then fall back to the C
     pass
 else:
     INSTALLED_APPS.append("drf_spectacular_sidecar")
-    SPECTACULAR_SETTINGS.update(SWAGGER_UI_DIST="SIDECAR", SWAGGER_UI_FAVICON_HREF="SIDECAR",
-                                REDOC_DIST="SIDECAR")
+    SPECTACULAR_SETTINGS.update(
+        SWAGGER_UI_DIST="SIDECAR", SWAGGER_UI_FAVICON_HREF="SIDECAR", REDOC_DIST="SIDECAR"
+    )
 
 LOGGING = {
     "version": 1,

@@ -15,9 +15,11 @@ from runners.metrics import LOWER
 from runners.tools import metric as catalog_metric
 
 DIFFERENT = "significant difference"  # significant, but the metric has no better direction
-METHOD = ("95 % confidence interval of the change by Welch's t; two-sided Mann–Whitney U "
-          f"test over the repeats (exact for small samples), significant at p < "
-          f"{significance.ALPHA:g}")
+METHOD = (
+    "95 % confidence interval of the change by Welch's t; two-sided Mann–Whitney U "
+    f"test over the repeats (exact for small samples), significant at p < "
+    f"{significance.ALPHA:g}"
+)
 
 
 def minimum_repeats() -> str:
@@ -62,14 +64,21 @@ def judge(baseline: list[float], candidate: list[float], direction: str | None) 
             verdict = DIFFERENT
         else:
             better = verdict == significance.BETTER
-    return {"delta": found.candidate_mean - found.baseline_mean, "change": found.change,
-            "ci_low": found.ci_low, "ci_high": found.ci_high, "p_value": found.p_value,
-            "verdict": verdict, "better": better, "n_baseline": found.n_baseline,
-            "n": found.n_candidate}
+    return {
+        "delta": found.candidate_mean - found.baseline_mean,
+        "change": found.change,
+        "ci_low": found.ci_low,
+        "ci_high": found.ci_high,
+        "p_value": found.p_value,
+        "verdict": verdict,
+        "better": better,
+        "n_baseline": found.n_baseline,
+        "n": found.n_candidate,
+    }
 
 
 def describe(delta: dict) -> str:
-    """"+19.3 % (95 % CI +10.1 % to +28.4 %) · better, p = 0.029"."""
+    """ "+19.3 % (95 % CI +10.1 % to +28.4 %) · better, p = 0.029"."""
     if delta["change"] is not None:
         text = f"{delta['change']:+.1%}"
         if delta["ci_low"] is not None:

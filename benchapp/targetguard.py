@@ -26,8 +26,13 @@ def protected_services() -> tuple[Service, ...]:
         host = db.get("HOST") or ""
         default = 3306 if "mysql" in db["ENGINE"] else DEFAULT_PORTS["postgres"]
         # No host or a socket directory: the database is on this machine.
-        services.append(Service(DATABASE, "localhost" if not host or host.startswith("/")
-                                else host, int(db.get("PORT") or default)))
+        services.append(
+            Service(
+                DATABASE,
+                "localhost" if not host or host.startswith("/") else host,
+                int(db.get("PORT") or default),
+            )
+        )
     broker = settings.CELERY_BROKER_URL
     if broker.startswith(("redis://", "rediss://")):
         service = service_from_url(BROKER, broker, DEFAULT_PORTS["redis"])
@@ -39,8 +44,11 @@ def protected_services() -> tuple[Service, ...]:
 
 
 def guard() -> Guard:
-    return Guard(protected_services(), tuple(settings.BENCHBOARD_TARGET_ALLOW_NETWORKS),
-                 tuple(settings.BENCHBOARD_TARGET_DENY_NETWORKS))
+    return Guard(
+        protected_services(),
+        tuple(settings.BENCHBOARD_TARGET_ALLOW_NETWORKS),
+        tuple(settings.BENCHBOARD_TARGET_DENY_NETWORKS),
+    )
 
 
 def check_plan(spec) -> None:
@@ -64,5 +72,3 @@ def check_plan(spec) -> None:
             problem = checker.allows_at_save(host or "localhost", port)
             if problem:
                 raise ValidationError(f"targets[{index}].{key}", problem)
-
-

@@ -12,7 +12,7 @@ import socket
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
+from benchapp import cloudreaper, finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
 from benchapp.models import Plan
 
 
@@ -46,8 +46,9 @@ def cleanup_run(run_id: int) -> list[str]:
     return finalcleanup.cleanup_run(run_id)
 
 
-@shared_task(name="benchapp.teardown_run", autoretry_for=(Exception,), retry_backoff=10,
-             max_retries=8)
+@shared_task(
+    name="benchapp.teardown_run", autoretry_for=(Exception,), retry_backoff=10, max_retries=8
+)
 def teardown_run(run_id: int) -> None:
     """Release what a run provisioned (a no-op for static and local targets)."""
     provisioning.teardown_run(run_id)
@@ -79,4 +80,4 @@ def start_plan(plan_id: int, origin: str = "schedule") -> int:
 @shared_task(name="benchapp.reap_cloud")
 def reap_cloud() -> dict:
     """Tear down cloud resources of lost or finished runs; delete expired tagged ones."""
-    return provisioning.reap_cloud()
+    return cloudreaper.reap_cloud()

@@ -34,8 +34,7 @@ class CountedTokenAuthentication(TokenAuthentication):
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed:
-            user_login_failed.send(sender=__name__, credentials=credentials,
-                                   request=django_request)
+            user_login_failed.send(sender=__name__, credentials=credentials, request=django_request)
             # axes marks the request that reaches the limit; the API answers
             # in JSON, not with the lockout page.
             django_request.axes_locked_out = False
@@ -44,8 +43,10 @@ class CountedTokenAuthentication(TokenAuthentication):
 
 def user_tokens(user) -> list[dict]:
     """The user's tokens, never their keys: a prefix to tell them apart."""
-    return [{"prefix": key[:PREFIX_LENGTH], "created": created}
-            for key, created in Token.objects.filter(user=user).values_list("key", "created")]
+    return [
+        {"prefix": key[:PREFIX_LENGTH], "created": created}
+        for key, created in Token.objects.filter(user=user).values_list("key", "created")
+    ]
 
 
 def create_token(user) -> str:

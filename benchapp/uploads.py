@@ -23,8 +23,10 @@ def upload_cap() -> int:
 
 
 def refusal_message() -> str:
-    return (f"The upload is larger than the {settings.BENCHBOARD_MAX_UPLOAD_MB} MiB limit "
-            "(BENCHBOARD_MAX_UPLOAD_MB); nothing was imported.")
+    return (
+        f"The upload is larger than the {settings.BENCHBOARD_MAX_UPLOAD_MB} MiB limit "
+        "(BENCHBOARD_MAX_UPLOAD_MB); nothing was imported."
+    )
 
 
 class CappedUploadHandler(FileUploadHandler):
@@ -64,8 +66,10 @@ class UploadCapMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.content_type == "multipart/form-data" and self._announced(request) > \
-                upload_cap() + settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        if (
+            request.content_type == "multipart/form-data"
+            and self._announced(request) > upload_cap() + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        ):
             return HttpResponse(refusal_message(), status=413, content_type="text/plain")
         return self.get_response(request)
 

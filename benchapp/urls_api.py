@@ -25,8 +25,13 @@ urlpatterns = [
     # The split view serves its start-up script as a file: no inline script (CSP).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     # Redoc runs its search in a worker made from a blob: URL.
-    path("redoc/", csp_update({"worker-src": ["'self'", "blob:"]})(
-        SpectacularRedocView.as_view(url_name="api-schema")), name="api-redoc"),
+    path(
+        "redoc/",
+        csp_update({"worker-src": ["'self'", "blob:"]})(
+            SpectacularRedocView.as_view(url_name="api-schema")
+        ),
+        name="api-redoc",
+    ),
     path("token/", api.ObtainToken.as_view(), name="api-token"),
     path("tokens/", api.TokenList.as_view(), name="api-tokens"),
     path("tokens/<str:prefix>/", api.TokenRevoke.as_view(), name="api-token-revoke"),

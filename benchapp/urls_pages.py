@@ -22,6 +22,7 @@ def _member(view, kind=None):
     """Writes of the history pages need the member role (403 for viewers)."""
     return login_required(role_required(MEMBER, kind)(view))
 
+
 urlpatterns = [
     path("targets/", targets.target_list, name="target_list"),
     path("targets/new/", targets.target_create, name="target_create"),
@@ -33,8 +34,7 @@ urlpatterns = [
     path("credentials/", credentials.credential_list, name="credential_list"),
     path("credentials/new/", credentials.credential_create, name="credential_create"),
     path("credentials/<int:pk>/edit/", credentials.credential_edit, name="credential_edit"),
-    path("credentials/<int:pk>/delete/", credentials.credential_delete,
-         name="credential_delete"),
+    path("credentials/<int:pk>/delete/", credentials.credential_delete, name="credential_delete"),
     path("tokens/", tokens.token_list, name="token_list"),
     path("tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("plans/", plans.plan_list, name="plan_list"),
@@ -50,15 +50,22 @@ urlpatterns = [
     path("plans/<int:pk>/schedule/", schedules.schedule_create, name="schedule_create"),
     path("plans/<int:pk>/trend/", history.plan_trend, name="plan_trend"),
     path("plans/<int:pk>/trend.json", history.plan_trend_json, name="plan_trend_json"),
-    path("plans/<int:pk>/baseline/", _member(history.plan_pin_baseline, "plan"),
-         name="plan_pin_baseline"),
-    path("plans/<int:pk>/history-settings/", _member(history.plan_history_settings, "plan"),
-         name="plan_history_settings"),
+    path(
+        "plans/<int:pk>/baseline/",
+        _member(history.plan_pin_baseline, "plan"),
+        name="plan_pin_baseline",
+    ),
+    path(
+        "plans/<int:pk>/history-settings/",
+        _member(history.plan_history_settings, "plan"),
+        name="plan_history_settings",
+    ),
     path("alerts/", history.alert_list, name="alert_list"),
     path("alerts/<int:pk>/verdict/", _member(history.alert_verdict), name="alert_verdict"),
     path("alerts/<int:pk>/confirm/", _member(history.alert_confirm), name="alert_confirm"),
-    path("alerts/notifications/", notifications.notification_settings,
-         name="notification_settings"),
+    path(
+        "alerts/notifications/", notifications.notification_settings, name="notification_settings"
+    ),
     path("schedules/", schedules.schedule_list, name="schedule_list"),
     path("schedules/<int:pk>/toggle/", schedules.schedule_toggle, name="schedule_toggle"),
     path("schedules/<int:pk>/delete/", schedules.schedule_delete, name="schedule_delete"),
@@ -70,8 +77,12 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", runs.run_progress_json, name="run_progress"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/cells/<int:cell_id>/cancel/", runs.cell_cancel, name="cell_cancel"),
-    path("runs/<int:pk>/cells/<int:cell_id>/artifacts/", runs.cell_artifacts,
-         name="cell_artifacts"),
-    path("runs/<int:pk>/cells/<int:cell_id>/artifacts/<int:artifact_id>/<str:stream>.txt",
-         runs.cell_artifact_download, name="cell_artifact_download"),
+    path(
+        "runs/<int:pk>/cells/<int:cell_id>/artifacts/", runs.cell_artifacts, name="cell_artifacts"
+    ),
+    path(
+        "runs/<int:pk>/cells/<int:cell_id>/artifacts/<int:artifact_id>/<str:stream>.txt",
+        runs.cell_artifact_download,
+        name="cell_artifact_download",
+    ),
 ]

@@ -86,8 +86,9 @@ def wants_final_cleanup(plan: Plan) -> bool:
     return bool(plan.cleanup) and _prepared_once(plan) and "cleanup" in get_tool(plan.tool).PHASES
 
 
-def cleanup_target(plan: Plan, target_name: str, ctx: CellContext,
-                   params: dict | None = None) -> PhaseRecord | None:
+def cleanup_target(
+    plan: Plan, target_name: str, ctx: CellContext, params: dict | None = None
+) -> PhaseRecord | None:
     """With prepare.once and `cleanup: true`, drop a target's data after its last cell.
 
     params: the parameters the data was prepared with (e.g. sysbench `tables`),
@@ -203,8 +204,7 @@ class _CellRun:
                 if check is not None:
                     check(self.tool.validate(params), scope)
             if self.plan.prepare.snapshot_datadir:
-                check_snapshot(self.plan.prepare,
-                               self.ctx.scope(target, self.ctx.host_ssh(target)))
+                check_snapshot(self.plan.prepare, self.ctx.scope(target, self.ctx.host_ssh(target)))
         except ValidationError as exc:
             raise CellFailed(str(exc), permanent=True) from None
 
@@ -225,8 +225,9 @@ class _CellRun:
             raise CellFailed(f"cell timeout of {self.plan.timeout} s reached before {phase}")
         return left
 
-    def _run(self, phase: str, executor, command, *, check=True, timeout=None, force=False,
-             tool=False):
+    def _run(
+        self, phase: str, executor, command, *, check=True, timeout=None, force=False, tool=False
+    ):
         """Run command as phase; keep its record; CellFailed if check and it failed.
 
         tool: the command is the benchmark tool's, so an exit 0 whose output
@@ -238,8 +239,10 @@ class _CellRun:
             raise CellFailed(f"{phase} cancelled", cancelled=True)
         callback = None
         if self.on_output is not None:
+
             def callback(stream, chunk):
                 self.on_output(phase, stream, chunk)
+
         execution = executor.run(
             command, timeout=timeout or self._timeout(phase), on_output=callback
         )
@@ -458,7 +461,9 @@ class _CellRun:
         if execution.exit_code != 0:
             self.outcome.warnings.append(phase_failure("cleanup", self.outcome.phases[-1]))
         elif errors := self._tool_errors(execution.output):
-            self.outcome.warnings.append(reported_failure("cleanup", self.outcome.phases[-1], errors))
+            self.outcome.warnings.append(
+                reported_failure("cleanup", self.outcome.phases[-1], errors)
+            )
 
 
 def _safely(read: Callable[[], dict]) -> dict:

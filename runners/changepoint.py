@@ -90,12 +90,14 @@ class Analysis:
     length: int  # how many values were analysed
     settings: tuple = field(default=())
 
-
     def state(self) -> dict:
         """What `detect(previous=...)` needs, as JSON-able data (to store in a database)."""
-        return {"resume_from": self.resume_from, "length": self.length,
-                "settings": [list(item) for item in self.settings],
-                "change_points": [[cp.index, cp.pvalue] for cp in self.change_points]}
+        return {
+            "resume_from": self.resume_from,
+            "length": self.length,
+            "settings": [list(item) for item in self.settings],
+            "change_points": [[cp.index, cp.pvalue] for cp in self.change_points],
+        }
 
 
 def relative_change(before: float, after: float) -> float:
@@ -132,8 +134,11 @@ def energy_statistics(values: np.ndarray, min_size: int = DEFAULT_MIN_SIZE) -> n
     within_right = total - within_left - 2 * between
     m = tau.astype(float)
     k = (n - tau).astype(float)
-    q = m * k / (m + k) * (
-        2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1))
+    q = (
+        m
+        * k
+        / (m + k)
+        * (2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1)))
     )
     out[:, tau] = q
     return out[0] if np.ndim(values) == 1 else out
@@ -146,16 +151,18 @@ def energy_statistics(values: np.ndarray, min_size: int = DEFAULT_MIN_SIZE) -> n
     within_right = total - within_left - 2 * between
     m = tau.astype(float)
     k = (n - tau).astype(float)
-    q = m * k / (m + k) * (
-        2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1))
+    q = (
+        m
+        * k
+        / (m + k)
+        * (2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1)))
     )
     out[:, tau] = q
     return out[0] if np.ndim(values) == 1 else out
 
 
 def _permutation_pvalue(
-    segment: np.ndarray, observed: float, max_pvalue: float, rng: np.random.Generator,
-    min_size: int,
+    segment: np.ndarray, observed: float, max_pvalue: float, rng: np.random.Generator, min_size: int
 ) -> float:
     """p-value of `observed` (max q) against shuffled copies of `segment`.
 
@@ -187,13 +194,11 @@ def welch_pvalue(left: np.ndarray, right: np.ndarray) -> float:
     if vl + vr == 0:
         return 0.0 if diff > 0 else 1.0
     t = diff / math.sqrt(vl + vr)
-    df = (vl + vr) ** 2 / (vl ** 2 / (m - 1) + vr ** 2 / (k - 1))
+    df = (vl + vr) ** 2 / (vl**2 / (m - 1) + vr**2 / (k - 1))
     return float(2 * special.stdtr(df, -t))
 
 
-def _split_points(
-    x: np.ndarray, start: int, settings: dict
-) -> list[tuple[int, float]]:
+def _split_points(x: np.ndarray, start: int, settings: dict) -> list[tuple[int, float]]:
     """Binary segmentation of x (a window starting at absolute `start`)."""
     found: list[tuple[int, float]] = []
     todo = [(0, len(x))]
@@ -208,8 +213,9 @@ def _split_points(
             p = welch_pvalue(segment[:tau], segment[tau:])
         else:
             rng = np.random.default_rng((settings["seed"], start + a, b - a))
-            p = _permutation_pvalue(segment, float(q[tau]), settings["max_pvalue"], rng,
-                                    settings["min_size"])
+            p = _permutation_pvalue(
+                segment, float(q[tau]), settings["max_pvalue"], rng, settings["min_size"]
+            )
         if p > settings["max_pvalue"]:
             continue
         magnitude = relative_change(segment[:tau].mean(), segment[tau:].mean())
@@ -222,9 +228,38 @@ def _split_points(
 
 def _t95(df: int) -> float:
     """Two-sided 95 % Student t quantile (table to 30, then the normal value)."""
-    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-             2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-             2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+    table = [
+        12.706,
+        4.303,
+        3.182,
+        2.776,
+        2.571,
+        2.447,
+        2.365,
+        2.306,
+        2.262,
+        2.228,
+        2.201,
+        2.179,
+        2.160,
+        2.145,
+        2.131,
+        2.120,
+        2.110,
+        2.101,
+        2.093,
+        2.086,
+        2.080,
+        2.074,
+        2.069,
+        2.064,
+        2.060,
+        2.056,
+        2.052,
+        2.048,
+        2.045,
+        2.042,
+    ]
     if df < 1:
         return math.inf
     return table[df - 1] if df <= len(table) else 1.96
@@ -286,24 +321,33 @@ def detect(
         raise ValueError("min_magnitude must not be negative")
     if significance not in ("permutation", "ttest"):
         raise ValueError("significance must be 'permutation' or 'ttest'")
-    settings = {"window": window, "max_pvalue": max_pvalue, "min_magnitude": min_magnitude,
-                "min_size": min_size, "seed": seed, "significance": significance}
+    settings = {
+        "window": window,
+        "max_pvalue": max_pvalue,
+        "min_magnitude": min_magnitude,
+        "min_size": min_size,
+        "seed": seed,
+        "significance": significance,
+    }
     key = tuple(sorted(settings.items()))
     n = offset + len(x)
     indexes: list[tuple[int, float]] = []
     s = resume = offset
     if isinstance(previous, Analysis):
         previous = previous.state()
-    if (previous and [tuple(item) for item in previous["settings"]] == list(key)
-            and previous["length"] <= n and (not offset or
-                                             previous["resume_from"] - window >= offset)):
+    if (
+        previous
+        and [tuple(item) for item in previous["settings"]] == list(key)
+        and previous["length"] <= n
+        and (not offset or previous["resume_from"] - window >= offset)
+    ):
         s = resume = previous["resume_from"]
         indexes = [(i, p) for i, p in previous["change_points"] if i <= s]
     elif offset:
         raise ValueError("an offset needs a previous analysis resuming a window after it")
     while n - s >= 2 * min_size:
         end = min(s + window, n)
-        found = _split_points(x[s - offset:end - offset], s, settings)
+        found = _split_points(x[s - offset : end - offset], s, settings)
         if end - s == window:
             resume = s  # a full window: the same answer whatever comes later
         if found:
@@ -321,8 +365,12 @@ def detect(
         return Segment(start, end, segment.mean, segment.ci_low, segment.ci_high)
 
     change_points = [
-        ChangePoint(index, p, part(max(bounds[j], index - window), index),
-                    part(index, min(bounds[j + 2], index + window)))
+        ChangePoint(
+            index,
+            p,
+            part(max(bounds[j], index - window), index),
+            part(index, min(bounds[j + 2], index + window)),
+        )
         for j, (index, p) in enumerate(indexes)
     ]
     return Analysis(change_points, resume, n, key)

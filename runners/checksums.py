@@ -23,11 +23,19 @@ OPTION_FILE = "checksum.my.cnf"
 
 def _mysql(endpoint: Endpoint, sql: str) -> Command:
     return Command(
-        argv=["mysql", f"--defaults-extra-file={WORKDIR}/{OPTION_FILE}", "--batch",
-              "--skip-column-names", "-e", sql],
+        argv=[
+            "mysql",
+            f"--defaults-extra-file={WORKDIR}/{OPTION_FILE}",
+            "--batch",
+            "--skip-column-names",
+            "-e",
+            sql,
+        ],
         uploads=[Upload(OPTION_FILE, mysql_option_file(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
-        tool="mysql", package="mariadb-client")
+        tool="mysql",
+        package="mariadb-client",
+    )
 
 
 def _rows(executor, endpoint: Endpoint, sql: str) -> list[list[str]]:
@@ -38,8 +46,7 @@ def _rows(executor, endpoint: Endpoint, sql: str) -> list[list[str]]:
         executor.remove(f"{executor.workdir}/{OPTION_FILE}")
     if execution.exit_code != 0:
         last = execution.stderr.strip().splitlines()[-1:] or [f"exit {execution.exit_code}"]
-        raise RunnerError(f"table checksums on {endpoint.host}: {last[0]}",
-                          output=execution.output)
+        raise RunnerError(f"table checksums on {endpoint.host}: {last[0]}", output=execution.output)
     return [line.split("\t") for line in execution.stdout.splitlines() if line.strip()]
 
 
@@ -50,11 +57,20 @@ def table_checksums(executor, endpoint: Endpoint) -> dict[str, str]:
         return {}
     database = endpoint.database
     if not IDENTIFIER.fullmatch(database):
-        raise RunnerError(f"table checksums: database name {database!r} not supported",
-                          permanent=True)
-    names = [row[0] for row in _rows(executor, endpoint, (
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-        f"'{database}' AND table_type = 'BASE TABLE' ORDER BY table_name"))]
+        raise RunnerError(
+            f"table checksums: database name {database!r} not supported", permanent=True
+        )
+    names = [
+        row[0]
+        for row in _rows(
+            executor,
+            endpoint,
+            (
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                f"'{database}' AND table_type = 'BASE TABLE' ORDER BY table_name"
+            ),
+        )
+    ]
     bad = [name for name in names if not IDENTIFIER.fullmatch(name)]
     if bad:
         raise RunnerError(f"table checksums: table name {bad[0]!r} not supported", permanent=True)

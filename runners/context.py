@@ -55,8 +55,9 @@ def _make_executor(ssh: SSHSpec | None, secret: str | None):
         auth["private_key"] = secret
     elif secret:
         auth["password"] = secret
-    return SSHExecutor(ssh.host, ssh.port, ssh.user, known_host_key=ssh.known_host_key,
-                       pool=shared_pool(), **auth)
+    return SSHExecutor(
+        ssh.host, ssh.port, ssh.user, known_host_key=ssh.known_host_key, pool=shared_pool(), **auth
+    )
 
 
 class CellContext:
@@ -223,16 +224,23 @@ class CellContext:
             return ANYTHING
         allowed = self.permissions.get(target.name, Permissions())
         if client_ssh is None:
-            return Scope(custom_scripts=False, paths=allowed.data_dirs,
-                         private_tmp=unavailable(self.sandbox_user) is None, where="local execution")
+            return Scope(
+                custom_scripts=False,
+                paths=allowed.data_dirs,
+                private_tmp=unavailable(self.sandbox_user) is None,
+                where="local execution",
+            )
         if allowed.custom_scripts:
             return ANYTHING
         if self.plan.target(target.name).provision is not None:
             # A host made for this run in the team's own cloud account: its
             # files are the team's, code still needs allow_custom_scripts.
             return Scope(custom_scripts=False, where=f"target {target.name}")
-        return Scope(custom_scripts=False, paths=allowed.data_dirs,
-                     where=f"target {target.name} (custom scripts not allowed)")
+        return Scope(
+            custom_scripts=False,
+            paths=allowed.data_dirs,
+            where=f"target {target.name} (custom scripts not allowed)",
+        )
 
     @staticmethod
     def executor_key(ssh: SSHSpec | None) -> str:

@@ -17,5 +17,5 @@ def ends_mid_number(text: str) -> str:
     stripped = text.rstrip(" \t")
     if not stripped or not stripped[-1].isdigit():
         return ""
-    last = stripped[stripped.rfind("\n") + 1:].strip()
+    last = stripped[stripped.rfind("\n") + 1 :].strip()
     return f"output ends in the middle of a number (cut short?): {last[-80:]}"

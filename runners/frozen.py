@@ -30,10 +30,17 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
         "version": VERSION,
         "cell": asdict(cell),
         "plan": {
-            "name": plan.name, "tool": plan.tool, "sysbench_version": plan.sysbench_version,
-            "params": plan.params, "seed": plan.seed, "warmup": plan.warmup,
-            "stress": plan.stress, "cleanup": plan.cleanup, "timeout": plan.timeout,
-            "prepare": asdict(plan.prepare), "client": asdict(plan.client),
+            "name": plan.name,
+            "tool": plan.tool,
+            "sysbench_version": plan.sysbench_version,
+            "params": plan.params,
+            "seed": plan.seed,
+            "warmup": plan.warmup,
+            "stress": plan.stress,
+            "cleanup": plan.cleanup,
+            "timeout": plan.timeout,
+            "prepare": asdict(plan.prepare),
+            "client": asdict(plan.client),
             "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
             "targets": [asdict(t) for t in plan.targets if t.name in wanted],
         },
@@ -45,14 +52,24 @@ def _ssh(data: dict | None) -> SSHSpec | None:
 
 
 def _target(data: dict) -> TargetSpec:
-    return TargetSpec(**{**data, "ssh": _ssh(data.get("ssh")),
-                         "nodes": tuple(data.get("nodes") or ()),
-                         "data_dirs": tuple(data.get("data_dirs") or ())})
+    return TargetSpec(
+        **{
+            **data,
+            "ssh": _ssh(data.get("ssh")),
+            "nodes": tuple(data.get("nodes") or ()),
+            "data_dirs": tuple(data.get("data_dirs") or ()),
+        }
+    )
 
 
 def _prepare(data: dict) -> PrepareSpec:
-    return PrepareSpec(**{**data, "stop_command": tuple(data.get("stop_command") or ()),
-                          "start_command": tuple(data.get("start_command") or ())})
+    return PrepareSpec(
+        **{
+            **data,
+            "stop_command": tuple(data.get("stop_command") or ()),
+            "start_command": tuple(data.get("start_command") or ()),
+        }
+    )
 
 
 def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
@@ -63,11 +80,21 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     doc = data["plan"]
     client = doc["client"]
     plan = Plan(
-        name=doc["name"], tool=doc["tool"], sysbench_version=doc["sysbench_version"],
+        name=doc["name"],
+        tool=doc["tool"],
+        sysbench_version=doc["sysbench_version"],
         targets=tuple(_target(t) for t in doc["targets"]),
         client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
-        params=doc["params"], axes={k: [v] for k, v in cell.axes.items()}, overrides=(),
-        seed=doc["seed"], prepare=_prepare(doc["prepare"]), warmup=doc["warmup"],
-        stress=doc["stress"], cleanup=doc["cleanup"], timeout=doc["timeout"], document={},
-        repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None)
+        params=doc["params"],
+        axes={k: [v] for k, v in cell.axes.items()},
+        overrides=(),
+        seed=doc["seed"],
+        prepare=_prepare(doc["prepare"]),
+        warmup=doc["warmup"],
+        stress=doc["stress"],
+        cleanup=doc["cleanup"],
+        timeout=doc["timeout"],
+        document={},
+        repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None,
+    )
     return plan, cell

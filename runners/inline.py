@@ -188,8 +188,12 @@ class _Repeats:
         self.left[cell.key] -= 1
         ran = [d for d in self.done[cell.key] + [document] if d["status"] != "cancelled"]
         self.done[cell.key].append(document)
-        values = [d["metrics"][self.rule.metric] for d in ran if d["status"] == "succeeded"
-                  and isinstance(d["metrics"].get(self.rule.metric), (int, float))]
+        values = [
+            d["metrics"][self.rule.metric]
+            for d in ran
+            if d["status"] == "succeeded"
+            and isinstance(d["metrics"].get(self.rule.metric), (int, float))
+        ]
         stop = decide(self.rule, values, len(ran), left=self.left[cell.key])
         if stop is not None:
             self.stop.add(cell.key)
@@ -232,8 +236,10 @@ def _one_cell(plan, cell, ctx, provision_error, on_output) -> CellOutcome:
         )
     forward = None
     if on_output is not None:
+
         def forward(phase, stream, chunk):
             on_output(cell, phase, stream, chunk)
+
     return run_cell(plan, cell, ctx, on_output=forward)
 
 

@@ -76,9 +76,7 @@ def check_target(host: str, port: int, services, allow=(), deny=(), resolver=res
     deny_networks, allow_networks = _networks(deny), _networks(allow)
     for address in addresses:
         if any(address in net for net in deny_networks):
-            raise TargetRefused(
-                f"Target {host} ({address}) is in a network the operator denied."
-            )
+            raise TargetRefused(f"Target {host} ({address}) is in a network the operator denied.")
         if allow_networks and not any(address in net for net in allow_networks):
             raise TargetRefused(
                 f"Target {host} ({address}) is outside the networks the operator allowed."
@@ -103,11 +101,17 @@ class Guard:
         No host (a Unix socket, or the client library's default) is this
         machine: localhost at the same port.
         """
-        check_target(host or "localhost", int(port or 0), self.services, self.allow, self.deny,
-                     resolver=resolver)
+        check_target(
+            host or "localhost",
+            int(port or 0),
+            self.services,
+            self.allow,
+            self.deny,
+            resolver=resolver,
+        )
 
     def allows_at_save(self, host: str, port: int | None) -> str:
-        """"" when host:port may be saved, else the refusal. A name that does
+        """ "" when host:port may be saved, else the refusal. A name that does
         not resolve yet passes: it is checked again when a cell connects."""
         try:
             self.check(host, port)

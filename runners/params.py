@@ -49,7 +49,9 @@ class Param:
         if self.kind in ("int", "float"):
             lo = "" if self.min is None else f" >= {self.min:g}"
             hi = "" if self.max is None else f" <= {self.max:g}"
-            return f"{'an integer' if self.kind == 'int' else 'a number'}{lo}{hi}".replace(" >", " >", 1)
+            return f"{'an integer' if self.kind == 'int' else 'a number'}{lo}{hi}".replace(
+                " >", " >", 1
+            )
         return {
             "bool": "true or false",
             "size": "a size such as 4k, 32m, 5G",
@@ -138,8 +140,9 @@ class Param:
         return value
 
 
-def validate(tool: str, spec: dict[str, Param], params: dict[str, Any],
-             aliases: dict[str, str] | None = None) -> dict[str, Any]:
+def validate(
+    tool: str, spec: dict[str, Param], params: dict[str, Any], aliases: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Check params against spec; return {canonical name: typed value}.
 
     Unknown names raise ValidationError suggesting the closest known ones. `aliases`
@@ -167,5 +170,7 @@ def unknown_message(tool: str, name: str, known: set[str]) -> str:
         close = sorted(k for k in known if words in k or k in words)[:3]
     if close:
         return f"unknown {tool} parameter; did you mean {' or '.join(close)}?"
-    return (f"unknown {tool} parameter and none of its {len(known)} parameters is close; "
-            "see the plan reference for the list")
+    return (
+        f"unknown {tool} parameter and none of its {len(known)} parameters is close; "
+        "see the plan reference for the list"
+    )

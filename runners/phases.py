@@ -159,8 +159,9 @@ def copy_command(prepare: PrepareSpec, direction: str) -> Command:
     datadir = prepare.datadir.rstrip("/") + "/"
     snapshot = prepare.snapshot_path.rstrip("/") + "/"
     source, dest = (datadir, snapshot) if direction == "save" else (snapshot, datadir)
-    return Command(argv=["rsync", "-a", "--delete", source, dest], tool="rsync", package="rsync",
-                   sandbox=False)
+    return Command(
+        argv=["rsync", "-a", "--delete", source, dest], tool="rsync", package="rsync", sandbox=False
+    )
 
 
 def check_snapshot(prepare: PrepareSpec, scope: Scope) -> None:
@@ -168,8 +169,10 @@ def check_snapshot(prepare: PrepareSpec, scope: Scope) -> None:
     with a path scope, both directories must lie in the target's data directories."""
     if not prepare.snapshot_datadir:
         return
-    scope.refuse("prepare.snapshot_datadir", "a data-directory snapshot (rsync --delete and "
-                 "service stop/start)")
+    scope.refuse(
+        "prepare.snapshot_datadir",
+        "a data-directory snapshot (rsync --delete and service stop/start)",
+    )
     if scope.paths is not None:
         for key, path in (("datadir", prepare.datadir), ("snapshot_dir", prepare.snapshot_path)):
             if not path.startswith("/"):

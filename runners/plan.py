@@ -35,9 +35,7 @@ from runners.planspec import (
     read_stress,
     read_targets,
 )
-from runners.planspec import (
-    convert_param as _convert_param,
-)
+from runners.planspec import convert_param as _convert_param
 from runners.repeats import RepeatRule, read_repeat
 from runners.tools import MEASURED_TOOLS, get_tool, metric
 
@@ -135,8 +133,12 @@ def load_plan(source: str | bytes | dict) -> Plan:
         document=document,
     )
     repeat, rule = read_repeat(doc, lambda name: _measures(tool_name, name))
-    plan = replace(plan, overrides=_read_overrides(doc, tool, plan.axes, names),
-                   repeat=repeat, repeat_rule=rule)
+    plan = replace(
+        plan,
+        overrides=_read_overrides(doc, tool, plan.axes, names),
+        repeat=repeat,
+        repeat_rule=rule,
+    )
     doc.done()
     if len(targets) > 1 and "target" not in plan.axes:
         raise ValidationError(

@@ -207,8 +207,9 @@ def convert_param(tool, name: str, value: Any, path: str) -> tuple[str, Any]:
     key = canonical(tool, name)
     spec = tool.PARAMS.get(key)
     if spec is None:
-        raise ValidationError(path, unknown_message(tool.NAME, name,
-                                                    set(tool.PARAMS) | set(tool.ALIASES)))
+        raise ValidationError(
+            path, unknown_message(tool.NAME, name, set(tool.PARAMS) | set(tool.ALIASES))
+        )
     try:
         return key, spec.convert(value)
     except ValidationError as exc:
@@ -326,9 +327,12 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         currency=doc.text("currency", default="USD", pattern=CURRENCY),
         data_dirs=doc.text_list("data_dirs", pattern=ABS_PATH),
     )
-    if any(".." in d.split("/") or d.rstrip("/") in FORBIDDEN_DIRS | {""} for d in target.data_dirs):
-        raise ValidationError(f"{path}.data_dirs", "expected directories of benchmark data, "
-                              "not a system directory")
+    if any(
+        ".." in d.split("/") or d.rstrip("/") in FORBIDDEN_DIRS | {""} for d in target.data_dirs
+    ):
+        raise ValidationError(
+            f"{path}.data_dirs", "expected directories of benchmark data, not a system directory"
+        )
     if target.credential and target.password_env:
         raise ValidationError(f"{path}.password_env", "give credential or password_env, not both")
     check = getattr(tools.get_tool(tool), "check_target", None)  # a tool's own limits
@@ -438,7 +442,8 @@ def _argv(doc: Doc, key: str) -> tuple[str, ...]:
     """A command as a list of arguments (never a shell line); () when absent."""
     value = doc.get(key, [])
     if not isinstance(value, list) or not all(
-            isinstance(a, str) and a and "\0" not in a and len(a) <= 1000 for a in value):
+        isinstance(a, str) and a and "\0" not in a and len(a) <= 1000 for a in value
+    ):
         raise ValidationError(doc.where(key), "expected a list of arguments, e.g. [sh, stop.sh]")
     return tuple(value)
 
@@ -468,8 +473,11 @@ def read_prepare(doc: Doc, tool) -> PrepareSpec:
     )
     prep.done()
     if (spec.service_manager == "command") != bool(spec.stop_command and spec.start_command):
-        raise ValidationError("prepare.service_manager", "service_manager: command goes with "
-                              "stop_command and start_command (argv lists), and only with it")
+        raise ValidationError(
+            "prepare.service_manager",
+            "service_manager: command goes with "
+            "stop_command and start_command (argv lists), and only with it",
+        )
     if spec.snapshot_path.rstrip("/") == spec.datadir.rstrip("/"):
         raise ValidationError("prepare.snapshot_dir", "must differ from datadir")
     return spec

@@ -62,10 +62,13 @@ class Stop:
             return f"{self.repeats} repeats: cv of {rule.metric} {cv} <= {rule.until_cv:.1%}"
         failed = self.repeats - self.succeeded
         tail = f"; {failed} failed" if failed else ""
-        return (f"{self.repeats} repeats (max): cv of {rule.metric} {cv} > "
-                f"{rule.until_cv:.1%}{tail}") if self.cv is not None else (
-                f"{self.repeats} repeats (max): {self.succeeded} with a {rule.metric} value"
-                f"{tail}")
+        return (
+            (f"{self.repeats} repeats (max): cv of {rule.metric} {cv} > {rule.until_cv:.1%}{tail}")
+            if self.cv is not None
+            else (
+                f"{self.repeats} repeats (max): {self.succeeded} with a {rule.metric} value{tail}"
+            )
+        )
 
 
 def read_repeat(doc: Doc, metric_known) -> tuple[int, RepeatRule | None]:
@@ -85,8 +88,9 @@ def read_repeat(doc: Doc, metric_known) -> tuple[int, RepeatRule | None]:
     if until is None:
         raise ValidationError("repeat.until_cv", "required")
     if isinstance(until, bool) or not isinstance(until, (int, float)) or not 0 < until < 1:
-        raise ValidationError("repeat.until_cv",
-                              f"expected a fraction between 0 and 1 (0.03 is 3%), got {until!r}")
+        raise ValidationError(
+            "repeat.until_cv", f"expected a fraction between 0 and 1 (0.03 is 3%), got {until!r}"
+        )
     metric = spec.text("metric", required=True)
     if not metric_known(metric):
         raise ValidationError("repeat.metric", f"{metric!r} is not a metric of this tool")
@@ -104,8 +108,9 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) / abs(mean)
 
 
-def decide(rule: RepeatRule, values: Sequence[float], ran: int,
-           left: int | None = None) -> Stop | None:
+def decide(
+    rule: RepeatRule, values: Sequence[float], ran: int, left: int | None = None
+) -> Stop | None:
     """Whether a combination stops now: values of its succeeded repeats, ran
     repeats in all (failed ones included), left: repeats that may still run
     (default max - ran; fewer when some were cancelled). None: run another."""

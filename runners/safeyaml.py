@@ -24,8 +24,7 @@ class AliasRefused(yaml.YAMLError):
 
 class DocumentTooLarge(yaml.YAMLError):
     def __init__(self, size: int):
-        self.problem = (f"the document is {size} bytes; the limit is "
-                        f"{MAX_DOCUMENT_BYTES} bytes")
+        self.problem = f"the document is {size} bytes; the limit is {MAX_DOCUMENT_BYTES} bytes"
         self.problem_mark = None
         super().__init__(self.problem)
 

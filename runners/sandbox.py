@@ -52,8 +52,11 @@ class Scope:
     def refuse(self, param: str, what: str) -> None:
         """Raise ValidationError when code-running features are not allowed."""
         if not self.custom_scripts:
-            raise ValidationError(param, f"{what} is refused for {self.where} (the trust model: "
-                                  "allowed only over SSH on a target that allows custom scripts)")
+            raise ValidationError(
+                param,
+                f"{what} is refused for {self.where} (the trust model: "
+                "allowed only over SSH on a target that allows custom scripts)",
+            )
 
     def check_path(self, param: str, path: str) -> None:
         """Raise ValidationError when path is outside the scratch and allowed directories."""
@@ -68,8 +71,11 @@ class Scope:
         if any(normal == d or normal.startswith(d.rstrip("/") + "/") for d in allowed):
             return
         shown = ", ".join(self.paths) or "none configured"
-        raise ValidationError(param, f"{path!r} is outside the scratch directory and the target's "
-                              f"data directories ({shown}); use a relative path")
+        raise ValidationError(
+            param,
+            f"{path!r} is outside the scratch directory and the target's "
+            f"data directories ({shown}); use a relative path",
+        )
 
 
 ANYTHING = Scope()
@@ -89,11 +95,14 @@ class Sandbox:
         try:
             entry = pwd.getpwnam(self.user)
         except KeyError:
-            raise RunnerError(f"sandbox user {self.user!r} does not exist (BENCHBOARD_SANDBOX_USER)",
-                              permanent=True) from None
+            raise RunnerError(
+                f"sandbox user {self.user!r} does not exist (BENCHBOARD_SANDBOX_USER)",
+                permanent=True,
+            ) from None
         if entry.pw_uid == 0:
-            raise RunnerError("the sandbox user must not be root (BENCHBOARD_SANDBOX_USER)",
-                              permanent=True)
+            raise RunnerError(
+                "the sandbox user must not be root (BENCHBOARD_SANDBOX_USER)", permanent=True
+            )
         return entry.pw_uid, entry.pw_gid
 
     def wrap(self, argv: list[str], workdir: str, extra_env: dict[str, str]):
@@ -103,13 +112,41 @@ class Sandbox:
         os.makedirs(tmp, exist_ok=True)
         if ids is not None:
             os.chown(tmp, *ids)
-        args = [BWRAP, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--ro-bind", "/usr", "/usr"]
+        args = [
+            BWRAP,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             args += _system_dir(f"/{name}")
-        args += ["--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys",
-                 "--proc", "/proc", "--dev", "/dev", "--bind", tmp, "/tmp",
-                 "--bind", workdir, workdir, "--symlink", "../run", "/var/run"]
+        args += [
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--ro-bind-try",
+            "/sys",
+            "/sys",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            tmp,
+            "/tmp",
+            "--bind",
+            workdir,
+            workdir,
+            "--symlink",
+            "../run",
+            "/var/run",
+        ]
         for path in SOCKET_DIRS:
             args += ["--ro-bind-try", path, path]
         for path in self.data_dirs:
@@ -117,8 +154,13 @@ class Sandbox:
         # The sandbox's own root (a tmpfs holding the mount points) read-only
         # too: a tool cannot fill memory by writing /var/tmp or /opt there.
         args += ["--remount-ro", "/", "--chdir", workdir, "--"]
-        env = {"PATH": PATH, "LANG": os.environ.get("LANG", "C.UTF-8"), "HOME": workdir,
-               "TMPDIR": "/tmp", **extra_env}
+        env = {
+            "PATH": PATH,
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "HOME": workdir,
+            "TMPDIR": "/tmp",
+            **extra_env,
+        }
         return args + argv, env, ids
 
 
@@ -151,8 +193,14 @@ def _probe(user: str) -> str | None:
             if ids is not None:
                 os.chown(workdir, *ids)
             argv, env, ids = sandbox.wrap(["true"], workdir, {})
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30,
-                                  preexec_fn=drop_privileges(ids))
+            done = subprocess.run(
+                argv,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                preexec_fn=drop_privileges(ids),
+            )
         except (OSError, RunnerError, subprocess.SubprocessError) as exc:
             return f"bwrap cannot start: {exc}"
     if done.returncode != 0:

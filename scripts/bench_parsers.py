@@ -28,8 +28,10 @@ sys.path.insert(0, str(ROOT))
 import runners.tools  # noqa: E402 (after the sys.path line above)
 
 FIXTURES = ROOT / "tests" / "fixtures"
-SYSBENCH_SUMMARY = (ROOT / "tests/fixtures/sysbench/sysbench_oltp_read_write_run_p99.out").read_text()
-SYSBENCH_SUMMARY = SYSBENCH_SUMMARY[SYSBENCH_SUMMARY.index("SQL statistics:"):]
+SYSBENCH_SUMMARY = (
+    ROOT / "tests/fixtures/sysbench/sysbench_oltp_read_write_run_p99.out"
+).read_text()
+SYSBENCH_SUMMARY = SYSBENCH_SUMMARY[SYSBENCH_SUMMARY.index("SQL statistics:") :]
 
 
 def sysbench_text(size: int) -> str:
@@ -38,20 +40,25 @@ def sysbench_text(size: int) -> str:
     while total < size:
         t += 1
         tps = 500 + (t % 977) * 131.17  # grows past the column widths now and then
-        line = (f"[ {t}s ] thds: 64 tps: {tps:.2f} qps: {tps * 20:.2f} "
-                f"(r/w/o: {tps * 14:.2f}/{tps * 4:.2f}/{tps * 2:.2f}) lat (ms,95%): {3 + t % 50 / 7:.2f} "
-                f"err/s: {t % 3:.2f} reconn/s: 0.00\n")
+        line = (
+            f"[ {t}s ] thds: 64 tps: {tps:.2f} qps: {tps * 20:.2f} "
+            f"(r/w/o: {tps * 14:.2f}/{tps * 4:.2f}/{tps * 2:.2f}) lat (ms,95%): {3 + t % 50 / 7:.2f} "
+            f"err/s: {t % 3:.2f} reconn/s: 0.00\n"
+        )
         lines.append(line)
         total += len(line)
-    return "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n\nThreads started!\n\n" \
-        + "".join(lines) + SYSBENCH_SUMMARY
+    return (
+        "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n\nThreads started!\n\n"
+        + "".join(lines)
+        + SYSBENCH_SUMMARY
+    )
 
 
 def pgbench_text(size: int) -> str:
     """pgbench -P progress lines up to `size` bytes around a real capture's summary."""
     real = (FIXTURES / "pgbench" / "pgbench_run_c2_j2_T5_progress1_latency.out").read_text()
     head, _, _ = real.partition("progress:")
-    summary = real[real.index("transaction type:"):] if "transaction type:" in real else ""
+    summary = real[real.index("transaction type:") :] if "transaction type:" in real else ""
     lines, total, t = [], 0, 0
     while total < size:
         t += 1
@@ -103,8 +110,10 @@ def measure(tool: str, size: int) -> str:
         module.parse(text)
     elapsed = time.perf_counter() - start
     mb = rounds * len(text.encode()) / 1e6
-    return (f"{tool:10s} {mb:7.1f} MB in {elapsed:6.3f} s = {mb / elapsed:8.1f} MB/s  "
-            f"({rounds} x a {len(text)}-byte real capture)")
+    return (
+        f"{tool:10s} {mb:7.1f} MB in {elapsed:6.3f} s = {mb / elapsed:8.1f} MB/s  "
+        f"({rounds} x a {len(text)}-byte real capture)"
+    )
 
 
 def main() -> None:
@@ -112,8 +121,11 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50.0)
     args = parser.parse_args()
     size = int(args.mb * 1e6)
-    tools = [m.name for m in pkgutil.iter_modules(runners.tools.__path__)
-             if m.name in runners.tools.TOOL_NAMES]
+    tools = [
+        m.name
+        for m in pkgutil.iter_modules(runners.tools.__path__)
+        if m.name in runners.tools.TOOL_NAMES
+    ]
     for tool in sorted(tools, key=lambda name: name != "sysbench"):
         try:
             print(measure(tool, size), flush=True)

@@ -27,10 +27,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RUNS, TARGETS, THREADS, REPEATS = 100, 5, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), 10
-METRICS = ["tps", "qps", "reads", "writes", "other", "transactions", "queries", "errors",
-           "reconnects", "latency_min_ms", "latency_avg_ms", "latency_max_ms",
-           "latency_p95_ms", "total_time_s", "events", "stress_bogo_ops",
-           "stress_bogo_ops_per_s", "read_iops", "write_iops", "runtime_s"]
+METRICS = [
+    "tps",
+    "qps",
+    "reads",
+    "writes",
+    "other",
+    "transactions",
+    "queries",
+    "errors",
+    "reconnects",
+    "latency_min_ms",
+    "latency_avg_ms",
+    "latency_max_ms",
+    "latency_p95_ms",
+    "total_time_s",
+    "events",
+    "stress_bogo_ops",
+    "stress_bogo_ops_per_s",
+    "read_iops",
+    "write_iops",
+    "runtime_s",
+]
 CELLS_PER_RUN = TARGETS * len(THREADS) * REPEATS  # 500 -> 10,000 measurements per run
 
 
@@ -63,22 +81,33 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     Run.objects.all().delete()
     team, _ = Team.objects.get_or_create(name="bench")
     user = User.objects.filter(username="bench").first() or User.objects.create_user(
-        "bench", password=secrets.token_urlsafe(16))  # the script logs in with force_login
+        "bench", password=secrets.token_urlsafe(16)
+    )  # the script logs in with force_login
     Membership.objects.get_or_create(team=team, user=user)
     started = time.perf_counter()
     runs = Run.objects.bulk_create(
-        Run(team=team, name=f"bench-{i}", tool="sysbench", status=Run.SUCCEEDED,
-            document={"name": f"bench-{i}", "tool": "sysbench",
-                      "params": {"test": "oltp_read_write", "time": 60},
-                      "axes": {"target": [f"db{t}" for t in range(TARGETS)],
-                               "threads": list(THREADS)}, "repeat": REPEATS})
-        for i in range(runs_wanted))
+        Run(
+            team=team,
+            name=f"bench-{i}",
+            tool="sysbench",
+            status=Run.SUCCEEDED,
+            document={
+                "name": f"bench-{i}",
+                "tool": "sysbench",
+                "params": {"test": "oltp_read_write", "time": 60},
+                "axes": {"target": [f"db{t}" for t in range(TARGETS)], "threads": list(THREADS)},
+                "repeat": REPEATS,
+            },
+        )
+        for i in range(runs_wanted)
+    )
     pg = connection.connection  # the psycopg connection under Django's
     with connection.cursor() as cursor:
         with cursor.cursor.copy(
-                'COPY benchapp_cell (run_id, "index", key, repeat, axes, target_name, status, '
-                "phase, attempt, worker, command, tool_version, facts, client_bound, error, "
-                "output_tail, error_kind, spec) FROM STDIN") as copy:
+            'COPY benchapp_cell (run_id, "index", key, repeat, axes, target_name, status, '
+            "phase, attempt, worker, command, tool_version, facts, client_bound, error, "
+            "output_tail, error_kind, spec) FROM STDIN"
+        ) as copy:
             for run in runs:
                 index = 0
                 for t in range(TARGETS):
@@ -86,27 +115,61 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
                         for rep in range(1, REPEATS + 1):
                             index += 1
                             axes = {"target": f"db{t}", "threads": threads}
-                            facts = {"client": {"cpus": 8, "kernel": "6.1.0"},
-                                     "client_cpu_busy_pct": 40 + rep}
-                            copy.write_row((run.pk, index, f"target=db{t},threads={threads}",
-                                            rep, json.dumps(axes), f"db{t}", "succeeded", "", 1,
-                                            "", "sysbench oltp_read_write --mysql-password=****",
-                                            "1.0.20", json.dumps(facts), False, "", "", "", "{}"))
-        cursor.execute("SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id",
-                       [runs[0].pk])
+                            facts = {
+                                "client": {"cpus": 8, "kernel": "6.1.0"},
+                                "client_cpu_busy_pct": 40 + rep,
+                            }
+                            copy.write_row(
+                                (
+                                    run.pk,
+                                    index,
+                                    f"target=db{t},threads={threads}",
+                                    rep,
+                                    json.dumps(axes),
+                                    f"db{t}",
+                                    "succeeded",
+                                    "",
+                                    1,
+                                    "",
+                                    "sysbench oltp_read_write --mysql-password=****",
+                                    "1.0.20",
+                                    json.dumps(facts),
+                                    False,
+                                    "",
+                                    "",
+                                    "",
+                                    "{}",
+                                )
+                            )
+        cursor.execute(
+            "SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id", [runs[0].pk]
+        )
         cells = cursor.fetchall()
         with cursor.cursor.copy(
-                'COPY benchapp_measurement (run_id, cell_id, attempt, iteration, "group", '
-                "metric, value, unit) FROM STDIN") as copy:
+            'COPY benchapp_measurement (run_id, cell_id, attempt, iteration, "group", '
+            "metric, value, unit) FROM STDIN"
+        ) as copy:
             for n, (cell_id, run_id) in enumerate(cells):
                 for m, metric in enumerate(METRICS):
-                    copy.write_row((run_id, cell_id, 1, 0, "", metric,
-                                    1000.0 + (n % 500) * 3.0 + m + (n % 7), ""))
+                    copy.write_row(
+                        (
+                            run_id,
+                            cell_id,
+                            1,
+                            0,
+                            "",
+                            metric,
+                            1000.0 + (n % 500) * 3.0 + m + (n % 7),
+                            "",
+                        )
+                    )
         cursor.execute("ANALYZE benchapp_measurement")
         cursor.execute("ANALYZE benchapp_cell")
     del pg
-    print(f"generated {len(runs)} runs, {len(cells)} cells, "
-          f"{len(cells) * len(METRICS):,} measurements in {time.perf_counter() - started:.1f} s")
+    print(
+        f"generated {len(runs)} runs, {len(cells)} cells, "
+        f"{len(cells) * len(METRICS):,} measurements in {time.perf_counter() - started:.1f} s"
+    )
 
 
 def timed(client, url: str, requests: int) -> tuple[list[float], int, int]:
@@ -127,10 +190,18 @@ def timed(client, url: str, requests: int) -> tuple[list[float], int, int]:
 def report(name: str, times: list[float], queries: int, size: int) -> dict:
     times = sorted(times)
     p95 = times[max(0, round(0.95 * len(times)) - 1)]
-    row = {"page": name, "p50_ms": round(statistics.median(times), 1), "p95_ms": round(p95, 1),
-           "queries": queries, "bytes": size, "requests": len(times)}
-    print(f"{name:<34} p50 {row['p50_ms']:7.1f} ms   p95 {row['p95_ms']:7.1f} ms   "
-          f"{queries:2d} queries   {size:>9,} bytes")
+    row = {
+        "page": name,
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(p95, 1),
+        "queries": queries,
+        "bytes": size,
+        "requests": len(times),
+    }
+    print(
+        f"{name:<34} p50 {row['p50_ms']:7.1f} ms   p95 {row['p95_ms']:7.1f} ms   "
+        f"{queries:2d} queries   {size:>9,} bytes"
+    )
     return row
 
 
@@ -138,8 +209,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--regenerate", action="store_true")
-    parser.add_argument("--runs", type=int, default=RUNS,
-                        help="runs of 10,000 measurements in the database (100 = 1,000,000)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=RUNS,
+        help="runs of 10,000 measurements in the database (100 = 1,000,000)",
+    )
     parser.add_argument("--json", action="store_true", help="also print the rows as one JSON line")
     args = parser.parse_args()
 
@@ -166,8 +241,9 @@ def main() -> int:
 
     team = Team.objects.get(name="bench")
     runs = list(Run.objects.filter(team=team).order_by("pk")[:2])
-    comparison = team.comparisons.filter(name="bench pair").first() or \
-        comparisons.save_comparison(team, "bench pair", runs)
+    comparison = team.comparisons.filter(name="bench pair").first() or comparisons.save_comparison(
+        team, "bench pair", runs
+    )
     client = Client()
     client.force_login(User.objects.get(username="bench"))
     total = Measurement.objects.count()

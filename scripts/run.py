@@ -43,22 +43,53 @@ def commands() -> dict:
     if DEV:
         web = [PY, "manage.py", "runserver", "--noreload", f"{HOST}:{PORT}"]
     else:
-        web = [PY, "-m", "gunicorn", "benchapp.wsgi:application", "--bind", f"{HOST}:{PORT}",
-               "--workers", os.environ.get("BENCHBOARD_WEB_WORKERS", "2"),
-               "--access-logfile", "-", "--timeout", "60"]
+        web = [
+            PY,
+            "-m",
+            "gunicorn",
+            "benchapp.wsgi:application",
+            "--bind",
+            f"{HOST}:{PORT}",
+            "--workers",
+            os.environ.get("BENCHBOARD_WEB_WORKERS", "2"),
+            "--access-logfile",
+            "-",
+            "--timeout",
+            "60",
+        ]
     return {
         "web": web,
-        "worker": [PY, "-m", "celery", "-A", "benchapp", "worker", "--loglevel=INFO",
-                   "--concurrency=2", "-n", "worker@%h"],
-        "beat": [PY, "-m", "celery", "-A", "benchapp", "beat", "--loglevel=INFO",
-                 "--schedule", str(VAR / "celerybeat-schedule")],
+        "worker": [
+            PY,
+            "-m",
+            "celery",
+            "-A",
+            "benchapp",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=2",
+            "-n",
+            "worker@%h",
+        ],
+        "beat": [
+            PY,
+            "-m",
+            "celery",
+            "-A",
+            "benchapp",
+            "beat",
+            "--loglevel=INFO",
+            "--schedule",
+            str(VAR / "celerybeat-schedule"),
+        ],
     }
 
 
 def manage(env: dict, *args: str) -> str:
     """Run a manage.py command; its output goes to var/log/setup.log (and is returned)."""
-    done = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     with open(LOG / "setup.log", "a") as log:
         log.write(f"$ manage.py {' '.join(args)}\n{done.stdout}{done.stderr}")
     if done.returncode:
@@ -78,8 +109,14 @@ def main() -> int:
     LOG.mkdir(parents=True, exist_ok=True)
     env = environment()
     # Static files are collected (and compressed) while the database migrates.
-    static = subprocess.Popen([PY, "manage.py", "collectstatic", "--noinput"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    static = subprocess.Popen(
+        [PY, "manage.py", "collectstatic", "--noinput"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     manage(env, "migrate", "--noinput")
     login = manage(env, "demo_user").strip().splitlines()[-1]
     output = static.communicate()[0]
@@ -90,8 +127,14 @@ def main() -> int:
     procs = {}
     for name, argv in commands().items():
         with open(LOG / f"{name}.log", "a") as log:
-            procs[name] = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True)
+            procs[name] = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
     stopping = False
 
     def stop(*_):
@@ -104,16 +147,20 @@ def main() -> int:
     deadline = time.monotonic() + START_TIMEOUT
     while not stopping and not answers(url):
         if time.monotonic() > deadline or procs["web"].poll() is not None:
-            print(f"the web server did not answer at {url}; see {LOG / 'web.log'}",
-                  file=sys.stderr)
+            print(f"the web server did not answer at {url}; see {LOG / 'web.log'}", file=sys.stderr)
             stopping = True
             break
         time.sleep(0.3)
     if not stopping:
         if os.environ.get("BENCHBOARD_DEMO", "1") == "1":
             with open(LOG / "demo.log", "a") as log:
-                subprocess.Popen([PY, "manage.py", "demo_run"], cwd=ROOT, env=env,
-                                 stdout=log, stderr=subprocess.STDOUT)
+                subprocess.Popen(
+                    [PY, "manage.py", "demo_run"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
         mode = "development mode (DEBUG on)" if DEV else f"logs in {LOG}"
         print(f"Benchboard is running ({mode}); Ctrl-C stops it.", flush=True)
         print(f"Open {url}", flush=True)
@@ -121,8 +168,10 @@ def main() -> int:
     while not stopping:
         for name, proc in procs.items():
             if proc.poll() is not None:
-                print(f"{name} exited with {proc.returncode}; see {LOG / (name + '.log')}",
-                      file=sys.stderr)
+                print(
+                    f"{name} exited with {proc.returncode}; see {LOG / (name + '.log')}",
+                    file=sys.stderr,
+                )
                 stopping = True
         time.sleep(0.5)
     for proc in procs.values():

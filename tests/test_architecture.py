@@ -24,10 +24,13 @@ def imported_modules(path: Path) -> set[str]:
 
 def benchapp_graph() -> dict[str, set[str]]:
     """benchapp module -> the benchapp modules it imports (top-level files only)."""
-    modules = {f"benchapp.{p.stem}": p for p in (ROOT / "benchapp").glob("*.py")
-               if p.stem != "__init__"}
-    return {name: {m for m in imported_modules(path) if m in modules and m != name}
-            for name, path in modules.items()}
+    modules = {
+        f"benchapp.{p.stem}": p for p in (ROOT / "benchapp").glob("*.py") if p.stem != "__init__"
+    }
+    return {
+        name: {m for m in imported_modules(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
 
 
 def runners_graph() -> dict[str, set[str]]:
@@ -55,7 +58,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -99,8 +102,14 @@ def test_domain_modules_never_import_tasks():
 def test_runners_never_import_django():
     offenders = []
     for path in sorted((ROOT / "runners").rglob("*.py")):
-        django = {m for m in imported_modules(path) if m == "django" or m.startswith("django.")
-                  or m == "benchapp" or m.startswith("benchapp.")}
+        django = {
+            m
+            for m in imported_modules(path)
+            if m == "django"
+            or m.startswith("django.")
+            or m == "benchapp"
+            or m.startswith("benchapp.")
+        }
         if django:
             offenders.append(f"{path.relative_to(ROOT)}: {sorted(django)}")
     assert offenders == []

@@ -24,8 +24,10 @@ from runners import safeyaml
 from runners.plan import load_plan
 
 FOLDER = Path(__file__).resolve().parent
-PRESETS = {"quick": "Quick trial: small tables, seconds per cell, about a minute in all",
-           "study": "The study: the scenario's real sizes and times"}
+PRESETS = {
+    "quick": "Quick trial: small tables, seconds per cell, about a minute in all",
+    "study": "The study: the scenario's real sizes and times",
+}
 PROVISION = "provision"  # the role choice "the scenario's provisioning spec"
 MERGED_KEYS = ("params", "axes")
 
@@ -50,10 +52,22 @@ def _read(path: Path) -> dict:
     # load_plan's plain document: YAML 1.1 reads `on:` as True, load_plan as "on".
     spec = load_plan(data)
     entries = {t["name"]: t for t in spec.document["targets"]}
-    roles = [{"name": t.name, "kind": t.kind, "label": block.get("roles", {}).get(t.name, t.name),
-              "provision": entries[t.name].get("provision")} for t in spec.targets]
-    return {"slug": path.stem, "title": title, "document": spec.document, "roles": roles,
-            "presets": block.get("presets") or {"study": {}}}
+    roles = [
+        {
+            "name": t.name,
+            "kind": t.kind,
+            "label": block.get("roles", {}).get(t.name, t.name),
+            "provision": entries[t.name].get("provision"),
+        }
+        for t in spec.targets
+    ]
+    return {
+        "slug": path.stem,
+        "title": title,
+        "document": spec.document,
+        "roles": roles,
+        "presets": block.get("presets") or {"study": {}},
+    }
 
 
 def bind(template: dict, preset: str, choices: dict) -> dict:
@@ -77,8 +91,9 @@ def bind(template: dict, preset: str, choices: dict) -> dict:
             continue
         name = choice.name if choice.name not in names.values() else role["name"]
         names[role["name"]] = name
-        entries.append({"name": name} if name == choice.name
-                       else {**target_document(choice), "name": name})
+        entries.append(
+            {"name": name} if name == choice.name else {**target_document(choice), "name": name}
+        )
         stored[name] = choice
     doc["targets"] = entries
     _rename_targets(doc, names)
@@ -119,8 +134,9 @@ def _drop_cloud_only_keys(doc: dict) -> None:
     if isinstance(doc.get("client"), dict) and "provision" in doc["client"]:
         del doc["client"]
     (doc.get("axes") or {}).pop("volumes", None)
-    doc["overrides"] = [o for o in doc.get("overrides") or []
-                        if "volumes" not in (o.get("when") or {})]
+    doc["overrides"] = [
+        o for o in doc.get("overrides") or [] if "volumes" not in (o.get("when") or {})
+    ]
     if not doc["overrides"]:
         del doc["overrides"]
 
@@ -148,5 +164,7 @@ def apply_target_directories(doc: dict, stored: dict, replace: bool = False) -> 
     if len(set(dirs.values())) == 1 and everyone:
         params["directory"] = next(iter(dirs.values()))
         return
-    doc["overrides"] = [*(doc.get("overrides") or []),
-                        *({"when": {"target": n}, "set": {"directory": d}} for n, d in dirs.items())]
+    doc["overrides"] = [
+        *(doc.get("overrides") or []),
+        *({"when": {"target": n}, "set": {"directory": d}} for n, d in dirs.items()),
+    ]

@@ -20,16 +20,18 @@ from runners.tools import MEASURED_TOOLS
 PAGE = 100
 
 
-
 def _pasted(text: str) -> str:
     """A pasted output with the final newline a copy usually drops: a tool's
     output ends with one, and the parsers read a last line that stops in a
     number with no newline as cut short (a file upload is kept byte for byte)."""
     return text if not text or text.endswith("\n") else text + "\n"
 
+
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, label="Text")
-    tool = forms.ChoiceField(required=False, choices=[("", "any")] + [(t, t) for t in MEASURED_TOOLS])
+    tool = forms.ChoiceField(
+        required=False, choices=[("", "any")] + [(t, t) for t in MEASURED_TOOLS]
+    )
     target = forms.CharField(required=False)
     tag = forms.CharField(required=False)
     status = forms.ChoiceField(required=False, choices=[("", "any")] + Run.STATUSES)
@@ -43,9 +45,15 @@ class SearchForm(forms.Form):
     def results(self):
         data = self.cleaned_data if self.is_valid() else {}
         return service.search_runs(
-            self.team, tool=data.get("tool", ""), target=data.get("target", ""),
-            tag=data.get("tag", ""), status=data.get("status", ""), text=data.get("q", ""),
-            since=data.get("since"), until=data.get("until"))
+            self.team,
+            tool=data.get("tool", ""),
+            target=data.get("target", ""),
+            tag=data.get("tag", ""),
+            status=data.get("status", ""),
+            text=data.get("q", ""),
+            since=data.get("since"),
+            until=data.get("until"),
+        )
 
 
 class AnnotateForm(forms.Form):
@@ -60,15 +68,19 @@ PKB = "pkb"
 
 
 class ImportForm(forms.Form):
-    tool = forms.ChoiceField(choices=[(t, t) for t in MEASURED_TOOLS]
-                             + [(PKB, "PerfKitBenchmarker samples (JSON lines)")],
-                             label="Tool or format")
+    tool = forms.ChoiceField(
+        choices=[(t, t) for t in MEASURED_TOOLS]
+        + [(PKB, "PerfKitBenchmarker samples (JSON lines)")],
+        label="Tool or format",
+    )
     name = forms.CharField(required=False, max_length=200, help_text="name of a new run")
-    run = forms.ModelChoiceField(queryset=None, required=False,
-                                 help_text="or add this output to an earlier import")
-    axes = forms.CharField(required=False, help_text="axis values, e.g. target=micro, load_type=read")
-    output = forms.CharField(required=False, strip=False,
-                             widget=forms.Textarea(attrs={"rows": 10}))
+    run = forms.ModelChoiceField(
+        queryset=None, required=False, help_text="or add this output to an earlier import"
+    )
+    axes = forms.CharField(
+        required=False, help_text="axis values, e.g. target=micro, load_type=read"
+    )
+    output = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
     file = forms.FileField(required=False)
 
     def __init__(self, team, *args, **kwargs):
@@ -103,8 +115,9 @@ def archive(request):
     team = current_team(request)
     form = SearchForm(team, request.GET)
     runs = list(form.results().select_related("created_by")[:PAGE])
-    return render(request, "archive/list.html", {"form": form, "runs": runs,
-                                                 "tags": service.team_tags(team)})
+    return render(
+        request, "archive/list.html", {"form": form, "runs": runs, "tags": service.team_tags(team)}
+    )
 
 
 @login_required
@@ -134,8 +147,15 @@ def import_page(request):
         if d["tool"] == PKB:
             return _import_pkb(request, team, form)
         try:
-            cell = service.import_output(team, d["tool"], d["text"], d["axes"], name=d["name"],
-                                         run=d["run"], user=request.user)
+            cell = service.import_output(
+                team,
+                d["tool"],
+                d["text"],
+                d["axes"],
+                name=d["name"],
+                run=d["run"],
+                user=request.user,
+            )
         except ParseError as exc:
             form.add_error("output", f"{d['tool']} could not read this output: {exc}")
         else:
@@ -170,8 +190,7 @@ def export_run_csv(request, pk):
 @login_required
 def export_run_json(request, pk):
     run = get_run(request, pk)
-    return _download(service.export_json(run.team, [run]), "application/json",
-                     f"run-{run.pk}.json")
+    return _download(service.export_json(run.team, [run]), "application/json", f"run-{run.pk}.json")
 
 
 @login_required
@@ -183,21 +202,28 @@ def export_run_pkb(request, pk):
 @login_required
 def export_run_bmf(request, pk):
     run = get_run(request, pk)
-    return _download(json.dumps(formats.to_bmf(run), indent=1), "application/json",
-                     f"run-{run.pk}.bmf.json")
+    return _download(
+        json.dumps(formats.to_bmf(run), indent=1), "application/json", f"run-{run.pk}.bmf.json"
+    )
 
 
 @login_required
 def export_comparison_csv(request, pk):
     comparison = get_comparison(request, pk)
     runs = comparisons.comparison_runs(comparison)
-    return _download(service.export_csv(comparison.team, runs, comparison.cells),
-                     "text/csv", f"comparison-{comparison.pk}.csv")
+    return _download(
+        service.export_csv(comparison.team, runs, comparison.cells),
+        "text/csv",
+        f"comparison-{comparison.pk}.csv",
+    )
 
 
 @login_required
 def export_comparison_json(request, pk):
     comparison = get_comparison(request, pk)
     runs = comparisons.comparison_runs(comparison)
-    return _download(service.export_json(comparison.team, runs, comparison.cells, comparison),
-                     "application/json", f"comparison-{comparison.pk}.json")
+    return _download(
+        service.export_json(comparison.team, runs, comparison.cells, comparison),
+        "application/json",
+        f"comparison-{comparison.pk}.json",
+    )

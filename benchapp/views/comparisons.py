@@ -41,26 +41,46 @@ def comparison_new(request):
     search = SearchForm(team, request.GET)
     runs = search.results()[:200]
     picked = team.runs.filter(pk__in=request.POST.getlist("runs") or request.GET.getlist("runs"))
-    cell_choices = [(c.pk, f"#{c.run_id} {c.key} #{c.repeat}")
-                    for r in picked for c in r.cells.all()]
+    cell_choices = [
+        (c.pk, f"#{c.run_id} {c.key} #{c.repeat}") for r in picked for c in r.cells.all()
+    ]
     form = NewComparisonForm(team, request.POST or None, cell_choices=cell_choices)
     if request.method == "POST" and form.is_valid():
         comparison = comparisons.save_comparison(
-            team, form.cleaned_data["name"], form.cleaned_data["runs"],
-            form.cleaned_data["cells"], user=request.user)
+            team,
+            form.cleaned_data["name"],
+            form.cleaned_data["runs"],
+            form.cleaned_data["cells"],
+            user=request.user,
+        )
         return redirect("comparison", comparison.pk)
-    return render(request, "comparisons/new.html", {
-        "search": search, "runs": runs, "picked": picked, "form": form,
-        "cell_choices": cell_choices})
+    return render(
+        request,
+        "comparisons/new.html",
+        {
+            "search": search,
+            "runs": runs,
+            "picked": picked,
+            "form": form,
+            "cell_choices": cell_choices,
+        },
+    )
 
 
 @login_required
 def comparison_detail(request, pk):
     comparison = get_comparison(request, pk)
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return render(request, "comparisons/detail.html", {
-        "comparison": comparison, "data": data,
-        "form": pivot_form(data), "view_query": view_query(data)})
+    return render(
+        request,
+        "comparisons/detail.html",
+        {
+            "comparison": comparison,
+            "data": data,
+            "form": pivot_form(data),
+            "view_query": view_query(data),
+        },
+    )
 
 
 @login_required
@@ -84,8 +104,13 @@ def comparison_save(request, pk):
     if request.POST.get("baseline"):
         chosen["baseline"] = request.POST["baseline"]
     comparisons.save_comparison(
-        comparison.team, request.POST.get("name", "").strip()[:200] or comparison.name,
-        comparison.runs.all(), comparison.cells, chart_settings=chosen, comparison=comparison)
+        comparison.team,
+        request.POST.get("name", "").strip()[:200] or comparison.name,
+        comparison.runs.all(),
+        comparison.cells,
+        chart_settings=chosen,
+        comparison=comparison,
+    )
     messages.success(request, "Comparison saved.")
     return redirect("comparison", comparison.pk)
 
@@ -131,17 +156,18 @@ def comparison_delete(request, pk):
 
 def _private(view):
     """Share pages stay out of shared caches and never leak their URL (the token) as Referer."""
+
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         response = view(request, *args, **kwargs)
         response["Cache-Control"] = "private, no-store"
         response["Referrer-Policy"] = "no-referrer"
         return response
+
     return wrapped
 
 
 @_private
-
 def shared(request, token):
     """The shared comparison only: no links to runs, exports or other pages."""
     comparison = comparisons.by_share_token(token)
@@ -152,9 +178,17 @@ def shared(request, token):
     form, query = pivot_form(data), view_query(data)
     redactor = Redactor(comparison.team)
     data = redactor.data({k: v for k, v in data.items() if k != "runs"})
-    return render(request, "comparisons/shared.html", {
-        "comparison_name": redactor.text(comparison.name), "data": data, "token": token,
-        "form": form, "view_query": query})
+    return render(
+        request,
+        "comparisons/shared.html",
+        {
+            "comparison_name": redactor.text(comparison.name),
+            "data": data,
+            "token": token,
+            "form": form,
+            "view_query": query,
+        },
+    )
 
 
 @_private
@@ -171,8 +205,11 @@ def shared_series(request, token):
 
 def _chart_json(comparison, request) -> dict:
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return {"view": data["view"], "chart": data["chart"],
-            "cells": results.cell_choices(data["cells"], True)}
+    return {
+        "view": data["view"],
+        "chart": data["chart"],
+        "cells": results.cell_choices(data["cells"], True),
+    }
 
 
 def _series(comparison, request) -> dict:

@@ -17,26 +17,36 @@ def home(request):
     headline figure, the team's targets and their last connection check."""
     team = current_team(request)
     runs = Run.objects.for_team(team).select_related("plan").order_by("-created_at", "-pk")
-    active = list(runs.filter(status__in=Run.ACTIVE).annotate(
-        cell_total=Count("cells"),
-        cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL))))
+    active = list(
+        runs.filter(status__in=Run.ACTIVE).annotate(
+            cell_total=Count("cells"),
+            cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL)),
+        )
+    )
     for run in active:
         run.percent = round(100.0 * run.cell_done / run.cell_total, 1) if run.cell_total else 0.0
     recent = list(with_headline(runs.exclude(status__in=Run.ACTIVE))[:RECENT_RUNS])
-    return render(request, "home.html", {
-        "team": team, "active": active, "recent": recent,
-        "targets": team.targets.all()})
+    return render(
+        request,
+        "home.html",
+        {"team": team, "active": active, "recent": recent, "targets": team.targets.all()},
+    )
 
 
 def with_headline(runs):
     """Annotate each run with its headline figure in the same query: the mean
     of its first measured metric (`headline_metric`, `headline_value`, `headline_unit`)."""
     first = Measurement.objects.filter(run=OuterRef("pk")).order_by("pk")
-    mean = (Measurement.objects.filter(run=OuterRef("pk"), metric=OuterRef("headline_metric"))
-            .values("run").annotate(mean=Avg("value")).values("mean"))
-    return runs.annotate(headline_metric=Subquery(first.values("metric")[:1]),
-                         headline_unit=Subquery(first.values("unit")[:1])).annotate(
-        headline_value=Subquery(mean[:1]))
+    mean = (
+        Measurement.objects.filter(run=OuterRef("pk"), metric=OuterRef("headline_metric"))
+        .values("run")
+        .annotate(mean=Avg("value"))
+        .values("mean")
+    )
+    return runs.annotate(
+        headline_metric=Subquery(first.values("metric")[:1]),
+        headline_unit=Subquery(first.values("unit")[:1]),
+    ).annotate(headline_value=Subquery(mean[:1]))
 
 
 @login_required

@@ -26,7 +26,9 @@ def credential_create(request):
     form = CredentialForm(request.POST or None, team=team)
     if request.method == "POST" and form.is_valid():
         cred = form.save()
-        messages.success(request, f"Credential {cred.name} stored (fingerprint {cred.fingerprint}).")
+        messages.success(
+            request, f"Credential {cred.name} stored (fingerprint {cred.fingerprint})."
+        )
         return redirect("credential_list")
     return render(request, "credentials/form.html", {"form": form})
 

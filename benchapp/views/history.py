@@ -37,8 +37,16 @@ def buckets(n: int, keep: set[int]) -> list[tuple[int, int]]:
 
 def _line(s, change: int | None) -> dict:
     keep = {s.run_ids.index(change)} if change in s.run_ids else set()
-    line = {"key": s.cell_key + (f" [{s.group}]" if s.group else ""), "change": change,
-            "runs": [], "x": [], "mean": [], "low": [], "high": [], "n": []}
+    line = {
+        "key": s.cell_key + (f" [{s.group}]" if s.group else ""),
+        "change": change,
+        "runs": [],
+        "x": [],
+        "mean": [],
+        "low": [],
+        "high": [],
+        "n": [],
+    }
     for a, b in buckets(len(s.run_ids), keep):
         line["runs"].append(s.run_ids[a])
         line["x"].append(s.dates[a].isoformat())
@@ -53,19 +61,31 @@ def _line(s, change: int | None) -> dict:
 def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
     plan_ids = history.history_plans(plan)
-    pairs = set(RunSummary.objects.filter(plan_id__in=plan_ids)
-                .values_list("metric", "cell_key").distinct())
+    pairs = set(
+        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
+    )
     metrics = sorted({m for m, _ in pairs})
     metric = request.GET.get("metric") or (metrics[0] if metrics else "")
     keys = sorted({k for m, k in pairs if m == metric})
     wanted = [k for k in request.GET.get("keys", "").split("|") if k in keys]
     chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES]).values()
-    starts = {(k, g): r for k, g, r in Alert.objects.filter(plan=plan, metric=metric)
-              .order_by("created_at").values_list("cell_key", "group", "start_run_id")}
+    starts = {
+        (k, g): r
+        for k, g, r in Alert.objects.filter(plan=plan, metric=metric)
+        .order_by("created_at")
+        .values_list("cell_key", "group", "start_run_id")
+    }
     lines = [_line(s, starts.get((s.cell_key, s.group))) for s in chosen]
-    return JsonResponse({"metric": metric, "metrics": metrics, "keys": keys, "lines": lines,
-                         "baseline": plan.baseline_run_id,
-                         "higher_is_better": history.higher_is_better(metric)})
+    return JsonResponse(
+        {
+            "metric": metric,
+            "metrics": metrics,
+            "keys": keys,
+            "lines": lines,
+            "baseline": plan.baseline_run_id,
+            "higher_is_better": history.higher_is_better(metric),
+        }
+    )
 
 
 @login_required
@@ -98,8 +118,11 @@ def plan_history_settings(request, pk):
 def alert_list(request):
     team = current_team(request)
     alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")[:200]
-    return render(request, "history/alerts.html", {
-        "team": team, "alerts": alerts, "verdicts": history.verdict_counts(team)})
+    return render(
+        request,
+        "history/alerts.html",
+        {"team": team, "alerts": alerts, "verdicts": history.verdict_counts(team)},
+    )
 
 
 @login_required

@@ -14,8 +14,7 @@ from django.views.decorators.http import require_POST
 from benchapp.access import ADMIN, OWNER, current_team, require_role
 from benchapp.models import Membership
 
-ASSIGNABLE = [(r, label) for r, label in Membership._meta.get_field("role").choices
-              if r != OWNER]
+ASSIGNABLE = [(r, label) for r, label in Membership._meta.get_field("role").choices if r != OWNER]
 
 
 class RoleForm(forms.Form):
@@ -46,15 +45,23 @@ def member_list(request):
     if request.method == "POST":
         require_role(request.user, team, ADMIN)
         if form.is_valid():
-            Membership.objects.create(team=team, user=form.cleaned_data["username"],
-                                      role=form.cleaned_data["role"])
+            Membership.objects.create(
+                team=team, user=form.cleaned_data["username"], role=form.cleaned_data["role"]
+            )
             messages.success(request, f"{form.cleaned_data['username'].username} added.")
             return redirect("member_list")
-    members = Membership.objects.filter(team=team).select_related("user").order_by(
-        "user__username")
-    return render(request, "members/list.html", {
-        "team": team, "members": members, "form": form, "roles": ASSIGNABLE,
-        "is_admin": mine.allows(ADMIN)})
+    members = Membership.objects.filter(team=team).select_related("user").order_by("user__username")
+    return render(
+        request,
+        "members/list.html",
+        {
+            "team": team,
+            "members": members,
+            "form": form,
+            "roles": ASSIGNABLE,
+            "is_admin": mine.allows(ADMIN),
+        },
+    )
 
 
 def _managed(request, pk) -> Membership:

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_POST
 from benchapp import orchestration, scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
-from benchapp.forms import PlanForm, PlanYamlForm, ScheduleForm, TemplateForm, initial_from_document
+from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
+from benchapp.forms_schedule import ScheduleForm
 from benchapp.models import Plan
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
@@ -24,10 +25,12 @@ PREVIEW_CELLS = 8
 @login_required
 def plan_list(request):
     team = current_team(request)
-    plans = (Plan.objects.filter(team=team)
-             .annotate(run_count=Count("runs"), last_run=Max("runs__created_at")))
-    return render(request, "plans/list.html",
-                  {"team": team, "plans": plans, "templates": plan_templates()})
+    plans = Plan.objects.filter(team=team).annotate(
+        run_count=Count("runs"), last_run=Max("runs__created_at")
+    )
+    return render(
+        request, "plans/list.html", {"team": team, "plans": plans, "templates": plan_templates()}
+    )
 
 
 @login_required
@@ -39,12 +42,14 @@ def plan_create(request):
         return _builder(request, team, {"tool": "mysqlslap"})
     # First which target plays each role and which preset (GET, so the
     # builder's own POST comes back to the same bound template).
-    bind = TemplateForm(request.GET if "preset" in request.GET else None, team=team,
-                        template=template)
+    bind = TemplateForm(
+        request.GET if "preset" in request.GET else None, team=team, template=template
+    )
     if not bind.is_valid():
         return render(request, "plans/template.html", {"form": bind, "template": template})
-    return _builder(request, team, bind.document, template={
-        **template, "preset": bind.cleaned_data["preset"]})
+    return _builder(
+        request, team, bind.document, template={**template, "preset": bind.cleaned_data["preset"]}
+    )
 
 
 @login_required
@@ -59,16 +64,29 @@ def _builder(request, team, document, plan=None, template=None):
     yaml_mode = request.POST.get("mode") == "yaml"
     initial = initial_from_document(document, team)
     form = PlanForm(None if yaml_mode else (request.POST or None), initial=initial, team=team)
-    yaml_form = PlanYamlForm(request.POST if yaml_mode else None, request.FILES or None,
-                             initial={"text": _dump(document)}, team=team)
+    yaml_form = PlanYamlForm(
+        request.POST if yaml_mode else None,
+        request.FILES or None,
+        initial={"text": _dump(document)},
+        team=team,
+    )
     chosen = yaml_form if yaml_mode else form
     if request.method == "POST" and chosen.is_valid():
         plan = orchestration.save_plan(team, chosen.document, user=request.user, plan=plan)
         messages.success(request, f"Plan {plan.name} saved.")
         return redirect("plan_detail", pk=plan.pk)
-    return render(request, "plans/builder.html", {
-        "form": form, "yaml_form": yaml_form, "plan": plan, "template": template,
-        "yaml_mode": yaml_mode, "templates": plan_templates()})
+    return render(
+        request,
+        "plans/builder.html",
+        {
+            "form": form,
+            "yaml_form": yaml_form,
+            "plan": plan,
+            "template": template,
+            "yaml_mode": yaml_mode,
+            "templates": plan_templates(),
+        },
+    )
 
 
 @login_required
@@ -95,11 +113,23 @@ def plan_preview(request):
         return JsonResponse({"valid": False, "errors": errors})
     spec = form.spec
     cells = expand(spec)
-    return JsonResponse({
-        "valid": True, "count": len(cells), "yaml": _dump(spec.document),
-        "cells": [{"index": c.index, "key": c.key or "(single cell)", "target": c.target,
-                   "repeat": c.repeat} for c in cells[:PREVIEW_CELLS]],
-        "estimate": estimate(spec, cells)})
+    return JsonResponse(
+        {
+            "valid": True,
+            "count": len(cells),
+            "yaml": _dump(spec.document),
+            "cells": [
+                {
+                    "index": c.index,
+                    "key": c.key or "(single cell)",
+                    "target": c.target,
+                    "repeat": c.repeat,
+                }
+                for c in cells[:PREVIEW_CELLS]
+            ],
+            "estimate": estimate(spec, cells),
+        }
+    )
 
 
 def estimate(spec, cells) -> dict:
@@ -112,8 +142,11 @@ def estimate(spec, cells) -> dict:
         if isinstance(target, dict):
             hourly += float(target.get("price_per_hour") or 0)
             hourly += float(target.get("price_per_month") or 0) / 730
-    return {"seconds": round(total), "known": duration.known,
-            "cost": round(hourly * total / 3600, 2) if hourly else None}
+    return {
+        "seconds": round(total),
+        "known": duration.known,
+        "cost": round(hourly * total / 3600, 2) if hourly else None,
+    }
 
 
 @login_required
@@ -123,11 +156,19 @@ def plan_detail(request, pk):
         cells, error = count_cells(load_plan(plan.document)), ""
     except ValidationError as exc:
         cells, error = None, str(exc)
-    return render(request, "plans/detail.html", {
-        "plan": plan, "yaml": _dump(plan.document), "cells": cells, "error": error,
-        "runs": plan.runs.order_by("-created_at")[:10],
-        "schedules": scheduling.team_schedules(plan.team, plan),
-        "schedule_form": ScheduleForm()})
+    return render(
+        request,
+        "plans/detail.html",
+        {
+            "plan": plan,
+            "yaml": _dump(plan.document),
+            "cells": cells,
+            "error": error,
+            "runs": plan.runs.order_by("-created_at")[:10],
+            "schedules": scheduling.team_schedules(plan.team, plan),
+            "schedule_form": ScheduleForm(),
+        },
+    )
 
 
 @login_required
@@ -143,8 +184,9 @@ def plan_export(request, pk):
 @role_required(MEMBER, "plan")
 def plan_clone(request, pk):
     plan = get_plan(request, pk)
-    copy = orchestration.save_plan(plan.team, {**plan.document, "name": f"{plan.name} (copy)"},
-                                   user=request.user)
+    copy = orchestration.save_plan(
+        plan.team, {**plan.document, "name": f"{plan.name} (copy)"}, user=request.user
+    )
     messages.success(request, f"Cloned as {copy.name}. Change what differs and save.")
     return redirect("plan_edit", pk=copy.pk)
 
@@ -174,9 +216,24 @@ def plan_run(request, pk):
 
 
 # The order people write plan files in (PostgreSQL's jsonb does not keep key order).
-KEY_ORDER = ("name", "tool", "sysbench_version", "targets", "client", "params", "axes",
-             "overrides", "repeat", "order", "seed", "prepare", "warmup", "stress", "cleanup",
-             "timeout")
+KEY_ORDER = (
+    "name",
+    "tool",
+    "sysbench_version",
+    "targets",
+    "client",
+    "params",
+    "axes",
+    "overrides",
+    "repeat",
+    "order",
+    "seed",
+    "prepare",
+    "warmup",
+    "stress",
+    "cleanup",
+    "timeout",
+)
 
 
 def _dump(document: dict) -> str:

@@ -21,19 +21,20 @@ class PivotForm(forms.Form):
     metric = forms.MultipleChoiceField(required=False)
     statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
     chart_x = forms.ChoiceField(required=False)
-    chart = forms.ChoiceField(required=False, choices=[("", "auto")] + [
-        (c, c) for c in defaults.CHARTS])
+    chart = forms.ChoiceField(
+        required=False, choices=[("", "auto")] + [(c, c) for c in defaults.CHARTS]
+    )
     baseline = forms.CharField(required=False)
 
     def __init__(self, data, dimensions=(), metrics=()):
         data = data.copy()
-        for name, allowed in (("rows", dimensions), ("columns", dimensions),
-                              ("metric", metrics)):
+        for name, allowed in (("rows", dimensions), ("columns", dimensions), ("metric", metrics)):
             data.setlist(name, [v for v in data.getlist(name) if v in allowed])
         super().__init__(data)
         for name in ("rows", "columns", "chart_x"):
             self.fields[name].choices = [("", "default")] * (name == "chart_x") + [
-                (d, d) for d in dimensions]
+                (d, d) for d in dimensions
+            ]
         self.fields["metric"].choices = [(m, m) for m in metrics]
 
 
@@ -41,17 +42,26 @@ class PivotForm(forms.Form):
 def run_results_page(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
-    return render(request, "results/run.html", {
-        "run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)})
+    return render(
+        request,
+        "results/run.html",
+        {"run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)},
+    )
 
 
 @login_required
 def run_results_json(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
-    return JsonResponse({"run": run.pk, "view": data["view"], "chart": data["chart"],
-                         "table": results.pivot_json(data["table"]),
-                         "cells": results.cell_choices(data["cells"], False)})
+    return JsonResponse(
+        {
+            "run": run.pk,
+            "view": data["view"],
+            "chart": data["chart"],
+            "table": results.pivot_json(data["table"]),
+            "cells": results.cell_choices(data["cells"], False),
+        }
+    )
 
 
 @login_required
@@ -69,8 +79,11 @@ def series_payload(query, runs, allowed_cells=None) -> dict:
     width = min(max(_int(query.get("width"), 800), 100), 4000)
     traces = results.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
     points = max((len(t["x"]) for t in traces), default=0)
-    return {"traces": traces, "type": "scattergl" if points > 1000 else "scatter",
-            "max_points": 2 * width}
+    return {
+        "traces": traces,
+        "type": "scattergl" if points > 1000 else "scatter",
+        "max_points": 2 * width,
+    }
 
 
 def _int(value, default):
@@ -83,12 +96,14 @@ def _int(value, default):
 def _requested(request) -> dict:
     """The user's pivot choices (validated against names later by resolve_view)."""
     q = request.GET
-    req = {"rows": [v for v in q.getlist("rows") if v],
-           "columns": [v for v in q.getlist("columns") if v],
-           "metric": [v for v in q.getlist("metric") if v],
-           "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
-           "chart_x": q.get("chart_x", ""),
-           "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else ""}
+    req = {
+        "rows": [v for v in q.getlist("rows") if v],
+        "columns": [v for v in q.getlist("columns") if v],
+        "metric": [v for v in q.getlist("metric") if v],
+        "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
+        "chart_x": q.get("chart_x", ""),
+        "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else "",
+    }
     if len(req["metric"]) == 1:
         req["metric"] = req["metric"][0]
     return req

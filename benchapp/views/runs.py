@@ -20,13 +20,18 @@ from benchapp.progress import run_progress
 @login_required
 def run_list(request):
     team = current_team(request)
-    runs = (Run.objects.for_team(team).select_related("plan", "created_by")
-            .annotate(cell_total=Count("cells"),
-                      cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL)),
-                      cell_failed=Count("cells", filter=Q(cells__status=Cell.FAILED)))
-            # The Count annotation groups by run and drops Run.Meta.ordering:
-            # without this the list shows oldest first, so page 1 holds the oldest runs.
-            .order_by("-created_at", "-pk"))
+    runs = (
+        Run.objects.for_team(team)
+        .select_related("plan", "created_by")
+        .annotate(
+            cell_total=Count("cells"),
+            cell_done=Count("cells", filter=Q(cells__status__in=Cell.TERMINAL)),
+            cell_failed=Count("cells", filter=Q(cells__status=Cell.FAILED)),
+        )
+        # The Count annotation groups by run and drops Run.Meta.ordering:
+        # without this the list shows oldest first, so page 1 holds the oldest runs.
+        .order_by("-created_at", "-pk")
+    )
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
     return render(request, "runs/list.html", {"team": team, "page": page})
 
@@ -41,10 +46,17 @@ def run_detail(request, pk):
     run = get_run(request, pk)
     progress = run_progress(run)
     inline = 0 < progress["done"] and progress["total"] <= INLINE_TABLE_MAX_CELLS
-    return render(request, "runs/detail.html", {
-        "run": run, "progress": progress, "tails": _tails(run),
-        "table": results_table(result_document(run)) if inline else None,
-        "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS})
+    return render(
+        request,
+        "runs/detail.html",
+        {
+            "run": run,
+            "progress": progress,
+            "tails": _tails(run),
+            "table": results_table(result_document(run)) if inline else None,
+            "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
+        },
+    )
 
 
 @login_required
@@ -60,8 +72,10 @@ def run_cancel(request, pk):
     run = get_run(request, pk)
     if run.is_active:
         orchestration.cancel_run(run)
-        messages.success(request, "Cancelling: queued cells are cancelled, running ones stop "
-                                  "within a few seconds.")
+        messages.success(
+            request,
+            "Cancelling: queued cells are cancelled, running ones stop within a few seconds.",
+        )
     return redirect("run_detail", pk=run.pk)
 
 
@@ -80,21 +94,33 @@ def cell_cancel(request, pk, cell_id):
 def cell_artifacts(request, pk, cell_id):
     run = get_run(request, pk)
     cell = get_object_or_404(Cell, run=run, pk=cell_id)
-    return render(request, "runs/artifacts.html", {
-        "run": run, "cell": cell, "artifacts": rawoutput.excerpts(cell.artifacts.all()),
-        "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024})
+    return render(
+        request,
+        "runs/artifacts.html",
+        {
+            "run": run,
+            "cell": cell,
+            "artifacts": rawoutput.excerpts(cell.artifacts.all()),
+            "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024,
+        },
+    )
 
 
 @login_required
 def cell_artifact_download(request, pk, cell_id, artifact_id, stream):
     """The full stdout or stderr of one artifact, streamed slice by slice."""
     run = get_run(request, pk)
-    artifact = get_object_or_404(Artifact.objects.only("pk", "phase", "attempt"),
-                                 cell__run=run, cell_id=cell_id, pk=artifact_id)
+    artifact = get_object_or_404(
+        Artifact.objects.only("pk", "phase", "attempt"),
+        cell__run=run,
+        cell_id=cell_id,
+        pk=artifact_id,
+    )
     if stream not in rawoutput.STREAMS:
         raise Http404("No such stream")
-    response = StreamingHttpResponse(rawoutput.stream_slices(artifact.pk, stream),
-                                     content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(
+        rawoutput.stream_slices(artifact.pk, stream), content_type="text/plain; charset=utf-8"
+    )
     name = f"run-{run.pk}-cell-{cell_id}-{slugify(artifact.phase)}-{artifact.attempt}.{stream}.txt"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -108,9 +134,12 @@ def _tails(run: Run) -> dict:
     """
     rows = list(run.cells.filter(status=Cell.RUNNING).values_list("pk", "output_tail"))
     if not rows:
-        rows = list(run.cells.filter(status__in=Cell.TERMINAL, finished_at__isnull=False)
-                    .exclude(output_tail="").order_by("-finished_at", "-pk")
-                    .values_list("pk", "output_tail")[:1])
+        rows = list(
+            run.cells.filter(status__in=Cell.TERMINAL, finished_at__isnull=False)
+            .exclude(output_tail="")
+            .order_by("-finished_at", "-pk")
+            .values_list("pk", "output_tail")[:1]
+        )
     return {str(pk): tail for pk, tail in rows}
 
 
@@ -129,11 +158,21 @@ def results_table(document: dict) -> dict:
             _extend(metrics, group["metrics"])
             rows.append({"cell": cell, "labels": group["labels"], "metrics": group["metrics"]})
     labels = [name for name in labels if name not in axes]
-    return {"axes": axes, "labels": labels, "metrics": metrics, "rows": [
-        {"axes": [row["cell"]["axes"].get(a, "") for a in axes],
-         "repeat": row["cell"]["repeat"], "status": row["cell"]["status"],
-         "labels": [row["labels"].get(name, "") for name in labels],
-         "metrics": [row["metrics"].get(name) for name in metrics]} for row in rows]}
+    return {
+        "axes": axes,
+        "labels": labels,
+        "metrics": metrics,
+        "rows": [
+            {
+                "axes": [row["cell"]["axes"].get(a, "") for a in axes],
+                "repeat": row["cell"]["repeat"],
+                "status": row["cell"]["status"],
+                "labels": [row["labels"].get(name, "") for name in labels],
+                "metrics": [row["metrics"].get(name) for name in metrics],
+            }
+            for row in rows
+        ],
+    }
 
 
 def _extend(names: list, more) -> None:

@@ -8,14 +8,15 @@ from django.views.decorators.http import require_POST
 
 from benchapp import scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
-from benchapp.forms import ScheduleForm
+from benchapp.forms_schedule import ScheduleForm
 
 
 @login_required
 def schedule_list(request):
     team = current_team(request)
-    return render(request, "schedules/list.html",
-                  {"team": team, "schedules": scheduling.team_schedules(team)})
+    return render(
+        request, "schedules/list.html", {"team": team, "schedules": scheduling.team_schedules(team)}
+    )
 
 
 @login_required

@@ -38,16 +38,16 @@ def target_create(request):
 @login_required
 def target_detail(request, pk):
     target = get_target(request, pk)
-    fingerprint = (connection.host_key_fingerprint(target.known_host_key)
-                   if target.known_host_key else "")
+    fingerprint = (
+        connection.host_key_fingerprint(target.known_host_key) if target.known_host_key else ""
+    )
     return render(request, "targets/detail.html", {"target": target, "fingerprint": fingerprint})
 
 
 @login_required
 def target_edit(request, pk):
     target = get_target(request, pk, role=ADMIN)
-    form = TargetForm(request.POST or None, instance=target, team=target.team,
-                      user=request.user)
+    form = TargetForm(request.POST or None, instance=target, team=target.team, user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"Target {target.name} saved.")
@@ -60,8 +60,10 @@ def target_edit(request, pk):
 def target_delete(request, pk):
     target = get_target(request, pk, role=ADMIN)
     target.delete()
-    messages.success(request, f"Target {target.name} deleted. Plans that name it keep "
-                              "their own copy of its settings.")
+    messages.success(
+        request,
+        f"Target {target.name} deleted. Plans that name it keep their own copy of its settings.",
+    )
     return redirect("target_list")
 
 
@@ -71,14 +73,21 @@ def target_test(request, pk):
     target = get_target(request, pk, role=MEMBER)
     result = connection.test_connection(target)
     Target.objects.filter(pk=target.pk).update(  # the home page shows the last check
-        last_check_at=timezone.now(), last_check_ok=result["ok"], last_check_error=result["error"])
+        last_check_at=timezone.now(), last_check_ok=result["ok"], last_check_error=result["error"]
+    )
     if result["host_key"]:
-        request.session[PENDING_KEYS] = {**request.session.get(PENDING_KEYS, {}),
-                                         str(target.pk): result["host_key"]}
-    fingerprint = (connection.host_key_fingerprint(target.known_host_key)
-                   if target.known_host_key else "")
-    return render(request, "targets/detail.html",
-                  {"target": target, "result": result, "fingerprint": fingerprint})
+        request.session[PENDING_KEYS] = {
+            **request.session.get(PENDING_KEYS, {}),
+            str(target.pk): result["host_key"],
+        }
+    fingerprint = (
+        connection.host_key_fingerprint(target.known_host_key) if target.known_host_key else ""
+    )
+    return render(
+        request,
+        "targets/detail.html",
+        {"target": target, "result": result, "fingerprint": fingerprint},
+    )
 
 
 @login_required

@@ -14,8 +14,11 @@ def token_list(request):
     if request.method == "POST":
         # Rendered into this answer only: never stored in a message or a session.
         new_key = tokens.create_token(request.user)
-    return render(request, "tokens/list.html",
-                  {"tokens": tokens.user_tokens(request.user), "new_key": new_key})
+    return render(
+        request,
+        "tokens/list.html",
+        {"tokens": tokens.user_tokens(request.user), "new_key": new_key},
+    )
 
 
 @login_required

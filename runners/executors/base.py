@@ -188,11 +188,7 @@ class Executor:
             return self._workdir
 
     def run(
-        self,
-        command: Command,
-        *,
-        timeout: float | None = None,
-        on_output: OnOutput | None = None,
+        self, command: Command, *, timeout: float | None = None, on_output: OnOutput | None = None
     ) -> Execution:
         """Run command to completion (or timeout/cancel) and return its Execution.
 

@@ -35,7 +35,7 @@ MAX_IDLE_PER_KEY = 4
 
 
 def pool_key(user: str, host: str, port: int, secret: str | None, host_key: str | None) -> str:
-    """"user@host:port#digest": the digest covers the secret and the pinned host key."""
+    """ "user@host:port#digest": the digest covers the secret and the pinned host key."""
     digest = hashlib.sha256(f"{secret or ''}\0{host_key or ''}".encode()).hexdigest()[:16]
     return f"{user}@{host}:{port}#{digest}"
 

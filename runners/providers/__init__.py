@@ -25,8 +25,18 @@ PROVIDERS: dict[str, Provider] = {
     "aws_ec2": AwsEc2Provider(),
 }
 
-__all__ = ["PROVIDERS", "Account", "Handle", "Provider", "ProvisionContext", "get_provider",
-           "primary_kinds", "counted_kinds", "sweepers", "sweep"]
+__all__ = [
+    "PROVIDERS",
+    "Account",
+    "Handle",
+    "Provider",
+    "ProvisionContext",
+    "get_provider",
+    "primary_kinds",
+    "counted_kinds",
+    "sweepers",
+    "sweep",
+]
 
 
 def sweepers() -> list[Provider]:

@@ -181,17 +181,21 @@ class AwsEc2Provider(Provider):
         if handle.extra.get("connect_via"):
             return "skipped: connect_via", (
                 f"RAID0 assembly of {volumes['count']} volume(s) skipped "
-                "(reached through connect_via; the tool runs against that address instead).")
-        lines = raid0_script(handle.extra["devices"], volumes.get("mount", "/data"),
-                             volumes.get("filesystem", "xfs"))
+                "(reached through connect_via; the tool runs against that address instead)."
+            )
+        lines = raid0_script(
+            handle.extra["devices"], volumes.get("mount", "/data"), volumes.get("filesystem", "xfs")
+        )
         key = secret(handle.ssh["credential"])
-        with SSHExecutor(handle.ssh["host"], handle.ssh["port"], handle.ssh["user"],
-                         private_key=key) as executor:
-            done = executor.run(Command(argv=["sudo", "sh", "-c", " && ".join(lines)]),
-                                timeout=900)
+        with SSHExecutor(
+            handle.ssh["host"], handle.ssh["port"], handle.ssh["user"], private_key=key
+        ) as executor:
+            done = executor.run(Command(argv=["sudo", "sh", "-c", " && ".join(lines)]), timeout=900)
         if done.exit_code != 0:
-            raise RunnerError(f"RAID0 assembly failed (exit {done.exit_code}): "
-                              f"{done.stderr.strip()[-300:]}", permanent=True)
+            raise RunnerError(
+                f"RAID0 assembly failed (exit {done.exit_code}): {done.stderr.strip()[-300:]}",
+                permanent=True,
+            )
         return "raid0: " + "; ".join(lines), ""
 
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:

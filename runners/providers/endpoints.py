@@ -43,20 +43,33 @@ def ssh_of(handle: dict) -> SSHSpec | None:
     if not ssh or on_worker(handle):
         return None
     host = via["host"] if via and "ssh" not in via and "host" in via else ssh["host"]
-    return SSHSpec(host=host, port=ssh.get("port") or 22, user=ssh.get("user") or "root",
-                   credential=ssh.get("credential"), known_host_key=ssh.get("known_host_key"))
+    return SSHSpec(
+        host=host,
+        port=ssh.get("port") or 22,
+        user=ssh.get("user") or "root",
+        credential=ssh.get("credential"),
+        known_host_key=ssh.get("known_host_key"),
+    )
 
 
 def target_spec(target: TargetSpec, handle: dict) -> TargetSpec:
     """The plan's target with the provisioned address, login and credential."""
     endpoint = handle.get("endpoint") or {}
     via = via_of(handle)
-    credential = via.get("credential") if "host" in via else (
-        handle.get("extra") or {}).get("password_secret")
+    credential = (
+        via.get("credential")
+        if "host" in via
+        else (handle.get("extra") or {}).get("password_secret")
+    )
     return replace(
-        target, host=endpoint.get("host"),
+        target,
+        host=endpoint.get("host"),
         port=endpoint.get("port") if target.kind != "host" else None,
         user=endpoint.get("user") or target.user,
         database=endpoint.get("database") or target.database,
-        credential=credential, password_env=None, ssh=ssh_of(handle), provision=None,
-        connect_via=None)
+        credential=credential,
+        password_env=None,
+        ssh=ssh_of(handle),
+        provision=None,
+        connect_via=None,
+    )

@@ -23,16 +23,8 @@ HOURS_PER_MONTH = 730.0
 NOTE = "Illustrative prices (USD), not an AWS quote: edit the price table."
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    "rds_instance_hour": {
-        "db.t1.micro": 0.025,
-        "db.m1.small": 0.065,
-        "db.m2.4xlarge": 1.82,
-    },
-    "ec2_instance_hour": {
-        "m3.2xlarge": 0.90,
-        "c1.medium": 0.16,
-        "c1.xlarge": 0.64,
-    },
+    "rds_instance_hour": {"db.t1.micro": 0.025, "db.m1.small": 0.065, "db.m2.4xlarge": 1.82},
+    "ec2_instance_hour": {"m3.2xlarge": 0.90, "c1.medium": 0.16, "c1.xlarge": 0.64},
     "rds_storage_gb_month": {"standard": 0.10, "gp2": 0.115, "io1": 0.125},
     "ebs_gb_month": {"standard": 0.05, "gp2": 0.10, "io1": 0.125},
     "rds_iops_month": {"io1": 0.10},

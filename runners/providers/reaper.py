@@ -197,5 +197,10 @@ def _reap_parameter_groups(rds, now, runs) -> list[Reaped]:
 def sweep(ctx: ProvisionContext, runs: set[str]) -> list[Reaped]:
     """The "aws" sweep group: reap over ctx's account and region (EC2 and RDS at once)."""
     session = aws.session(ctx, ctx.region)
-    return reap(session, runs=runs, endpoint_url=ctx.endpoint_url,
-                wait_timeout=ctx.wait_timeout, poll_interval=ctx.poll_interval)
+    return reap(
+        session,
+        runs=runs,
+        endpoint_url=ctx.endpoint_url,
+        wait_timeout=ctx.wait_timeout,
+        poll_interval=ctx.poll_interval,
+    )

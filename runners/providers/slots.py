@@ -54,7 +54,7 @@ def region_of(spec: dict, default_region: str) -> str:
 
 
 def variant_of(provision: dict, axes: dict) -> str:
-    """"volumes=2" for a spec using ${volumes} in a cell with volumes 2; "" if none."""
+    """ "volumes=2" for a spec using ${volumes} in a cell with volumes 2; "" if none."""
     names = sorted(set(PLACEHOLDER.findall(json.dumps(provision))))
     return ",".join(f"{name}={axes.get(name)}" for name in names)
 
@@ -78,8 +78,9 @@ def planned_slots(plan: Plan, default_region: str) -> list[Slot]:
                 spec = _slot_spec(substitute(target.provision, cell), name, default_region)
                 slots[target.name, variant] = Slot(target.name, variant, spec)
     if plan.client.provision:
-        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(plan.client.provision, "client",
-                                                        default_region))
+        slots[CLIENT, ""] = Slot(
+            CLIENT, "", _slot_spec(plan.client.provision, "client", default_region)
+        )
     return list(slots.values())
 
 

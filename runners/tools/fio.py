@@ -57,8 +57,11 @@ PARAMS: dict[str, Param] = {
         Param("ioengine", "choice", "I/O engine", choices=IOENGINES),
         Param("iodepth", "int", "I/Os in flight per job (async engines)", min=1, max=65536),
         Param("filename", "text", "file or device path (absolute; ':' separates several)"),
-        Param("directory", "text", "directory for the job files (relative: inside the cell's "
-              "scratch directory)"),
+        Param(
+            "directory",
+            "text",
+            "directory for the job files (relative: inside the cell's scratch directory)",
+        ),
         Param("nrfiles", "int", "files per job", min=1, max=100000),
         Param(
             "file_service_type",
@@ -239,8 +242,9 @@ def _headline(jobs: list[dict]) -> dict[str, float]:
         return _combine(jobs)
     metrics = {}
     for groupid, members in sorted(by_group.items()):
-        metrics.update({f"group{groupid}_{name}": value
-                        for name, value in _combine(members).items()})
+        metrics.update(
+            {f"group{groupid}_{name}": value for name, value in _combine(members).items()}
+        )
     return metrics
 
 
@@ -258,7 +262,9 @@ def _decode(text: str, start: int) -> tuple[dict, int]:
     try:
         doc, end = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"truncated or malformed fio JSON: {exc.msg} at offset {exc.pos}") from None
+        raise ParseError(
+            f"truncated or malformed fio JSON: {exc.msg} at offset {exc.pos}"
+        ) from None
     except RecursionError:
         raise ParseError("malformed fio JSON: nested too deeply") from None
     if not isinstance(doc, dict):
@@ -459,18 +465,21 @@ METRICS = {
     "runtime_s": m.duration("Run time"),
 }
 for _way in DIRECTIONS:
-    METRICS.update({
-        f"{_way}_iops": m.throughput(f"{_way} IOPS", "IOPS"),
-        f"{_way}_bw_kib_s": m.throughput(f"{_way} bandwidth", "KiB/s"),
-        f"{_way}_lat_mean_us": m.latency(f"{_way} mean latency", "µs"),
-        f"{_way}_clat_p95_us": m.latency(f"{_way} 95th percentile completion latency", "µs"),
-        f"{_way}_clat_p99_us": m.latency(f"{_way} 99th percentile completion latency", "µs"),
-    })
+    METRICS.update(
+        {
+            f"{_way}_iops": m.throughput(f"{_way} IOPS", "IOPS"),
+            f"{_way}_bw_kib_s": m.throughput(f"{_way} bandwidth", "KiB/s"),
+            f"{_way}_lat_mean_us": m.latency(f"{_way} mean latency", "µs"),
+            f"{_way}_clat_p95_us": m.latency(f"{_way} 95th percentile completion latency", "µs"),
+            f"{_way}_clat_p99_us": m.latency(f"{_way} 99th percentile completion latency", "µs"),
+        }
+    )
 
 
 def default_view(axes: list[str]) -> dict:
     """S3: rows rw, columns volumes, IOPS; and MB/s."""
     others = [a for a in axes if a not in ("target", "rw")]
     col = next((a for a in ("volumes", "numjobs", "bs", *others) if a in axes), None)
-    return m.view(["rw"] if "rw" in axes else ["target"], [col or "repeat"], "iops",
-                  extra_metrics=["bw_mb_s"])
+    return m.view(
+        ["rw"] if "rw" in axes else ["target"], [col or "repeat"], "iops", extra_metrics=["bw_mb_s"]
+    )

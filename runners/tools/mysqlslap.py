@@ -33,11 +33,10 @@ import re
 
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
-from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.tools.mysqlslap_parse import parse  # noqa: F401 (the tool's parse)
 
 NAME = "mysqlslap"
 BINARY = "mysqlslap"
@@ -51,29 +50,63 @@ PARAMS: dict[str, Param] = {
     p.name: p
     for p in (
         Param("auto_generate_sql", "bool", "Generate SQL automatically (-a)", default=True),
-        Param("auto_generate_sql_load_type", "choice", "Load type of the generated SQL",
-              choices=LOAD_TYPES, default="mixed"),
-        Param("auto_generate_sql_add_autoincrement", "bool",
-              "Add an AUTO_INCREMENT primary key column to the generated table"),
+        Param(
+            "auto_generate_sql_load_type",
+            "choice",
+            "Load type of the generated SQL",
+            choices=LOAD_TYPES,
+            default="mixed",
+        ),
+        Param(
+            "auto_generate_sql_add_autoincrement",
+            "bool",
+            "Add an AUTO_INCREMENT primary key column to the generated table",
+        ),
         Param("auto_generate_sql_guid_primary", "bool", "Add a GUID primary key column"),
         Param("auto_generate_sql_execute_number", "int", "Queries each client runs", **_COUNT),
-        Param("auto_generate_sql_unique_query_number", "int", "Distinct generated queries", **_COUNT),
-        Param("auto_generate_sql_unique_write_number", "int", "Distinct generated inserts", **_COUNT),
+        Param(
+            "auto_generate_sql_unique_query_number", "int", "Distinct generated queries", **_COUNT
+        ),
+        Param(
+            "auto_generate_sql_unique_write_number", "int", "Distinct generated inserts", **_COUNT
+        ),
         Param("auto_generate_sql_write_number", "int", "Rows inserted before the run", **_COUNT),
-        Param("auto_generate_sql_secondary_indexes", "int", "Secondary indexes on the table",
-              min=0, max=64),
+        Param(
+            "auto_generate_sql_secondary_indexes",
+            "int",
+            "Secondary indexes on the table",
+            min=0,
+            max=64,
+        ),
         Param("number_char_cols", "int", "VARCHAR columns in the generated table", min=1, max=1000),
         Param("number_int_cols", "int", "INT columns in the generated table", min=1, max=1000),
-        Param("number_of_queries", "int", "Total queries, shared by the clients", min=0, max=10**10),
-        Param("concurrency", "int", "Clients; a list runs one block per value", min=1,
-              max=100_000, many=True),
-        Param("iterations", "int", "Times the test is run (min/avg/max over them)", min=1,
-              max=100_000, default=1),
+        Param(
+            "number_of_queries", "int", "Total queries, shared by the clients", min=0, max=10**10
+        ),
+        Param(
+            "concurrency",
+            "int",
+            "Clients; a list runs one block per value",
+            min=1,
+            max=100_000,
+            many=True,
+        ),
+        Param(
+            "iterations",
+            "int",
+            "Times the test is run (min/avg/max over them)",
+            min=1,
+            max=100_000,
+            default=1,
+        ),
         Param("engine", "text", "Storage engine; a list runs one block per engine", many=True),
         Param("create", "sql", "Custom SQL creating the test data (sent as a file)"),
         Param("query", "sql", "Custom SQL to run (sent as a file; ';' separates statements)"),
-        Param("create_schema", "text", "Schema to run in (mysqlslap drops it afterwards "
-              "unless no_drop)"),
+        Param(
+            "create_schema",
+            "text",
+            "Schema to run in (mysqlslap drops it afterwards unless no_drop)",
+        ),
         Param("commit", "int", "Commit every N statements", min=0, max=10**9),
         Param("detach", "int", "Reconnect every N statements", min=0, max=10**9),
         Param("no_drop", "bool", "Do not drop the schema after the run"),
@@ -86,10 +119,17 @@ ALIASES = {
 }
 _ENGINE = re.compile(r"^[A-Za-z0-9_]+$")
 # Flags written bare when true; every other param becomes --name=value.
-_FLAGS = {"auto_generate_sql", "auto_generate_sql_add_autoincrement",
-          "auto_generate_sql_guid_primary", "no_drop", "csv"}
+_FLAGS = {
+    "auto_generate_sql",
+    "auto_generate_sql_add_autoincrement",
+    "auto_generate_sql_guid_primary",
+    "no_drop",
+    "csv",
+}
 _AUTO_ONLY = {name for name in PARAMS if name.startswith("auto_generate_sql_")} | {
-    "number_char_cols", "number_int_cols"}
+    "number_char_cols",
+    "number_int_cols",
+}
 
 
 def validate(params: dict) -> dict:
@@ -100,14 +140,21 @@ def validate(params: dict) -> dict:
         clean["engine"] = [e for item in _as_list(clean["engine"]) for e in item.split(",")]
     for engine in clean.get("engine", []):
         if not _ENGINE.match(engine):
-            raise ValidationError("engine", f"{engine!r} is not allowed: expected engine names "
-                                  "such as innodb, myisam (letters, digits, _)")
+            raise ValidationError(
+                "engine",
+                f"{engine!r} is not allowed: expected engine names "
+                "such as innodb, myisam (letters, digits, _)",
+            )
     custom = "query" in clean or "create" in clean
     if custom and clean.get("auto_generate_sql"):
-        raise ValidationError("auto_generate_sql", "cannot be combined with custom create/query SQL")
+        raise ValidationError(
+            "auto_generate_sql", "cannot be combined with custom create/query SQL"
+        )
     if custom:
         for name in sorted(_AUTO_ONLY & set(clean)):
-            raise ValidationError(name, "only applies to auto-generated SQL, not custom query/create")
+            raise ValidationError(
+                name, "only applies to auto-generated SQL, not custom query/create"
+            )
     else:
         clean.setdefault("auto_generate_sql", True)
     if clean.get("auto_generate_sql") is False and not custom:
@@ -119,10 +166,13 @@ def validate(params: dict) -> dict:
 def _check_key_load(clean: dict) -> None:
     """The key load reads by primary key, so the table must have one."""
     if clean.get("auto_generate_sql_load_type") == "key" and not (
-        clean.get("auto_generate_sql_add_autoincrement") or clean.get("auto_generate_sql_guid_primary")
+        clean.get("auto_generate_sql_add_autoincrement")
+        or clean.get("auto_generate_sql_guid_primary")
     ):
-        raise ValidationError("auto_generate_sql_load_type",
-                              "key needs add_autoincrement: true (or auto_generate_sql_guid_primary)")
+        raise ValidationError(
+            "auto_generate_sql_load_type",
+            "key needs add_autoincrement: true (or auto_generate_sql_guid_primary)",
+        )
 
 
 def _as_list(value) -> list:
@@ -190,7 +240,9 @@ def _option_file(endpoint: Endpoint) -> bytes:
     are refused: a newline would start a new option.
     """
     if endpoint.kind not in ("mysql", "host"):
-        raise ValidationError("endpoint", f"mysqlslap needs a mysql endpoint, not {endpoint.kind!r}")
+        raise ValidationError(
+            "endpoint", f"mysqlslap needs a mysql endpoint, not {endpoint.kind!r}"
+        )
     lines = ["[client]"]
     for key in ("host", "port", "user", "socket"):
         value = getattr(endpoint, key)
@@ -207,120 +259,10 @@ def _option_file(endpoint: Endpoint) -> bytes:
 
 def _quote_option(value: str) -> str:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValidationError("endpoint.password", "control characters (newline, tab...) are not allowed")
+        raise ValidationError(
+            "endpoint.password", "control characters (newline, tab...) are not allowed"
+        )
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-# ---------------------------------------------------------------- parsing
-
-_BLOCK_LINE = re.compile(
-    r"^\s*(?:(Running for engine)\s+(\S+)"
-    r"|(Average|Minimum|Maximum) number of seconds to run all queries:\s*([0-9.]+)\s*seconds"
-    r"|Number of clients running queries:\s*([0-9]+)"
-    r"|Average number of queries per client:\s*([0-9]+))"
-)
-_CSV_LINE = re.compile(
-    r"^([A-Za-z0-9_]*),([A-Za-z0-9_]*),([0-9.]+),([0-9.]+),([0-9.]+),([0-9]+),([0-9]+)\s*$"
-)
-# "mysqlslap: Error when connecting...", "mariadb-slap: Cannot run query ..."
-_ERROR_LINE = re.compile(r"^(?:[\w./-]*(?:mysqlslap|mariadb-slap)):\s+(?!\[Warning\])(.+)$")
-_STAT = {"Average": "avg_s", "Minimum": "min_s", "Maximum": "max_s"}
-
-
-def parse(text: str) -> Result:
-    """Read mysqlslap/mariadb-slap output into a Result.
-
-    Reads blocks such as (MariaDB 10.11, MySQL 5.6/8.0 alike)::
-
-        Benchmark
-        \tRunning for engine innodb
-        \tAverage number of seconds to run all queries: 0.035 seconds
-        \tMinimum number of seconds to run all queries: 0.028 seconds
-        \tMaximum number of seconds to run all queries: 0.048 seconds
-        \tNumber of clients running queries: 3
-        \tAverage number of queries per client: 100
-
-    and --csv lines ``innodb,mixed,0.055,0.027,0.075,3,100``. Lines such as
-    ``mysqlslap: Error when connecting to server: Access denied ...`` go to
-    errors. A block without all five figures, or an output that stops inside
-    a number, is an error (cut short), its figures kept. Raises ParseError
-    when there is neither a number nor an error.
-    """
-    if not text or text.isspace():
-        raise ParseError("empty output")
-    blocks: list[dict] = []
-    errors: list[str] = []
-    facts: dict = {}
-    groups = _whole_blocks(text)
-    if groups is None:
-        for line in text.splitlines():
-            _read_line(line, blocks, errors, facts)
-        groups = [_group(block) for block in blocks if block["metrics"]]
-    else:
-        blocks = []  # whole by construction: only the last line is checked
-    if not groups and not errors:
-        raise ParseError("no mysqlslap Benchmark block, CSV line or error found")
-    errors += _cut_short(text, blocks, groups)
-    metrics = dict(groups[0]["metrics"]) if len(groups) == 1 else {}
-    return Result(metrics=metrics, groups=groups, errors=errors, facts=facts)
-
-
-_BLOCK_FIGURES = ("avg_s", "min_s", "max_s", "clients", "queries_per_client")
-_GAP = r"[ \t]*"
-_SECONDS = rf"number of seconds to run all queries:{_GAP}([0-9]+(?:\.[0-9]+)?){_GAP}seconds{_GAP}\n"
-_WHOLE_BLOCK = re.compile(
-    rf"^{_GAP}Benchmark{_GAP}\n"
-    rf"(?:{_GAP}Running for engine{_GAP}([A-Za-z0-9_]+){_GAP}\n)?"
-    rf"{_GAP}Average {_SECONDS}{_GAP}Minimum {_SECONDS}{_GAP}Maximum {_SECONDS}"
-    rf"{_GAP}Number of clients running queries:{_GAP}([0-9]+){_GAP}\n"
-    rf"{_GAP}Average number of queries per client:{_GAP}([0-9]+){_GAP}\n",
-    re.MULTILINE,
-)
-
-
-def _whole_blocks(text: str) -> list[dict] | None:
-    """Groups for a text made only of whole Benchmark blocks and blank lines,
-    else None (then it is read line by line).
-
-    The 50 MB case: one findall; the blocks cover every non-blank line when
-    the count of those equals the blocks' lines (a line left over, or a
-    blank line of spaces, makes the counts differ: then per line).
-    """
-    if "," in text or "slap" in text:  # CSV or error lines
-        return None
-    found = _WHOLE_BLOCK.findall(text)
-    if not found:
-        return None
-    lines = text.count("\n") + (not text.endswith("\n"))
-    blank = text.count("\n\n") + text.startswith("\n")
-    engines = sum(1 for row in found if row[0])
-    if lines - blank != 6 * len(found) + engines:
-        return None
-    # Columns converted by map() in C; one comprehension builds the groups.
-    engines, avgs, lows, highs, clients, per_client = zip(*found)
-    rows = zip(engines, map(float, avgs), map(float, lows), map(float, highs), map(int, clients),
-               map(int, per_client))
-    return [{"labels": {"engine": e, "concurrency": c} if e else {"concurrency": c},
-             "metrics": {"avg_s": avg, "min_s": low, "max_s": high, "clients": c,
-                         "queries_per_client": q, "qps": round(c * q / avg, 3)}
-             if avg > 0 else {"avg_s": avg, "min_s": low, "max_s": high, "clients": c,
-                              "queries_per_client": q}}
-            for e, avg, low, high, c, q in rows]
-
-
-def _cut_short(text: str, blocks: list[dict], groups: list[dict]) -> list[str]:
-    """Errors for blocks missing a figure and for a last number that may be cut."""
-    errors = []
-    for number, block in enumerate(blocks, 1):
-        missing = [name for name in _BLOCK_FIGURES if name not in block["metrics"]]
-        if missing:
-            errors.append(f"Benchmark block {number} is cut short: no {', '.join(missing)}")
-    # mysqlslap ends every output with a newline: a last line without one
-    # (part of a CSV line, "Bench", a number) was cut.
-    tail = text[text.rfind("\n") + 1:].strip()
-    if tail and (blocks or groups):
-        errors.append(ends_mid_number(text) or f"output ends mid-line (cut short?): {tail[-80:]}")
-    return errors
 
 
 def expected_groups(params: dict) -> int:
@@ -328,59 +270,6 @@ def expected_groups(params: dict) -> int:
     concurrency (a cut between two whole blocks leaves no other trace)."""
     clean = validate(params)
     return len(clean.get("engine") or [None]) * len(_as_list(clean.get("concurrency") or [None]))
-
-
-def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) -> None:
-    """Feed one output line into blocks/errors/facts."""
-    stripped = line.strip()
-    if stripped == "Benchmark":
-        blocks.append({"labels": {}, "metrics": {}})
-        return
-    # Cheap substring checks first: a CSV line has commas, an error line
-    # names the program; most lines are neither.
-    csv = _CSV_LINE.match(stripped) if "," in stripped else None
-    if csv:
-        blocks.append(_csv_block(csv))
-        facts.setdefault("load_type", csv.group(2))
-        return
-    error = _ERROR_LINE.match(stripped) if "slap" in stripped else None
-    if error:
-        errors.append(error.group(1))
-        return
-    match = _BLOCK_LINE.match(line)
-    if match and blocks:
-        _fill(blocks[-1], match)
-
-
-def _fill(block: dict, match: re.Match) -> None:
-    engine, stat, seconds, clients, per_client = match.group(2, 3, 4, 5, 6)
-    if engine:
-        block["labels"]["engine"] = engine
-    elif stat:
-        block["metrics"][_STAT[stat]] = float(seconds)
-    elif clients:
-        block["metrics"]["clients"] = int(clients)
-    elif per_client:
-        block["metrics"]["queries_per_client"] = int(per_client)
-
-
-def _csv_block(match: re.Match) -> dict:
-    engine, _load, avg, low, high, clients, per_client = match.groups()
-    labels = {"engine": engine} if engine else {}
-    metrics = {"avg_s": float(avg), "min_s": float(low), "max_s": float(high),
-               "clients": int(clients), "queries_per_client": int(per_client)}
-    return {"labels": labels, "metrics": metrics}
-
-
-def _group(block: dict) -> dict:
-    """Add concurrency label and qps (only when every input number is there)."""
-    metrics = dict(block["metrics"])
-    labels = dict(block["labels"])
-    if "clients" in metrics:
-        labels["concurrency"] = metrics["clients"]
-    if {"clients", "queries_per_client", "avg_s"} <= metrics.keys() and metrics["avg_s"] > 0:
-        metrics["qps"] = round(metrics["clients"] * metrics["queries_per_client"] / metrics["avg_s"], 3)
-    return {"labels": labels, "metrics": metrics}
 
 
 def version_command() -> list[str]:

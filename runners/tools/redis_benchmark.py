@@ -122,7 +122,8 @@ def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") ->
 NO_PASSWORD = (
     "a Redis target cannot have a password: redis-benchmark 7.0 takes it only on its "
     "command line (-a), where every user of the client host could read it. Benchmark a "
-    "server (or an ACL user) without a password, reachable only from the client host")
+    "server (or an ACL user) without a password, reachable only from the client host"
+)
 
 
 def check_target(target, path: str) -> None:

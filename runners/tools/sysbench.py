@@ -47,9 +47,19 @@ NAME = "sysbench"
 BINARY = "sysbench"
 PACKAGE = "sysbench"
 PHASES = ("prepare", "run", "cleanup")
-OLTP_TESTS = ("oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_point_select",
-              "oltp_insert", "oltp_update_index", "oltp_update_non_index", "oltp_delete",
-              "select_random_points", "select_random_ranges", "bulk_insert")
+OLTP_TESTS = (
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_insert",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_delete",
+    "select_random_points",
+    "select_random_ranges",
+    "bulk_insert",
+)
 HOST_TESTS = ("cpu", "memory", "fileio", "threads", "mutex")
 LEGACY_TESTS = ("oltp", "cpu", "memory", "fileio", "threads", "mutex")
 SCRIPT_NAME = "custom.lua"
@@ -58,84 +68,135 @@ VERSIONS = ("1", "1.0", "1.1", "0.4")
 
 _INT = {"min": 0, "max": 10**12}
 _POS = {"min": 1, "max": 10**12}
-PARAMS: dict[str, Param] = {p.name: p for p in (
-    Param("test", "text", "Test name, built-in or Lua script path (0.4: oltp, cpu, ...)"),
-    Param("script", "sql", "Custom Lua script (uploaded as custom.lua)"),
-    Param("sysbench_version", "choice", "Command syntax: 1.x or legacy 0.4", choices=VERSIONS,
-          default="1"),
-    Param("read_only", "bool", "Read-only OLTP (1.x: oltp_read_only; 0.4: --oltp-read-only)"),
-    Param("tables", "int", "Number of tables", min=1, max=100_000),
-    Param("table_size", "int", "Rows per table", **_INT),
-    Param("threads", "int", "Worker threads", min=1, max=100_000),
-    Param("time", "int", "Run time limit, seconds (0: none)", **_INT),
-    Param("events", "int", "Event (transaction) limit (0: none)", **_INT),
-    Param("rate", "int", "Target transactions per second (0: unlimited)", **_INT),
-    Param("report_interval", "int", "Seconds between interval reports", min=0, max=86_400),
-    Param("percentile", "float", "Latency percentile to report", min=1, max=100),
-    Param("histogram", "bool", "Print a latency histogram"),
-    Param("warmup_time", "int", "Seconds of warm-up excluded from statistics", **_INT),
-    Param("forced_shutdown", "int", "Seconds after `time` before forced shutdown", **_POS),
-    Param("db_ps_mode", "choice", "Prepared statements", choices=("auto", "disable")),
-    Param("skip_trx", "bool", "Autocommit instead of explicit transactions"),
-    Param("range_size", "int", "Rows per range SELECT", **_POS),
-    Param("point_selects", "int", "Point SELECTs per transaction", **_INT),
-    Param("simple_ranges", "int", "Simple range SELECTs per transaction", **_INT),
-    Param("sum_ranges", "int", "SUM() range SELECTs per transaction", **_INT),
-    Param("order_ranges", "int", "ORDER BY range SELECTs per transaction", **_INT),
-    Param("distinct_ranges", "int", "DISTINCT range SELECTs per transaction", **_INT),
-    Param("index_updates", "int", "Index UPDATEs per transaction", **_INT),
-    Param("non_index_updates", "int", "Non-index UPDATEs per transaction", **_INT),
-    Param("delete_inserts", "int", "DELETE/INSERT pairs per transaction", **_INT),
-    Param("range_selects", "bool", "Enable range SELECTs"),
-    Param("auto_inc", "bool", "AUTO_INCREMENT primary key"),
-    Param("create_secondary", "bool", "Create the secondary index"),
-    Param("secondary", "bool", "Secondary index instead of primary key"),
-    Param("mysql_storage_engine", "text", "MySQL storage engine (0.4: --mysql-table-engine)"),
-    Param("mysql_ignore_errors", "text", "MySQL error codes to ignore, e.g. [1213, 1205], or all",
-          many=True),
-    Param("rand_type", "choice", "Random distribution (0.4: --oltp-dist-type)",
-          choices=("uniform", "gaussian", "special", "pareto")),
-    Param("rand_seed", "int", "Random seed (0: time)", **_INT),
-    Param("oltp_test_mode", "choice", "0.4 only: OLTP mode", choices=("simple", "complex", "nontrx")),
-    Param("cpu_max_prime", "int", "cpu: upper limit of primes", **_POS),
-    Param("memory_block_size", "size", "memory: block size"),
-    Param("memory_total_size", "size", "memory: total size"),
-    Param("memory_oper", "choice", "memory: operation", choices=("read", "write", "none")),
-    Param("memory_access_mode", "choice", "memory: access", choices=("seq", "rnd")),
-    Param("file_num", "int", "fileio: number of files", **_POS),
-    Param("file_total_size", "size", "fileio: total size"),
-    Param("file_block_size", "int", "fileio: block size, bytes", **_POS),
-    Param("file_test_mode", "choice", "fileio: mode",
-          choices=("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")),
-    Param("file_io_mode", "choice", "fileio: I/O mode", choices=("sync", "async", "mmap")),
-    Param("file_extra_flags", "choice", "fileio: open flags", choices=("sync", "dsync", "direct")),
-    Param("file_fsync_freq", "int", "fileio: fsync every N requests (0: never)", **_INT),
-    Param("file_rw_ratio", "float", "fileio: read/write ratio", min=0, max=1000),
-)}
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("test", "text", "Test name, built-in or Lua script path (0.4: oltp, cpu, ...)"),
+        Param("script", "sql", "Custom Lua script (uploaded as custom.lua)"),
+        Param(
+            "sysbench_version",
+            "choice",
+            "Command syntax: 1.x or legacy 0.4",
+            choices=VERSIONS,
+            default="1",
+        ),
+        Param("read_only", "bool", "Read-only OLTP (1.x: oltp_read_only; 0.4: --oltp-read-only)"),
+        Param("tables", "int", "Number of tables", min=1, max=100_000),
+        Param("table_size", "int", "Rows per table", **_INT),
+        Param("threads", "int", "Worker threads", min=1, max=100_000),
+        Param("time", "int", "Run time limit, seconds (0: none)", **_INT),
+        Param("events", "int", "Event (transaction) limit (0: none)", **_INT),
+        Param("rate", "int", "Target transactions per second (0: unlimited)", **_INT),
+        Param("report_interval", "int", "Seconds between interval reports", min=0, max=86_400),
+        Param("percentile", "float", "Latency percentile to report", min=1, max=100),
+        Param("histogram", "bool", "Print a latency histogram"),
+        Param("warmup_time", "int", "Seconds of warm-up excluded from statistics", **_INT),
+        Param("forced_shutdown", "int", "Seconds after `time` before forced shutdown", **_POS),
+        Param("db_ps_mode", "choice", "Prepared statements", choices=("auto", "disable")),
+        Param("skip_trx", "bool", "Autocommit instead of explicit transactions"),
+        Param("range_size", "int", "Rows per range SELECT", **_POS),
+        Param("point_selects", "int", "Point SELECTs per transaction", **_INT),
+        Param("simple_ranges", "int", "Simple range SELECTs per transaction", **_INT),
+        Param("sum_ranges", "int", "SUM() range SELECTs per transaction", **_INT),
+        Param("order_ranges", "int", "ORDER BY range SELECTs per transaction", **_INT),
+        Param("distinct_ranges", "int", "DISTINCT range SELECTs per transaction", **_INT),
+        Param("index_updates", "int", "Index UPDATEs per transaction", **_INT),
+        Param("non_index_updates", "int", "Non-index UPDATEs per transaction", **_INT),
+        Param("delete_inserts", "int", "DELETE/INSERT pairs per transaction", **_INT),
+        Param("range_selects", "bool", "Enable range SELECTs"),
+        Param("auto_inc", "bool", "AUTO_INCREMENT primary key"),
+        Param("create_secondary", "bool", "Create the secondary index"),
+        Param("secondary", "bool", "Secondary index instead of primary key"),
+        Param("mysql_storage_engine", "text", "MySQL storage engine (0.4: --mysql-table-engine)"),
+        Param(
+            "mysql_ignore_errors",
+            "text",
+            "MySQL error codes to ignore, e.g. [1213, 1205], or all",
+            many=True,
+        ),
+        Param(
+            "rand_type",
+            "choice",
+            "Random distribution (0.4: --oltp-dist-type)",
+            choices=("uniform", "gaussian", "special", "pareto"),
+        ),
+        Param("rand_seed", "int", "Random seed (0: time)", **_INT),
+        Param(
+            "oltp_test_mode",
+            "choice",
+            "0.4 only: OLTP mode",
+            choices=("simple", "complex", "nontrx"),
+        ),
+        Param("cpu_max_prime", "int", "cpu: upper limit of primes", **_POS),
+        Param("memory_block_size", "size", "memory: block size"),
+        Param("memory_total_size", "size", "memory: total size"),
+        Param("memory_oper", "choice", "memory: operation", choices=("read", "write", "none")),
+        Param("memory_access_mode", "choice", "memory: access", choices=("seq", "rnd")),
+        Param("file_num", "int", "fileio: number of files", **_POS),
+        Param("file_total_size", "size", "fileio: total size"),
+        Param("file_block_size", "int", "fileio: block size, bytes", **_POS),
+        Param(
+            "file_test_mode",
+            "choice",
+            "fileio: mode",
+            choices=("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw"),
+        ),
+        Param("file_io_mode", "choice", "fileio: I/O mode", choices=("sync", "async", "mmap")),
+        Param(
+            "file_extra_flags", "choice", "fileio: open flags", choices=("sync", "dsync", "direct")
+        ),
+        Param("file_fsync_freq", "int", "fileio: fsync every N requests (0: never)", **_INT),
+        Param("file_rw_ratio", "float", "fileio: read/write ratio", min=0, max=1000),
+    )
+}
 ALIASES = {
-    "num_threads": "threads", "max_time": "time", "max_requests": "events",
-    "oltp_table_size": "table_size", "oltp_read_only": "read_only", "oltp_skip_trx": "skip_trx",
-    "oltp_range_size": "range_size", "oltp_point_selects": "point_selects",
-    "oltp_simple_ranges": "simple_ranges", "oltp_sum_ranges": "sum_ranges",
-    "oltp_order_ranges": "order_ranges", "oltp_distinct_ranges": "distinct_ranges",
-    "mysql_table_engine": "mysql_storage_engine", "oltp_dist_type": "rand_type",
+    "num_threads": "threads",
+    "max_time": "time",
+    "max_requests": "events",
+    "oltp_table_size": "table_size",
+    "oltp_read_only": "read_only",
+    "oltp_skip_trx": "skip_trx",
+    "oltp_range_size": "range_size",
+    "oltp_point_selects": "point_selects",
+    "oltp_simple_ranges": "simple_ranges",
+    "oltp_sum_ranges": "sum_ranges",
+    "oltp_order_ranges": "order_ranges",
+    "oltp_distinct_ranges": "distinct_ranges",
+    "mysql_table_engine": "mysql_storage_engine",
+    "oltp_dist_type": "rand_type",
 }
 # 0.4 option per canonical name; names absent here do not exist in 0.4.
 LEGACY_OPTIONS = {
-    "threads": "num-threads", "time": "max-time", "events": "max-requests",
-    "table_size": "oltp-table-size", "read_only": "oltp-read-only", "skip_trx": "oltp-skip-trx",
-    "range_size": "oltp-range-size", "point_selects": "oltp-point-selects",
-    "simple_ranges": "oltp-simple-ranges", "sum_ranges": "oltp-sum-ranges",
-    "order_ranges": "oltp-order-ranges", "distinct_ranges": "oltp-distinct-ranges",
-    "mysql_storage_engine": "mysql-table-engine", "rand_type": "oltp-dist-type",
-    "oltp_test_mode": "oltp-test-mode", "percentile": "percentile",
-    "report_interval": "report-interval", "forced_shutdown": "forced-shutdown",
-    "cpu_max_prime": "cpu-max-prime", "memory_block_size": "memory-block-size",
-    "memory_total_size": "memory-total-size", "memory_oper": "memory-oper",
-    "memory_access_mode": "memory-access-mode", "file_num": "file-num",
-    "file_total_size": "file-total-size", "file_block_size": "file-block-size",
-    "file_test_mode": "file-test-mode", "file_io_mode": "file-io-mode",
-    "file_extra_flags": "file-extra-flags", "file_fsync_freq": "file-fsync-freq",
+    "threads": "num-threads",
+    "time": "max-time",
+    "events": "max-requests",
+    "table_size": "oltp-table-size",
+    "read_only": "oltp-read-only",
+    "skip_trx": "oltp-skip-trx",
+    "range_size": "oltp-range-size",
+    "point_selects": "oltp-point-selects",
+    "simple_ranges": "oltp-simple-ranges",
+    "sum_ranges": "oltp-sum-ranges",
+    "order_ranges": "oltp-order-ranges",
+    "distinct_ranges": "oltp-distinct-ranges",
+    "mysql_storage_engine": "mysql-table-engine",
+    "rand_type": "oltp-dist-type",
+    "oltp_test_mode": "oltp-test-mode",
+    "percentile": "percentile",
+    "report_interval": "report-interval",
+    "forced_shutdown": "forced-shutdown",
+    "cpu_max_prime": "cpu-max-prime",
+    "memory_block_size": "memory-block-size",
+    "memory_total_size": "memory-total-size",
+    "memory_oper": "memory-oper",
+    "memory_access_mode": "memory-access-mode",
+    "file_num": "file-num",
+    "file_total_size": "file-total-size",
+    "file_block_size": "file-block-size",
+    "file_test_mode": "file-test-mode",
+    "file_io_mode": "file-io-mode",
+    "file_extra_flags": "file-extra-flags",
+    "file_fsync_freq": "file-fsync-freq",
     "file_rw_ratio": "file-rw-ratio",
 }
 _NOT_OPTIONS = {"test", "script", "sysbench_version", "read_only"}
@@ -160,26 +221,37 @@ def validate(params: dict) -> dict:
 def _check_values(clean: dict) -> None:
     codes = clean.get("mysql_ignore_errors")
     if codes is not None:
-        codes = [c for item in (codes if isinstance(codes, list) else [codes]) for c in item.split(",")]
+        codes = [
+            c for item in (codes if isinstance(codes, list) else [codes]) for c in item.split(",")
+        ]
         if not all(_ERROR_CODE.fullmatch(c) for c in codes):
-            raise ValidationError("mysql_ignore_errors", "expected MySQL error codes such as "
-                                  "1213, 1205, 2013 (a list), or all")
+            raise ValidationError(
+                "mysql_ignore_errors",
+                "expected MySQL error codes such as 1213, 1205, 2013 (a list), or all",
+            )
         clean["mysql_ignore_errors"] = codes
     engine = clean.get("mysql_storage_engine")
     if engine is not None and not _ENGINE.fullmatch(engine):
-        raise ValidationError("mysql_storage_engine", f"{engine!r} is not allowed: expected an engine "
-                              "name such as innodb")
+        raise ValidationError(
+            "mysql_storage_engine",
+            f"{engine!r} is not allowed: expected an engine name such as innodb",
+        )
 
 
 def _check_legacy(clean: dict) -> None:
     test = clean.get("test")
     if test not in LEGACY_TESTS:
-        raise ValidationError("test", f"{test!r} is not allowed with sysbench_version 0.4: "
-                              f"expected one of {', '.join(LEGACY_TESTS)}")
+        raise ValidationError(
+            "test",
+            f"{test!r} is not allowed with sysbench_version 0.4: "
+            f"expected one of {', '.join(LEGACY_TESTS)}",
+        )
     for name in clean:
         if name not in LEGACY_OPTIONS and name not in _NOT_OPTIONS:
-            raise ValidationError(name, "does not exist in sysbench 0.4; known there: "
-                                  + ", ".join(sorted(LEGACY_OPTIONS)))
+            raise ValidationError(
+                name,
+                "does not exist in sysbench 0.4; known there: " + ", ".join(sorted(LEGACY_OPTIONS)),
+            )
     if "script" in clean:
         raise ValidationError("script", "custom Lua scripts need sysbench 1.x")
 
@@ -194,16 +266,27 @@ def _check_modern(clean: dict) -> None:
     if "read_only" in clean:
         wanted = "oltp_read_only" if clean["read_only"] else "oltp_read_write"
         if clean.get("test", wanted) not in ("oltp_read_write", wanted):
-            raise ValidationError("read_only", f"contradicts test {clean['test']!r}; read_only applies "
-                                  "to oltp_read_write / oltp_read_only")
+            raise ValidationError(
+                "read_only",
+                f"contradicts test {clean['test']!r}; read_only applies "
+                "to oltp_read_write / oltp_read_only",
+            )
         clean["test"] = wanted
     test = clean.get("test")
     if test is None:
-        raise ValidationError("test", "required: one of " + ", ".join(OLTP_TESTS + HOST_TESTS)
-                              + ", a Lua script path, or `script`")
+        raise ValidationError(
+            "test",
+            "required: one of "
+            + ", ".join(OLTP_TESTS + HOST_TESTS)
+            + ", a Lua script path, or `script`",
+        )
     if test != "custom" and test not in OLTP_TESTS + HOST_TESTS and not _LUA_PATH.fullmatch(test):
-        raise ValidationError("test", f"{test!r} is not allowed: expected one of "
-                              + ", ".join(OLTP_TESTS + HOST_TESTS) + " or an absolute .lua path")
+        raise ValidationError(
+            "test",
+            f"{test!r} is not allowed: expected one of "
+            + ", ".join(OLTP_TESTS + HOST_TESTS)
+            + " or an absolute .lua path",
+        )
 
 
 def check_scope(clean: dict, scope) -> None:
@@ -211,8 +294,10 @@ def check_scope(clean: dict, scope) -> None:
     if clean.get("test") == "custom":
         scope.refuse("script", "a sysbench Lua script")
     elif clean.get("test") not in OLTP_TESTS + HOST_TESTS + LEGACY_TESTS:
-        scope.refuse("test", f"a sysbench Lua script by path ({clean.get('test')!r}); "
-                     "only the built-in tests are")
+        scope.refuse(
+            "test",
+            f"a sysbench Lua script by path ({clean.get('test')!r}); only the built-in tests are",
+        )
 
 
 def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
@@ -240,8 +325,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
         uploads.append(Upload(SCRIPT_NAME, clean["script"].encode(), 0o600))
         test = f"{WORKDIR}/{SCRIPT_NAME}"
     argv += [f"--test={test}", phase] if legacy else [test, phase]
-    return Command(argv=argv, env=env, uploads=uploads, secrets=secrets, tool=NAME,
-                   package=PACKAGE)
+    return Command(argv=argv, env=env, uploads=uploads, secrets=secrets, tool=NAME, package=PACKAGE)
 
 
 def _password(endpoint: Endpoint) -> tuple[dict[str, str], list[Upload]]:
@@ -292,8 +376,9 @@ def _db_options(endpoint: Endpoint, test: str) -> tuple[list[str], list[str]]:
         # cpu/memory/fileio never connect: no driver options, no password.
         return [], []
     if endpoint.kind not in ("mysql", "postgres"):
-        raise ValidationError("endpoint", f"test {test} needs a mysql or postgres endpoint, "
-                              f"not {endpoint.kind!r}")
+        raise ValidationError(
+            "endpoint", f"test {test} needs a mysql or postgres endpoint, not {endpoint.kind!r}"
+        )
     prefix = "mysql" if endpoint.kind == "mysql" else "pgsql"
     argv = [f"--db-driver={prefix}"]
     for key in ("host", "port", "user", "database", "socket"):
@@ -332,8 +417,17 @@ TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # OLTP on either database; cpu/fileio on a host
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = "time"
-SERIES = ("tps", "qps", "reads", "writes", "other", "latency_p95_ms", "latency_p99_ms", "err_s",
-          "reconn_s")
+SERIES = (
+    "tps",
+    "qps",
+    "reads",
+    "writes",
+    "other",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "err_s",
+    "reconn_s",
+)
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "qps": m.throughput("Queries per second", "qps"),

@@ -43,6 +43,7 @@ import re
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
 from runners.results import Result
+from runners.tools.sysbench_header import error_lines, has_progress, header_end, read_header
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _GAP = r"[ \t]+"
@@ -62,9 +63,18 @@ _THREADS = re.compile(rf"(?:thds|threads):{_OPT_GAP}([0-9]+)|([0-9]+) threads")
 _RWO = re.compile(rf"r/w/o:{_OPT_GAP}{_NUM}/{_NUM}/{_NUM}")
 _PAIR = re.compile(rf"([A-Za-z][A-Za-z/]*):{_OPT_GAP}{_NUM}({_OPT_GAP}MiB/s)?")
 _SERIES_KEYS = {
-    "tps": "tps", "qps": "qps", "eps": "eps", "reads": "reads", "reads/s": "reads",
-    "writes": "writes", "writes/s": "writes", "err/s": "err_s", "errors": "err_s",
-    "reconn/s": "reconn_s", "reconnects": "reconn_s", "fsyncs": "fsyncs",
+    "tps": "tps",
+    "qps": "qps",
+    "eps": "eps",
+    "reads": "reads",
+    "reads/s": "reads",
+    "writes": "writes",
+    "writes/s": "writes",
+    "err/s": "err_s",
+    "errors": "err_s",
+    "reconn/s": "reconn_s",
+    "reconnects": "reconn_s",
+    "fsyncs": "fsyncs",
 }
 
 
@@ -80,11 +90,13 @@ def parse(text: str) -> Result:
     series, tail_start = _series(text)
     result = Result(series=series)
     _read_summary(text[tail_start:], result)
-    _read_header(text[: _header_end(text)], result.facts)
-    result.errors = _error_lines(text) + _cut_short(text, result)
+    read_header(text[: header_end(text)], result.facts)
+    result.errors = error_lines(text) + _cut_short(text, result)
     _percentile_fact(result)
-    if not (result.metrics or result.series or result.errors or _has_progress(result.facts)):
-        raise ParseError("no sysbench results, intervals or errors found (truncated, help or foreign text)")
+    if not (result.metrics or result.series or result.errors or has_progress(result.facts)):
+        raise ParseError(
+            "no sysbench results, intervals or errors found (truncated, help or foreign text)"
+        )
     if result.metrics:
         result.groups = [{"labels": {}, "metrics": dict(result.metrics)}]
     return result
@@ -101,10 +113,12 @@ _DROP_DIGITS = str.maketrans("", "", "0123456789")
 # Once "(r/w/o:" is replaced by ",", each of the 11 gaps between the numbers of
 # a skeleton line holds exactly one of `] p p , / / , % / / \n`; those become
 # the commas of one flat JSON array and every other non-number character goes.
-_TO_JSON = str.maketrans({
-    **dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
-    **dict.fromkeys("]p%/\n", ","),
-})
+_TO_JSON = str.maketrans(
+    {
+        **dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
+        **dict.fromkeys("]p%/\n", ","),
+    }
+)
 
 
 def _series(text: str) -> tuple[list[dict], int]:
@@ -147,13 +161,37 @@ def _oltp_block(region: str, lines: int) -> list[dict] | None:
     percents = set(numbers[7::_OLTP_COLUMNS])
     rows = zip(*[iter(numbers)] * _OLTP_COLUMNS)
     if len(percents) > 1:
-        return [{"t": t, "threads": thr, "tps": tps, "qps": qps, "reads": r, "writes": w, "other": o,
-                 _latency_name(str(pct)): lat, "err_s": err, "reconn_s": rc}
-                for t, thr, tps, qps, r, w, o, pct, lat, err, rc in rows]
+        return [
+            {
+                "t": t,
+                "threads": thr,
+                "tps": tps,
+                "qps": qps,
+                "reads": r,
+                "writes": w,
+                "other": o,
+                _latency_name(str(pct)): lat,
+                "err_s": err,
+                "reconn_s": rc,
+            }
+            for t, thr, tps, qps, r, w, o, pct, lat, err, rc in rows
+        ]
     lat_key = _latency_name(str(percents.pop()))
-    return [{"t": t, "threads": thr, "tps": tps, "qps": qps, "reads": r, "writes": w, "other": o,
-             lat_key: lat, "err_s": err, "reconn_s": rc}
-            for t, thr, tps, qps, r, w, o, _pct, lat, err, rc in rows]
+    return [
+        {
+            "t": t,
+            "threads": thr,
+            "tps": tps,
+            "qps": qps,
+            "reads": r,
+            "writes": w,
+            "other": o,
+            lat_key: lat,
+            "err_s": err,
+            "reconn_s": rc,
+        }
+        for t, thr, tps, qps, r, w, o, _pct, lat, err, rc in rows
+    ]
 
 
 def _mixed_rows(region: str, skeletons: list[str]) -> list[dict]:
@@ -188,10 +226,21 @@ def _line_row(line: str) -> dict | None:
 
 def _oltp_rows(found: list[tuple]) -> list[dict]:
     """Rows from _OLTP_1X match groups (1.x OLTP lines with unusual spacing)."""
-    return [{"t": _number(t), "threads": int(thr), "tps": float(tps), "qps": float(qps),
-             "reads": float(r), "writes": float(w), "other": float(o),
-             _latency_name(pct): float(lat), "err_s": float(err), "reconn_s": float(rc)}
-            for t, thr, tps, qps, r, w, o, pct, lat, err, rc in found]
+    return [
+        {
+            "t": _number(t),
+            "threads": int(thr),
+            "tps": float(tps),
+            "qps": float(qps),
+            "reads": float(r),
+            "writes": float(w),
+            "other": float(o),
+            _latency_name(pct): float(lat),
+            "err_s": float(err),
+            "reconn_s": float(rc),
+        }
+        for t, thr, tps, qps, r, w, o, pct, lat, err, rc in found
+    ]
 
 
 def _interval_row(t: float, rest: str) -> dict | None:
@@ -227,23 +276,40 @@ def _latency_name(percent: str) -> str:
 # ---------------------------------------------------------------- summary
 
 _SUMMARY_LINES = [
-    (re.compile(rf"^\s*transactions:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-     ("transactions", "tps")),
-    (re.compile(rf"^\s*queries:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"), ("queries", "qps")),
+    (
+        re.compile(rf"^\s*transactions:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+        ("transactions", "tps"),
+    ),
+    (
+        re.compile(rf"^\s*queries:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+        ("queries", "qps"),
+    ),
     (re.compile(rf"^\s*ignored errors:{_OPT_GAP}([0-9]+)"), ("errors",)),
     (re.compile(rf"^\s*reconnects:{_OPT_GAP}([0-9]+)"), ("reconnects",)),
     (re.compile(rf"^\s*deadlocks:{_OPT_GAP}([0-9]+)"), ("deadlocks",)),
-    (re.compile(rf"^\s*read/write requests:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-     ("_rw", "_rw_ps")),
-    (re.compile(rf"^\s*other operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-     ("_other_ops", "_other_ps")),
+    (
+        re.compile(
+            rf"^\s*read/write requests:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"
+        ),
+        ("_rw", "_rw_ps"),
+    ),
+    (
+        re.compile(rf"^\s*other operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
+        ("_other_ops", "_other_ps"),
+    ),
     (re.compile(rf"^\s*total time:{_OPT_GAP}{_NUM}s"), ("total_time_s",)),
     (re.compile(rf"^\s*total number of events:{_OPT_GAP}([0-9]+)"), ("events",)),
     (re.compile(rf"^\s*events per second:{_OPT_GAP}{_NUM}"), ("events_per_s",)),
-    (re.compile(rf"^\s*Total operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per second"),
-     ("memory_ops", "memory_ops_per_s")),
-    (re.compile(rf"^\s*{_NUM} MiB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MiB/sec"),
-     ("memory_mib", "memory_mib_per_s")),
+    (
+        re.compile(
+            rf"^\s*Total operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per second"
+        ),
+        ("memory_ops", "memory_ops_per_s"),
+    ),
+    (
+        re.compile(rf"^\s*{_NUM} MiB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MiB/sec"),
+        ("memory_mib", "memory_mib_per_s"),
+    ),
     (re.compile(rf"^\s*reads/s:{_OPT_GAP}{_NUM}"), ("fileio_reads_per_s",)),
     (re.compile(rf"^\s*writes/s:{_OPT_GAP}{_NUM}"), ("fileio_writes_per_s",)),
     (re.compile(rf"^\s*fsyncs/s:{_OPT_GAP}{_NUM}"), ("fileio_fsyncs_per_s",)),
@@ -253,13 +319,18 @@ _SUMMARY_LINES = [
 _QUERY_KIND = re.compile(rf"^\s*(read|write|other|total):{_OPT_GAP}([0-9]+)\s*$")
 _LATENCY_STAT = re.compile(rf"^\s*(min|avg|max|sum):{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$")
 _PERCENTILE = re.compile(
-    rf"^\s*(?:approx\.{_OPT_GAP})?{_NUM}(?:th)?{_OPT_GAP}percentile:{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$")
+    rf"^\s*(?:approx\.{_OPT_GAP})?{_NUM}(?:th)?{_OPT_GAP}percentile:{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$"
+)
 _HISTOGRAM_ROW = re.compile(rf"^\s*{_NUM}{_OPT_GAP}\|\**{_OPT_GAP}([0-9]+)\s*$")
 _FAIRNESS = re.compile(rf"^\s*(events|execution time) \(avg/stddev\):{_OPT_GAP}{_NUM}/{_NUM}")
 _TO_MS = {None: 1.0, "ms": 1.0, "s": 1000.0, "us": 0.001, "ns": 0.000001}
 _QUERY_METRIC = {"read": "reads", "write": "writes", "other": "other", "total": "_queries_total"}
-_LATENCY_METRIC = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms",
-                   "sum": "_latency_sum_ms"}
+_LATENCY_METRIC = {
+    "min": "latency_min_ms",
+    "avg": "latency_avg_ms",
+    "max": "latency_max_ms",
+    "sum": "_latency_sum_ms",
+}
 
 
 def _read_summary(tail: str, result: Result) -> None:
@@ -285,8 +356,12 @@ def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> None:
             for name, value in zip(names, match.groups()):
                 found[name] = _number(value)
             return
-    for pattern, reader in ((_QUERY_KIND, _query_kind), (_LATENCY_STAT, _latency_stat),
-                            (_PERCENTILE, _percentile), (_FAIRNESS, _fairness)):
+    for pattern, reader in (
+        (_QUERY_KIND, _query_kind),
+        (_LATENCY_STAT, _latency_stat),
+        (_PERCENTILE, _percentile),
+        (_FAIRNESS, _fairness),
+    ):
         match = pattern.match(line)
         if match:
             reader(match, found, facts)
@@ -339,87 +414,17 @@ def _cut_short(text: str, result: Result) -> list[str]:
     them are a run that never finished (unless a FATAL line says why).
     """
     if result.metrics and "thread_time_s_stddev" not in result.facts:
-        return ["sysbench summary cut short: it stops before 'Threads fairness' (run killed or "
-                "output cut)"]
+        return [
+            "sysbench summary cut short: it stops before 'Threads fairness' (run killed or "
+            "output cut)"
+        ]
     if result.series and not result.metrics and "FATAL:" not in text:
         return ["sysbench output has interval lines but no summary (run interrupted or output cut)"]
     cut = ends_mid_number(text) if result.metrics or result.series else ""
     return [cut] if cut else []
 
 
-# ---------------------------------------------------------------- header, errors
-
-_VERSION = re.compile(r"^sysbench\s+([0-9][0-9A-Za-z.\-]*?)(?::|\s|$)", re.MULTILINE)
-_HEADER_FACTS = [
-    (re.compile(r"^Number of threads:\s*([0-9]+)", re.MULTILINE), "threads", int),
-    (re.compile(r"^Report intermediate results every\s*([0-9]+)", re.MULTILINE), "report_interval_s", int),
-    (re.compile(r"^Running (simple|mixed) OLTP test", re.MULTILINE), "oltp_test_mode", str),
-]
-_PROGRESS = [
-    (re.compile(r"^Creating table '", re.MULTILINE), "tables_created"),
-    (re.compile(r"^Dropping table '", re.MULTILINE), "tables_dropped"),
-    (re.compile(r"^Creating file ", re.MULTILINE), "files_created"),
-    (re.compile(r"^Removing test files", re.MULTILINE), "files_removed"),
-]
-_ROWS = re.compile(r"^(?:Inserting ([0-9]+) records into|Creating ([0-9]+) records in table) '", re.MULTILINE)
-
-
-def _header_end(text: str) -> int:
-    """The header is everything before the first interval line or 'Threads started!'."""
-    for marker in ("\n[", "Threads started!"):
-        pos = text.find(marker)
-        if pos != -1:
-            return pos
-    return min(len(text), 200_000)
-
-
-def _read_header(head: str, facts: dict) -> None:
-    version = _VERSION.search(head)
-    if version:
-        facts["version"] = version.group(1)
-    for pattern, name, kind in _HEADER_FACTS:
-        match = pattern.search(head)
-        if match:
-            facts[name] = kind(match.group(1))
-    for pattern, name in _PROGRESS:
-        count = len(pattern.findall(head))
-        if count:
-            facts[name] = count
-    rows = [int(a or b) for a, b in _ROWS.findall(head)]
-    if rows:
-        facts["rows_inserted"] = sum(rows)
-
-
-def _has_progress(facts: dict) -> bool:
-    return any(name in facts for _, name in _PROGRESS) or "rows_inserted" in facts
-
-
-_MAX_ERRORS = 50
-
-
-def _error_lines(text: str) -> list[str]:
-    """Distinct FATAL:/ALERT: lines in order of first appearance (at most 50).
-
-    Each worker thread repeats the same error, so duplicates are dropped.
-    """
-    found: list[tuple[int, str]] = []
-    for marker in ("FATAL:", "ALERT:"):
-        pos = 0 if text.startswith(marker) else text.find("\n" + marker)
-        while pos != -1:
-            start = pos if pos == 0 and text.startswith(marker) else pos + 1
-            end = text.find("\n", start)
-            found.append((start, text[start:end if end != -1 else len(text)].rstrip()))
-            pos = text.find("\n" + marker, start)
-    seen: dict[str, None] = {}
-    for _, line in sorted(found):
-        seen.setdefault(line, None)
-    errors = list(seen)
-    if len(errors) > _MAX_ERRORS:
-        errors = errors[:_MAX_ERRORS] + [f"... and {len(errors) - _MAX_ERRORS} more distinct errors"]
-    return errors
-
-
 def _percentile_fact(result: Result) -> None:
     for name in result.metrics:
         if name.startswith("latency_p"):
-            result.facts["percentile"] = name[len("latency_p"):-len("_ms")].replace("_", ".")
+            result.facts["percentile"] = name[len("latency_p") : -len("_ms")].replace("_", ".")

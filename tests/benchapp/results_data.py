@@ -3,15 +3,21 @@
 from benchapp.models import Cell, Measurement, Run, SeriesPoint
 
 
-def make_run(team, name="run", tool="sysbench", cells=(), status=Run.SUCCEEDED, document=None,
-             **kw):
+def make_run(
+    team, name="run", tool="sysbench", cells=(), status=Run.SUCCEEDED, document=None, **kw
+):
     """cells: [(axes, repeat, {metric: value}, extra Cell fields)] -> Run.
     document: plan keys over the default (name, tool, params, axes)."""
     axes_names = []
     for axes, *_ in cells:
         axes_names += [a for a in axes if a not in axes_names]
-    doc = {"name": name, "tool": tool, "params": {"time": 10},
-           "axes": {a: [] for a in axes_names}, **(document or {})}
+    doc = {
+        "name": name,
+        "tool": tool,
+        "params": {"time": 10},
+        "axes": {a: [] for a in axes_names},
+        **(document or {}),
+    }
     run = Run.objects.create(team=team, name=name, tool=tool, status=status, document=doc, **kw)
     for i, (axes, repeat, metrics, *extra) in enumerate(cells, 1):
         fields = {"status": Cell.SUCCEEDED, "attempt": 1, **(extra[0] if extra else {})}
@@ -20,11 +26,15 @@ def make_run(team, name="run", tool="sysbench", cells=(), status=Run.SUCCEEDED, 
         cell = Cell.objects.create(run=run, index=i, key=key, repeat=repeat, axes=axes, **fields)
         Measurement.objects.bulk_create(
             Measurement(run=run, cell=cell, attempt=cell.attempt, metric=m, value=v)
-            for m, v in metrics.items())
+            for m, v in metrics.items()
+        )
     return run
 
 
 def add_series(cell, metric, values, attempt=None):
     SeriesPoint.objects.bulk_create(
-        SeriesPoint(cell=cell, attempt=attempt or cell.attempt, t=float(t), metric=metric,
-                    value=float(v)) for t, v in enumerate(values, 1))
+        SeriesPoint(
+            cell=cell, attempt=attempt or cell.attempt, t=float(t), metric=metric, value=float(v)
+        )
+        for t, v in enumerate(values, 1)
+    )

@@ -38,14 +38,30 @@ def database():
     _mariadb(f"DROP DATABASE IF EXISTS {name}")
 
 
-def test_a_steady_cell_stops_at_min_and_a_noisy_one_at_max(team, database, start_worker,
-                                                            owner_client):
+def test_a_steady_cell_stops_at_min_and_a_noisy_one_at_max(
+    team, database, start_worker, owner_client
+):
     plan = {
-        "name": "adaptive", "tool": "sysbench",
-        "targets": [{"name": "maria", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
-                     "user": "root", "database": database}],
-        "params": {"test": "oltp_point_select", "tables": 1, "table_size": 100, "time": 2,
-                   "events": 200, "forced_shutdown": 5},
+        "name": "adaptive",
+        "tool": "sysbench",
+        "targets": [
+            {
+                "name": "maria",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "port": 3306,
+                "user": "root",
+                "database": database,
+            }
+        ],
+        "params": {
+            "test": "oltp_point_select",
+            "tables": 1,
+            "table_size": 100,
+            "time": 2,
+            "events": 200,
+            "forced_shutdown": 5,
+        },
         "axes": {"rate": [0, 50]},
         "repeat": {"min": 3, "max": 5, "until_cv": 0.002, "metric": "transactions"},
         "order": "interleaved",

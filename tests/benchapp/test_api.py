@@ -23,14 +23,19 @@ from tests.benchapp.results_data import make_run
 # Kept short: no coverage phase (it generates every case the schema defines),
 # a handful of generated examples per operation.
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
-    {"phases": {"coverage": {"enabled": False}, "stateful": {"enabled": False}}})
-schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(),
-                                        config=CONFIG)
+    {"phases": {"coverage": {"enabled": False}, "stateful": {"enabled": False}}}
+)
+schema = schemathesis.openapi.from_wsgi(
+    "/api/schema/?format=json", get_wsgi_application(), config=CONFIG
+)
 
-PLAN = {"name": "api-demo", "tool": "mysqlslap",
-        "targets": [{"name": "local", "kind": "mysql", "host": "127.0.0.1", "user": "root"}],
-        "params": {"auto_generate_sql": True, "add_autoincrement": True, "number_of_queries": 50},
-        "axes": {"load_type": ["read", "key"]}}
+PLAN = {
+    "name": "api-demo",
+    "tool": "mysqlslap",
+    "targets": [{"name": "local", "kind": "mysql", "host": "127.0.0.1", "user": "root"}],
+    "params": {"auto_generate_sql": True, "add_autoincrement": True, "number_of_queries": 50},
+    "axes": {"load_type": ["read", "key"]},
+}
 
 
 @pytest.fixture
@@ -61,20 +66,27 @@ def keep_connection():
 
 @pytest.mark.django_db
 @schema.parametrize()
-@hsettings(max_examples=4, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-           suppress_health_check=list(HealthCheck))
+@hsettings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_api_contract(case, token, team, keep_connection):
     """Every operation, with generated inputs: no server error, documented
     status codes, responses matching the schema."""
-    case.call_and_validate(headers={"Authorization": f"Token {token}"},
-                           checks=[not_a_server_error, status_code_conformance,
-                                   response_schema_conformance])
+    case.call_and_validate(
+        headers={"Authorization": f"Token {token}"},
+        checks=[not_a_server_error, status_code_conformance, response_schema_conformance],
+    )
 
 
 def test_schema_and_docs_are_served(client):
     schema_doc = client.get("/api/schema/?format=json").json()
     assert {"/api/runs/", "/api/comparisons/{id}/share/", "/api/measurements/"} <= set(
-        schema_doc["paths"])
+        schema_doc["paths"]
+    )
     assert "tokenAuth" in schema_doc["components"]["securitySchemes"]
     html = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in html and "cdn." not in html and "jsdelivr" not in html
@@ -89,8 +101,9 @@ def test_token_auth_required(team, owner):
 
 
 def test_obtain_token_with_password(owner):
-    response = APIClient().post("/api/token/", {"username": owner.username,
-                                                "password": f"pw-{owner.username}"})
+    response = APIClient().post(
+        "/api/token/", {"username": owner.username, "password": f"pw-{owner.username}"}
+    )
     assert response.status_code == 200 and response.json()["token"]
 
 
@@ -104,14 +117,18 @@ def test_team_scoping_outsider_gets_404(api, team, outsider):
     values = [m["value"] for m in api.get("/api/measurements/").json()["results"]]
     assert values == [2.0]
     assert api.patch(f"/api/runs/{run.pk}/", {"tags": ["x"]}, format="json").status_code == 404
-    response = api.post("/api/comparisons/", {"name": "x", "runs": [mine.pk, run.pk]},
-                        format="json")
+    response = api.post(
+        "/api/comparisons/", {"name": "x", "runs": [mine.pk, run.pk]}, format="json"
+    )
     assert response.status_code == 400
 
 
 def test_credentials_are_write_only(api, team):
-    response = api.post("/api/credentials/", {"name": "db-pw", "kind": "password",
-                                              "secret": "s3cret-canary"}, format="json")
+    response = api.post(
+        "/api/credentials/",
+        {"name": "db-pw", "kind": "password", "secret": "s3cret-canary"},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     body = response.content.decode()
     assert "s3cret-canary" not in body and "encrypted" not in body
@@ -119,16 +136,26 @@ def test_credentials_are_write_only(api, team):
     assert Credential.objects.get(team=team).secret() == "s3cret-canary"
     listing = api.get("/api/credentials/").content.decode()
     assert "s3cret-canary" not in listing
-    response = api.post("/api/targets/", {"name": "db8", "kind": "mysql", "host": "127.0.0.1",
-                                          "user": "root", "credential": "db-pw"}, format="json")
+    response = api.post(
+        "/api/targets/",
+        {
+            "name": "db8",
+            "kind": "mysql",
+            "host": "127.0.0.1",
+            "user": "root",
+            "credential": "db-pw",
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     assert response.json()["credential"] == "db-pw"
     assert "s3cret" not in api.get("/api/targets/").content.decode()
 
 
 def test_plan_validation_errors_name_the_key(api):
-    response = api.post("/api/plans/", {"document": {**PLAN, "params": {"bogus": 1}}},
-                        format="json")
+    response = api.post(
+        "/api/plans/", {"document": {**PLAN, "params": {"bogus": 1}}}, format="json"
+    )
     assert response.status_code == 400
     assert "bogus" in str(response.json()["document"])
     response = api.post("/api/plans/", {"document": PLAN}, format="json")
@@ -171,8 +198,7 @@ def test_run_results_and_comparison_share(api, team, client):
     b = make_run(team, name="b", cells=[({"threads": t}, 1, {"tps": 11.0 * t}) for t in (1, 2)])
     table = api.get(f"/api/runs/{a.pk}/results/").json()["table"]
     assert [line[0]["mean"] for line in table["cells"]] == [10.0, 20.0]
-    comp = api.post("/api/comparisons/", {"name": "ab", "runs": [a.pk, b.pk]},
-                    format="json").json()
+    comp = api.post("/api/comparisons/", {"name": "ab", "runs": [a.pk, b.pk]}, format="json").json()
     data = api.get(f"/api/comparisons/{comp['id']}/results/").json()
     assert data["baseline"] == f"#{a.pk} a"
     share = api.post(f"/api/comparisons/{comp['id']}/share/").json()

@@ -16,15 +16,19 @@ def test_separate_client_flags_client_bound_cells_in_one_line(owner_client, team
     data = results.results([run])
     assert data["client_load"] == [
         "Client-bound: 1 of 10 cells (load_type=key,target=m2-4xlarge-iops #1) ran with the "
-        "client's CPU above 90 % busy: the client, not the target, may be their limit."]
-    flagged = [(r["label"], c["label"]) for r, line in zip(data["table"]["rows"],
-                                                          data["table"]["cells"])
-               for c, s in zip(data["table"]["columns"], line) if s and s.client_bound]
+        "client's CPU above 90 % busy: the client, not the target, may be their limit."
+    ]
+    flagged = [
+        (r["label"], c["label"])
+        for r, line in zip(data["table"]["rows"], data["table"]["cells"])
+        for c, s in zip(data["table"]["columns"], line)
+        if s and s.client_bound
+    ]
     assert flagged == [("m2-4xlarge-iops", "key")]
     html = owner_client.get(f"/runs/{run.pk}/results/").content.decode()
     assert html.count('class="client-load warn"') == 1
     assert html.count('aria-label="client-bound"') == 1  # a mark on that cell, no box
-    assert "client-bound\"" not in html.replace('aria-label="client-bound"', "")  # no cell class
+    assert 'client-bound"' not in html.replace('aria-label="client-bound"', "")  # no cell class
 
 
 def test_one_machine_shows_the_hosts_cpu_not_client_bound(owner_client, team):
@@ -34,21 +38,25 @@ def test_one_machine_shows_the_hosts_cpu_not_client_bound(owner_client, team):
     assert data["client_bound"] == []
     assert data["client_load"] == [
         "Client and target are one machine: its CPU was 40–88 % busy during the runs "
-        "(mean 64 %, 10 cells), the tool's share included."]
+        "(mean 64 %, 10 cells), the tool's share included."
+    ]
     html = owner_client.get(f"/runs/{run.pk}/results/").content.decode()
     assert 'aria-label="client-bound"' not in html and "Client-bound:" not in html
     assert "its CPU was 40–88 % busy" in html
 
 
-@pytest.mark.parametrize("document, shared", [
-    ({"client": {"on": "target"}}, True),
-    ({"client": {"on": "db8"}}, True),
-    ({"client": {"provision": {"provider": "aws_ec2"}}}, False),
-    ({"client": {"ssh": {"host": "bench.internal"}}}, False),
-    ({"targets": [{"name": "a", "host": "127.0.0.1"}]}, True),  # local client, local server
-    ({"targets": [{"name": "a", "host": "db.internal"}]}, False),
-    ({"targets": ["stored-target"]}, False),
-])
+@pytest.mark.parametrize(
+    "document, shared",
+    [
+        ({"client": {"on": "target"}}, True),
+        ({"client": {"on": "db8"}}, True),
+        ({"client": {"provision": {"provider": "aws_ec2"}}}, False),
+        ({"client": {"ssh": {"host": "bench.internal"}}}, False),
+        ({"targets": [{"name": "a", "host": "127.0.0.1"}]}, True),  # local client, local server
+        ({"targets": [{"name": "a", "host": "db.internal"}]}, False),
+        ({"targets": ["stored-target"]}, False),
+    ],
+)
 def test_one_machine_from_the_plan(team, document, shared):
     run = make_run(team, document=document)
     assert client_load.one_machine(run) is shared

@@ -15,9 +15,14 @@ from tests.support.private_services import free_port
 
 pytestmark = pytest.mark.django_db
 
+
 def _mariadb(sql: str) -> None:
-    subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 @pytest.fixture
@@ -27,12 +32,16 @@ def limited_mariadb_user():
     database, user, password = f"bb_c_{suffix}", f"bb_r_{suffix}", f"pw-{suffix}"
     statements = [f"CREATE DATABASE {database}"]
     for host in ("127.0.0.1", "localhost"):  # MariaDB here may see 127.0.0.1 as localhost
-        statements += [f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'",
-                       f"GRANT SELECT ON {database}.* TO '{user}'@'{host}'"]
+        statements += [
+            f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'",
+            f"GRANT SELECT ON {database}.* TO '{user}'@'{host}'",
+        ]
     _mariadb("; ".join(statements))
     yield database, user, password
-    _mariadb(f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
-             f"DROP USER IF EXISTS '{user}'@'localhost'")
+    _mariadb(
+        f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
+        f"DROP USER IF EXISTS '{user}'@'localhost'"
+    )
 
 
 @pytest.fixture
@@ -66,8 +75,9 @@ def test_connection_mysql_missing_database(team):
 
 def test_connection_mysql_user_without_create(team, limited_mariadb_user):
     database, user, password = limited_mariadb_user
-    target = make_target(team, user=user, database=database,
-                         credential=make_credential(team, secret=password))
+    target = make_target(
+        team, user=user, database=database, credential=make_credential(team, secret=password)
+    )
     result = check_target(target)
     assert result["error"] == f"user '{user}' cannot CREATE in '{database}' on 127.0.0.1:3306"
     assert password not in str(result)
@@ -75,16 +85,25 @@ def test_connection_mysql_user_without_create(team, limited_mariadb_user):
 
 def test_connection_mysql_user_without_any_grant_on_database(team, limited_mariadb_user):
     database, user, password = limited_mariadb_user
-    target = make_target(team, user=user, database="mysql",
-                         credential=make_credential(team, secret=password))
+    target = make_target(
+        team, user=user, database="mysql", credential=make_credential(team, secret=password)
+    )
     result = check_target(target)
-    assert result["error"] == f"user '{user}' has no privileges on database 'mysql' on 127.0.0.1:3306"
+    assert (
+        result["error"] == f"user '{user}' has no privileges on database 'mysql' on 127.0.0.1:3306"
+    )
 
 
 def test_connection_postgres_checks_database_and_create(team, private_postgres):
     def check(user, database):
-        target = make_target(team, name=f"pg-{user}-{database}", kind="postgres",
-                             port=private_postgres, user=user, database=database)
+        target = make_target(
+            team,
+            name=f"pg-{user}-{database}",
+            kind="postgres",
+            port=private_postgres,
+            user=user,
+            database=database,
+        )
         return check_target(target)
 
     good = check("postgres", "bench")
@@ -112,13 +131,17 @@ def test_connection_page_shows_what_is_missing(owner_client, team):
     assert "database &#x27;bb_missing_db&#x27; does not exist on 127.0.0.1:3306" in html
     target.refresh_from_db()
     assert (target.last_check_ok, target.last_check_error) == (
-        False, "database 'bb_missing_db' does not exist on 127.0.0.1:3306")
+        False,
+        "database 'bb_missing_db' does not exist on 127.0.0.1:3306",
+    )
 
 
 def test_connection_host_directory_must_exist(team, tmp_path):
-    target = make_target(team, name="disk", kind="host", host="", port=None, user="",
-                         directory=str(tmp_path))
+    target = make_target(
+        team, name="disk", kind="host", host="", port=None, user="", directory=str(tmp_path)
+    )
     assert check_target(target)["access"] == f"directory {tmp_path} exists on this server"
     target.directory = f"{tmp_path}/missing"
     assert check_target(target)["error"] == (
-        f"directory {tmp_path}/missing does not exist on this server")
+        f"directory {tmp_path}/missing does not exist on this server"
+    )

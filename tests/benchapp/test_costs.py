@@ -44,7 +44,9 @@ def test_comparison_shows_each_priced_runs_cost(owner_client, team, owner):
     comp = comparisons.save_comparison(team, "services", runs, user=owner)
     html = owner_client.get(f"/comparisons/{comp.pk}/").content.decode()
     for run in runs:
-        assert f"<strong>#{run.pk} {run.name}</strong>: cost <span class=\"cost\">$0.26</span>" in html
+        assert (
+            f'<strong>#{run.pk} {run.name}</strong>: cost <span class="cost">$0.26</span>' in html
+        )
 
 
 def test_unpriced_run_shows_no_cost_and_costs_no_query(team, django_assert_num_queries):

@@ -41,8 +41,11 @@ def test_s2_rows_stress_cores_columns_tps_qps_latency(team):
     assert (view["rows"], view["columns"]) == (["stress.cpu"], ["metric"])
     assert view["metric"] == ["tps", "qps", "latency_avg_ms"]
     assert _rows(table) == ["0", "2", "4", "6", "8"]  # repeats folded: no "0 · 1"
-    assert _headers(table) == ["Transactions per second (tps)", "Queries per second (qps)",
-                               "Average latency (ms)"]
+    assert _headers(table) == [
+        "Transactions per second (tps)",
+        "Queries per second (qps)",
+        "Average latency (ms)",
+    ]
     tps0 = table["cells"][0][0]
     assert (tps0.n, tps0.mean, tps0.values) == (2, 1001.5, [1001.0, 1002.0])
     chart = data["chart"]
@@ -61,7 +64,8 @@ def test_s3_rows_rw_columns_volumes_iops_and_mb_per_s(team):
     assert table["cells"][2][4].mean == 3200.0  # randread, 16 volumes
     (main, mb) = data["tables"]
     assert mb["table"]["metrics"] == ["bw_mb_s"] and mb["metric_label"] == (
-        "Bandwidth (read + write) (MB/s)")
+        "Bandwidth (read + write) (MB/s)"
+    )
     assert mb["table"]["cells"][0][0].mean == pytest.approx(200 * 4 * 1.024e-3)  # read, 1
     chart = data["chart"]
     assert (chart["type"], chart["x_dim"], chart["line_dims"]) == ("line", "volumes", ["rw"])
@@ -73,7 +77,10 @@ def test_s4_tps_vs_threads_one_line_per_target_read_only_apart(team):
     data = results.results([s4_run(team)])
     view = data["view"]
     assert (view["rows"], view["columns"], view["metric"]) == (
-        ["target", "read_only"], ["threads"], "tps")
+        ["target", "read_only"],
+        ["threads"],
+        "tps",
+    )
     chart = data["chart"]
     assert (chart["type"], chart["x_dim"]) == ("line", "threads")
     assert chart["line_dims"] == ["target"] and chart["facet_dims"] == ["read_only"]
@@ -117,7 +124,8 @@ def test_output_groups_are_rows_when_the_tool_reads_them(team):
     cell = run.cells.get()
     Measurement.objects.bulk_create(
         Measurement(run=run, cell=cell, attempt=1, group=g, metric="rps", value=v)
-        for g, v in (("SET", 90000.0), ("GET", 120000.0)))
+        for g, v in (("SET", 90000.0), ("GET", 120000.0))
+    )
     data = results.results([run])
     assert data["view"]["rows"] == ["group"] and data["view"]["metric"] == "rps"
     assert _rows(data["table"]) == ["all", "GET", "SET"]  # "all": the cell's own line

@@ -20,14 +20,22 @@ def test_each_tool_states_its_duration_in_its_own_parameter():
 
 
 def test_targets_run_in_parallel_and_overrides_change_a_cells_duration():
-    plan = load_plan({
-        "name": "d", "tool": "fio",
-        "targets": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
-        "params": {"directory": "/data", "size": "4M", "runtime": 10, "time_based": True,
-                   "rw": "read"},
-        "axes": {"target": ["a", "b"], "bs": ["4k", "8k"]},
-        "overrides": [{"when": {"target": "b"}, "set": {"runtime": 20}}],
-    })
+    plan = load_plan(
+        {
+            "name": "d",
+            "tool": "fio",
+            "targets": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
+            "params": {
+                "directory": "/data",
+                "size": "4M",
+                "runtime": 10,
+                "time_based": True,
+                "rw": "read",
+            },
+            "axes": {"target": ["a", "b"], "bs": ["4k", "8k"]},
+            "overrides": [{"when": {"target": "b"}, "set": {"runtime": 20}}],
+        }
+    )
     duration = plan_duration(plan)
     per_cell_a, per_cell_b = 10 + OVERHEAD_SECONDS, 20 + OVERHEAD_SECONDS
     assert duration.cells == 4 and duration.known

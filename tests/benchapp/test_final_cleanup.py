@@ -34,19 +34,37 @@ def database():
 
 
 def tables(database: str) -> list[str]:
-    out = subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-N", "-e",
-                          f"SHOW TABLES FROM {database}"],
-                         check=True, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-N", "-e", f"SHOW TABLES FROM {database}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return out.stdout.split()
 
 
 def sysbench_plan(database: str, axes: dict, seconds: int = 1) -> dict:
     return {
-        "name": "prepare-once-cleanup", "tool": "sysbench",
-        "targets": [{"name": "maria", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
-                     "user": "root", "database": database}],
-        "params": {"test": "oltp_point_select", "tables": 1, "table_size": 100,
-                   "time": seconds, "forced_shutdown": 5},
+        "name": "prepare-once-cleanup",
+        "tool": "sysbench",
+        "targets": [
+            {
+                "name": "maria",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "port": 3306,
+                "user": "root",
+                "database": database,
+            }
+        ],
+        "params": {
+            "test": "oltp_point_select",
+            "tables": 1,
+            "table_size": 100,
+            "time": seconds,
+            "forced_shutdown": 5,
+        },
         "axes": axes,
         "prepare": {"once": True},
         "cleanup": True,
@@ -97,8 +115,18 @@ def test_cancel_between_cells_still_cleans_up(team, database):
     from benchapp import finalcleanup
 
     run = orchestration.start_run(team, sysbench_plan(database, {"threads": [1, 2]}))
-    subprocess.run(["mariadb", "-h127.0.0.1", "-uroot", database, "-e",
-                    "CREATE TABLE sbtest1 (id INT PRIMARY KEY)"], check=True, timeout=30)
+    subprocess.run(
+        [
+            "mariadb",
+            "-h127.0.0.1",
+            "-uroot",
+            database,
+            "-e",
+            "CREATE TABLE sbtest1 (id INT PRIMARY KEY)",
+        ],
+        check=True,
+        timeout=30,
+    )
     Run.objects.filter(pk=run.pk).update(status=Run.RUNNING, prepared_targets=["maria"])
     run.cells.filter(index=1).update(status=Cell.SUCCEEDED)
     orchestration.cancel_run(run)

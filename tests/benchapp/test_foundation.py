@@ -18,36 +18,53 @@ from benchapp import access
 from benchapp.models import Cell, Credential, Measurement, Run
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS_VARS = ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DJANGO_DEBUG",
-                 "DJANGO_SECRET_KEY", "BENCHBOARD_FERNET_KEYS", "DJANGO_ALLOWED_HOSTS")
+SETTINGS_VARS = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "REDIS_URL",
+    "DJANGO_DEBUG",
+    "DJANGO_SECRET_KEY",
+    "BENCHBOARD_FERNET_KEYS",
+    "DJANGO_ALLOWED_HOSTS",
+)
 
 
 def settings_in_subprocess(tmp_path, **env_vars):
     """Load settings in a fresh interpreter with exactly the given environment."""
     env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARS}
     env.update(BENCHBOARD_VAR_DIR=str(tmp_path), **env_vars)
-    code = ("import json, django; from django.conf import settings; django.setup();"
-            "print(json.dumps({'db': settings.DATABASES['default']['ENGINE'],"
-            " 'broker': settings.CELERY_BROKER_URL, 'debug': settings.DEBUG}))")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    code = (
+        "import json, django; from django.conf import settings; django.setup();"
+        "print(json.dumps({'db': settings.DATABASES['default']['ENGINE'],"
+        " 'broker': settings.CELERY_BROKER_URL, 'debug': settings.DEBUG}))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
 
 
 def test_settings_embedded_default_without_environment(tmp_path):
     proc = settings_in_subprocess(tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"db": "django.db.backends.sqlite3",
-                                       "broker": "filesystem://", "debug": True}
+    assert json.loads(proc.stdout) == {
+        "db": "django.db.backends.sqlite3",
+        "broker": "filesystem://",
+        "debug": True,
+    }
     assert (tmp_path / "django_secret_key").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "benchboard_fernet_keys").exists()
 
 
 def test_settings_environment_selects_postgres_and_redis(tmp_path):
-    proc = settings_in_subprocess(tmp_path, DATABASE_URL="postgres://u@127.0.0.1:5432/x",
-                                  REDIS_URL="redis://127.0.0.1:6379/3")
+    proc = settings_in_subprocess(
+        tmp_path, DATABASE_URL="postgres://u@127.0.0.1:5432/x", REDIS_URL="redis://127.0.0.1:6379/3"
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"db": "django.db.backends.postgresql",
-                                       "broker": "redis://127.0.0.1:6379/3", "debug": True}
+    assert json.loads(proc.stdout) == {
+        "db": "django.db.backends.postgresql",
+        "broker": "redis://127.0.0.1:6379/3",
+        "debug": True,
+    }
 
 
 def test_settings_production_refuses_missing_secret_key(tmp_path):
@@ -58,12 +75,20 @@ def test_settings_production_refuses_missing_secret_key(tmp_path):
 
 def test_settings_production_check_deploy_is_clean(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARS}
-    env.update(BENCHBOARD_VAR_DIR=str(tmp_path), DJANGO_DEBUG="False",
-               DJANGO_SECRET_KEY="x" * 20 + uuid.uuid4().hex + "y" * 20,
-               BENCHBOARD_FERNET_KEYS="ZmVybmV0LWtleS1mb3ItdGVzdHMtb25seS0zMmJ5dGU=",
-               DJANGO_ALLOWED_HOSTS="bench.example.test")
-    proc = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level",
-                           "WARNING"], cwd=ROOT, env=env, capture_output=True, text=True)
+    env.update(
+        BENCHBOARD_VAR_DIR=str(tmp_path),
+        DJANGO_DEBUG="False",
+        DJANGO_SECRET_KEY="x" * 20 + uuid.uuid4().hex + "y" * 20,
+        BENCHBOARD_FERNET_KEYS="ZmVybmV0LWtleS1mb3ItdGVzdHMtb25seS0zMmJ5dGU=",
+        DJANGO_ALLOWED_HOSTS="bench.example.test",
+    )
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -132,8 +157,21 @@ def test_scoping_helper_404_for_outsider(run, owner, outsider):
         access.get_run(request, run.pk)
 
 
-@pytest.mark.parametrize("model", ["team", "credential", "target", "plan", "run", "cell",
-                                   "measurement", "artifact", "comparison", "cloudresource"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "team",
+        "credential",
+        "target",
+        "plan",
+        "run",
+        "cell",
+        "measurement",
+        "artifact",
+        "comparison",
+        "cloudresource",
+    ],
+)
 def test_admin_changelist_loads(admin_client, run, model):
     _cell(run)
     response = admin_client.get(f"/admin/benchapp/{model}/")
@@ -166,16 +204,36 @@ def test_worker_executes_task_through_filesystem_broker(tmp_path):
     env["BENCHBOARD_VAR_DIR"] = str(tmp_path)
     nonce = uuid.uuid4().hex
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "benchapp", "worker", "--concurrency=1",
-         "--without-gossip", "--without-mingle", "--loglevel=INFO"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchapp",
+            "worker",
+            "--concurrency=1",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         send = subprocess.run(
-            [sys.executable, "-c",
-             f"import django; django.setup(); from benchapp.tasks import ping; ping.delay('{nonce}')"],
-            cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "benchapp.settings"},
-            capture_output=True, text=True)
+            [
+                sys.executable,
+                "-c",
+                f"import django; django.setup(); from benchapp.tasks import ping; ping.delay('{nonce}')",
+            ],
+            cwd=ROOT,
+            env={**env, "DJANGO_SETTINGS_MODULE": "benchapp.settings"},
+            capture_output=True,
+            text=True,
+        )
         assert send.returncode == 0, send.stderr
         assert _wait_for(tmp_path / "pings" / nonce, timeout=60) is not None
     finally:

@@ -17,9 +17,18 @@ def nightly(team, plan, tps_values, latency=None):
     rng = random.Random(1)
     runs = []
     for i, tps in enumerate(tps_values):
-        cells = [({"threads": t}, r, {"tps": tps * t * (1 + rng.gauss(0, 0.01)),
-                                     "latency_avg_ms": (latency or 5.0) * (1 + rng.gauss(0, 0.01))})
-                 for t in (1, 4) for r in (1, 2, 3)]
+        cells = [
+            (
+                {"threads": t},
+                r,
+                {
+                    "tps": tps * t * (1 + rng.gauss(0, 0.01)),
+                    "latency_avg_ms": (latency or 5.0) * (1 + rng.gauss(0, 0.01)),
+                },
+            )
+            for t in (1, 4)
+            for r in (1, 2, 3)
+        ]
         runs.append(make_run(team, name=f"night {i}", plan=plan, cells=cells))
     return runs
 
@@ -33,7 +42,9 @@ def test_a_drop_in_tps_raises_one_bad_alert_per_cell_key(team, plan):
     runs = nightly(team, plan, [1000] * 20 + [850] * 10)
     created = history.detect_plan(plan)
     assert sorted((a.cell_key, a.metric) for a in created) == [
-        ("threads=1", "tps"), ("threads=4", "tps")]
+        ("threads=1", "tps"),
+        ("threads=4", "tps"),
+    ]
     for alert in created:
         assert alert.start_run == runs[20]
         assert alert.bad and alert.status == Alert.NEW
@@ -48,7 +59,9 @@ def test_a_lower_latency_is_a_good_change(team, plan):
     runs = nightly(team, plan, [1000] * 10, latency=4.0)
     alerts = history.detect_plan(plan)
     assert {(a.cell_key, a.metric, a.bad) for a in alerts} == {
-        ("threads=1", "latency_avg_ms", False), ("threads=4", "latency_avg_ms", False)}
+        ("threads=1", "latency_avg_ms", False),
+        ("threads=4", "latency_avg_ms", False),
+    }
     assert {a.start_run for a in alerts} == {runs[0]}
 
 
@@ -64,8 +77,9 @@ def test_failed_and_other_plans_runs_are_not_history(team, plan):
 
 def test_plans_of_one_study_share_a_history(team, plan):
     nightly(team, plan, [1000] * 20)
-    successor = Plan.objects.create(team=team, name="nightly v2", tool="sysbench",
-                                    document={}, study="oltp")
+    successor = Plan.objects.create(
+        team=team, name="nightly v2", tool="sysbench", document={}, study="oltp"
+    )
     Plan.objects.filter(pk=plan.pk).update(study="oltp")
     nightly(team, successor, [700] * 10)
     assert {a.metric for a in history.detect_plan(successor)} == {"tps"}
@@ -78,8 +92,10 @@ def test_the_task_is_incremental_and_keeps_its_state(team, plan):
     assert state["length"] == 25
     more = nightly(team, plan, [800] * 8)
     assert len(detect_changes(more[-1].pk)) == 2
-    assert HistoryState.objects.get(plan=plan, cell_key="threads=1", metric="tps").state[
-        "length"] == 33
+    assert (
+        HistoryState.objects.get(plan=plan, cell_key="threads=1", metric="tps").state["length"]
+        == 33
+    )
 
 
 def test_direction_map():

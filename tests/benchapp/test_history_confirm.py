@@ -16,26 +16,43 @@ pytestmark = pytest.mark.django_db
 
 
 def fio_document(directory="/tmp/bb-confirm"):
-    return {"name": "fio nightly", "tool": "fio",
-            "targets": [{"name": "disk", "kind": "host"}],
-            "params": {"filename": f"{directory}/fio.data", "size": "4M", "bs": "4k",
-                       "runtime": 1, "time_based": True},
-            "axes": {"rw": ["read", "write"]}}
+    return {
+        "name": "fio nightly",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {
+            "filename": f"{directory}/fio.data",
+            "size": "4M",
+            "bs": "4k",
+            "runtime": 1,
+            "time_based": True,
+        },
+        "axes": {"rw": ["read", "write"]},
+    }
 
 
 @pytest.fixture
 def plan(team):
-    return Plan.objects.create(team=team, name="fio nightly", tool="fio",
-                               document=fio_document())
+    return Plan.objects.create(team=team, name="fio nightly", tool="fio", document=fio_document())
 
 
 def nights(team, plan, levels, origin="schedule"):
     """One finished run per level: rw=read and rw=write cells, two repeats."""
     rng = random.Random(len(levels))
-    return [make_run(team, name=f"night {i}", plan=plan, origin=origin,
-                     cells=[({"rw": rw}, r, {"iops": level * (1 + rng.gauss(0, 0.01))})
-                            for rw in ("read", "write") for r in (1, 2)])
-            for i, level in enumerate(levels)]
+    return [
+        make_run(
+            team,
+            name=f"night {i}",
+            plan=plan,
+            origin=origin,
+            cells=[
+                ({"rw": rw}, r, {"iops": level * (1 + rng.gauss(0, 0.01))})
+                for rw in ("read", "write")
+                for r in (1, 2)
+            ],
+        )
+        for i, level in enumerate(levels)
+    ]
 
 
 def finish_with(run, level):
@@ -54,13 +71,16 @@ def test_start_run_with_only_some_cell_keys(team):
         orchestration.start_run(team, fio_document(), only_keys=["rw=trim"])
 
 
-@pytest.mark.parametrize("before, after, value, rising, confirmed", [
-    ([100, 101, 99, 100, 100.5], [90, 91, 89], 90.5, False, True),
-    ([100, 101, 99, 100, 100.5], [90, 91, 89], 100.2, False, False),  # back to before
-    ([100, 101, 99, 100, 100.5], [90, 91, 89], 110.0, False, False),  # the other way
-    ([100, 101, 99, 100, 100.5], [110, 111], 110.5, True, True),
-    ([100, 130, 70, 100, 100], [90, 91, 89], 90.0, False, False),  # inside a noisy before
-])
+@pytest.mark.parametrize(
+    "before, after, value, rising, confirmed",
+    [
+        ([100, 101, 99, 100, 100.5], [90, 91, 89], 90.5, False, True),
+        ([100, 101, 99, 100, 100.5], [90, 91, 89], 100.2, False, False),  # back to before
+        ([100, 101, 99, 100, 100.5], [90, 91, 89], 110.0, False, False),  # the other way
+        ([100, 101, 99, 100, 100.5], [110, 111], 110.5, True, True),
+        ([100, 130, 70, 100, 100], [90, 91, 89], 90.0, False, False),  # inside a noisy before
+    ],
+)
 def test_decide(before, after, value, rising, confirmed):
     assert confirmation.decide(before, after, value, rising)[0] is confirmed
 
@@ -71,13 +91,15 @@ def dropped(team, plan):
     return {a.cell_key: a for a in history.detect_plan(plan)}
 
 
-@pytest.mark.parametrize("level, status", [(800, Alert.CONFIRMED),
-                                           (1000, Alert.NOT_REPRODUCED)])
+@pytest.mark.parametrize("level, status", [(800, Alert.CONFIRMED), (1000, Alert.NOT_REPRODUCED)])
 def test_a_confirmation_run_decides(team, plan, dropped, level, status):
     alert = dropped["rw=read"]
     run = confirmation.start([alert])
-    assert (run.origin, run.plan, list(run.cells.values_list("key", flat=True).distinct())) == \
-        ("confirm", plan, ["rw=read"])
+    assert (run.origin, run.plan, list(run.cells.values_list("key", flat=True).distinct())) == (
+        "confirm",
+        plan,
+        ["rw=read"],
+    )
     finish_with(run, level)
     confirmation.evaluate_run(run)
     alert.refresh_from_db()
@@ -97,8 +119,10 @@ def test_a_failed_confirmation_run_decides_nothing(team, plan, dropped):
 
 
 def test_viewers_cannot_confirm(viewer_client, dropped):
-    assert viewer_client.post(reverse("alert_confirm", args=[dropped["rw=read"].pk])) \
-        .status_code == 403
+    assert (
+        viewer_client.post(reverse("alert_confirm", args=[dropped["rw=read"].pk])).status_code
+        == 403
+    )
     assert not Run.objects.filter(origin="confirm").exists()
 
 
@@ -143,22 +167,28 @@ def test_outsiders_cannot_confirm(outsider_client, dropped):
 
 def test_the_task_holds_a_new_bad_alert_until_confirmed(team, plan):
     Plan.objects.filter(pk=plan.pk).update(confirm_alerts=True)
-    Notifier.objects.create(team=team, webhook_url="https://hooks.example.com/x",
-                            emails="ops@example.com")
+    Notifier.objects.create(
+        team=team, webhook_url="https://hooks.example.com/x", emails="ops@example.com"
+    )
     runs = nights(team, plan, [1000] * 20 + [800] * 8)
     created = detect_changes(runs[-1].pk)
     assert len(created) == 2
     confirm_run = Run.objects.get(origin="confirm")
     assert sorted(confirm_run.cells.values_list("key", flat=True).distinct()) == [
-        "rw=read", "rw=write"]  # one run for both alerts
+        "rw=read",
+        "rw=write",
+    ]  # one run for both alerts
     assert not AlertDelivery.objects.exists()  # held until the confirmation decides
 
     finish_with(confirm_run, 800)
     assert detect_changes(confirm_run.pk) == []
     assert set(Alert.objects.values_list("status", flat=True)) == {Alert.CONFIRMED}
     assert sorted(AlertDelivery.objects.values_list("event", "channel")) == [
-        ("confirmed", "email"), ("confirmed", "email"),
-        ("confirmed", "webhook"), ("confirmed", "webhook")]
+        ("confirmed", "email"),
+        ("confirmed", "email"),
+        ("confirmed", "webhook"),
+        ("confirmed", "webhook"),
+    ]
     assert Run.objects.filter(origin="confirm").count() == 1  # no confirmation of a confirmation
 
 
@@ -174,4 +204,8 @@ def test_without_confirmation_new_alerts_are_notified_and_a_recovery_resolves(te
     assert all(a.resolved_run == back[-1] for a in resolved)
     # improvements are not sent (only_bad), the resolution of a bad alert is
     assert sorted(AlertDelivery.objects.values_list("event", flat=True)) == [
-        "new", "new", "resolved", "resolved"]
+        "new",
+        "new",
+        "resolved",
+        "resolved",
+    ]

@@ -25,22 +25,45 @@ FAST, SLOW, BEFORE, AFTER = 4000, 2000, 10, 4
 
 
 def fio_document(rate_iops: int) -> dict:
-    return {"name": "fio history", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-            "params": {"filename": "history.data", "size": "1M", "bs": "4k", "rw": "read",
-                       "runtime": 1, "time_based": True, "rate_iops": rate_iops},
-            "axes": {"iodepth": [1]}}
+    return {
+        "name": "fio history",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {
+            "filename": "history.data",
+            "size": "1M",
+            "bs": "4k",
+            "rw": "read",
+            "runtime": 1,
+            "time_based": True,
+            "rate_iops": rate_iops,
+        },
+        "axes": {"iodepth": [1]},
+    }
 
 
-def test_slower_target_alerted_confirmed_and_notified_once(team, start_worker, webhook_receiver,
-                                                           mail_receiver):
+def test_slower_target_alerted_confirmed_and_notified_once(
+    team, start_worker, webhook_receiver, mail_receiver
+):
     hook = webhook_receiver()
-    start_worker("history", BENCHBOARD_WEBHOOK_ALLOW_PRIVATE="true", EMAIL_HOST="127.0.0.1",
-                 EMAIL_PORT=mail_receiver.port, DEFAULT_FROM_EMAIL="bench@example.com",
-                 BENCHBOARD_NOTIFY_BACKOFF_SECONDS=0.5, BENCHBOARD_HEARTBEAT_SECONDS=1)
-    Notifier.objects.create(team=team, webhook_url=hook.url, emails="ops@example.com",
-                            webhook_secret=crypto.encrypt(SECRET))
-    plan = Plan.objects.create(team=team, name="fio history", tool="fio",
-                               document=fio_document(FAST), confirm_alerts=True)
+    start_worker(
+        "history",
+        BENCHBOARD_WEBHOOK_ALLOW_PRIVATE="true",
+        EMAIL_HOST="127.0.0.1",
+        EMAIL_PORT=mail_receiver.port,
+        DEFAULT_FROM_EMAIL="bench@example.com",
+        BENCHBOARD_NOTIFY_BACKOFF_SECONDS=0.5,
+        BENCHBOARD_HEARTBEAT_SECONDS=1,
+    )
+    Notifier.objects.create(
+        team=team,
+        webhook_url=hook.url,
+        emails="ops@example.com",
+        webhook_secret=crypto.encrypt(SECRET),
+    )
+    plan = Plan.objects.create(
+        team=team, name="fio history", tool="fio", document=fio_document(FAST), confirm_alerts=True
+    )
     for night in range(BEFORE + AFTER):
         if night == BEFORE:  # the target gets slower
             plan.document = fio_document(SLOW)
@@ -59,18 +82,26 @@ def test_slower_target_alerted_confirmed_and_notified_once(team, start_worker, w
     try:
         iops = wait_for(judged.first, timeout=60)
     except AssertionError:
-        raise AssertionError(list(Alert.objects.values_list(
-            "metric", "status", "confirm_note"))) from None
+        raise AssertionError(
+            list(Alert.objects.values_list("metric", "status", "confirm_note"))
+        ) from None
     assert (iops.status, iops.bad, iops.start_run, iops.confirm_run) == (
-        Alert.CONFIRMED, True, slow_from, confirm)
+        Alert.CONFIRMED,
+        True,
+        slow_from,
+        confirm,
+    )
     assert iops.magnitude == pytest.approx(-0.5, abs=0.05)
     assert Alert.objects.filter(plan=plan, metric="read_iops").count() == 1
 
     def delivered():
         deliveries = AlertDelivery.objects.all()
-        return (deliveries.filter(alert=iops).count() == 2
-                and not deliveries.exclude(status=AlertDelivery.SENT).exists()
-                and len(hook.requests) + len(mail_receiver.messages) == deliveries.count())
+        return (
+            deliveries.filter(alert=iops).count() == 2
+            and not deliveries.exclude(status=AlertDelivery.SENT).exists()
+            and len(hook.requests) + len(mail_receiver.messages) == deliveries.count()
+        )
+
     wait_for(delivered, timeout=60)
     time.sleep(2)  # a duplicate would arrive now
 

@@ -24,9 +24,21 @@ def alert(team):
     plan = Plan.objects.create(team=team, name="nightly", tool="sysbench", document={})
     run = make_run(team, plan=plan, cells=[({"threads": 4}, 1, {"tps": 800.0})])
     return Alert.objects.create(
-        team=team, plan=plan, cell_key="threads=4", metric="tps", start_run=run,
-        before_mean=1000, before_low=990, before_high=1010, after_mean=800, after_low=795,
-        after_high=805, magnitude=-0.2, pvalue=0.001, bad=True)
+        team=team,
+        plan=plan,
+        cell_key="threads=4",
+        metric="tps",
+        start_run=run,
+        before_mean=1000,
+        before_low=990,
+        before_high=1010,
+        after_mean=800,
+        after_low=795,
+        after_high=805,
+        magnitude=-0.2,
+        pvalue=0.001,
+        bad=True,
+    )
 
 
 @pytest.fixture
@@ -36,8 +48,9 @@ def local_hooks(settings):
 
 
 def notifier_for(team, url="", emails=""):
-    return Notifier.objects.create(team=team, webhook_url=url, emails=emails,
-                                   webhook_secret=crypto.encrypt(SECRET))
+    return Notifier.objects.create(
+        team=team, webhook_url=url, emails=emails, webhook_secret=crypto.encrypt(SECRET)
+    )
 
 
 def test_the_webhook_is_signed_with_the_team_secret(team, alert, webhook_receiver, local_hooks):
@@ -83,8 +96,9 @@ def test_a_failing_receiver_is_retried_with_backoff(team, alert, webhook_receive
     assert (delivery.status, delivery.attempts, delivery.error) == (AlertDelivery.SENT, 3, "")
 
 
-def test_a_receiver_that_keeps_failing_ends_failed(team, alert, webhook_receiver, local_hooks,
-                                                   settings):
+def test_a_receiver_that_keeps_failing_ends_failed(
+    team, alert, webhook_receiver, local_hooks, settings
+):
     settings.BENCHBOARD_NOTIFY_RETRIES = 2
     hook = webhook_receiver(failures=100)
     notifier_for(team, url=hook.url)
@@ -115,9 +129,15 @@ def test_improvements_are_not_sent_by_default(team, alert):
 
 def test_settings_page_is_for_team_admins(team_admin_client, team):
     url = reverse("notification_settings")
-    response = team_admin_client.post(url, {
-        "webhook_url": "https://hooks.example.com/bench", "secret": SECRET,
-        "emails": "ops@example.com; dba@example.com", "only_bad": "on"})
+    response = team_admin_client.post(
+        url,
+        {
+            "webhook_url": "https://hooks.example.com/bench",
+            "secret": SECRET,
+            "emails": "ops@example.com; dba@example.com",
+            "only_bad": "on",
+        },
+    )
     assert response.status_code == 302
     notifier = Notifier.objects.get(team=team)
     assert notifier.recipients == ["ops@example.com", "dba@example.com"]
@@ -126,8 +146,9 @@ def test_settings_page_is_for_team_admins(team_admin_client, team):
     assert "hooks.example.com/bench" in page and SECRET not in page
     assert notifier.webhook_secret not in page
     # saving without a secret keeps it
-    team_admin_client.post(url, {"webhook_url": "https://hooks.example.com/b2",
-                                 "emails": "", "only_bad": ""})
+    team_admin_client.post(
+        url, {"webhook_url": "https://hooks.example.com/b2", "emails": "", "only_bad": ""}
+    )
     notifier.refresh_from_db()
     assert crypto.decrypt(notifier.webhook_secret) == SECRET and not notifier.only_bad
     response = team_admin_client.post(url, {"webhook_url": "ftp://x", "emails": "nope"})
@@ -136,6 +157,10 @@ def test_settings_page_is_for_team_admins(team_admin_client, team):
 
 def test_members_cannot_change_notifications(member_client):
     assert member_client.get(reverse("notification_settings")).status_code == 403
-    assert member_client.post(reverse("notification_settings"), {
-        "webhook_url": "https://evil.example.com"}).status_code == 403
+    assert (
+        member_client.post(
+            reverse("notification_settings"), {"webhook_url": "https://evil.example.com"}
+        ).status_code
+        == 403
+    )
     assert not Notifier.objects.exists()

@@ -26,8 +26,9 @@ def test_trend_page_and_json(member_client, plan, dropped):
     page = member_client.get(reverse("plan_trend", args=[plan.pk]))
     assert page.status_code == 200
     assert b"threads=1" in page.content  # the alert table
-    data = member_client.get(reverse("plan_trend_json", args=[plan.pk]),
-                             {"metric": "tps", "keys": "threads=4"}).json()
+    data = member_client.get(
+        reverse("plan_trend_json", args=[plan.pk]), {"metric": "tps", "keys": "threads=4"}
+    ).json()
     assert data["metrics"] == ["latency_avg_ms", "tps"]
     assert data["keys"] == ["threads=1", "threads=4"]
     (line,) = data["lines"]
@@ -44,8 +45,7 @@ def test_trend_json_query_count(member_client, plan, dropped, django_assert_max_
         member_client.get(url, {"metric": "tps"})
 
 
-def test_long_histories_are_thinned_but_keep_the_change(member_client, plan, dropped,
-                                                        monkeypatch):
+def test_long_histories_are_thinned_but_keep_the_change(member_client, plan, dropped, monkeypatch):
     from benchapp.views import history as views
 
     monkeypatch.setattr(views, "MAX_POINTS", 7)
@@ -84,13 +84,14 @@ def test_verdicts_are_counted(member_client, team, dropped):
     assert (counts["true"], counts["false"], counts["open"]) == (1, 1, 0)
     assert counts["precision"] == 0.5
     page = member_client.get(reverse("alert_list"))
-    assert "1 true, 1 false, 0 without a verdict · 50 % of judged alerts were right" in \
-        page.content.decode()
+    assert (
+        "1 true, 1 false, 0 without a verdict · 50 % of judged alerts were right"
+        in page.content.decode()
+    )
 
 
 def test_recent_alerts_include(team, dropped):
     from django.template.loader import render_to_string
 
-    html = render_to_string("history/_recent_alerts.html",
-                            {"alerts": history.recent_alerts(team)})
+    html = render_to_string("history/_recent_alerts.html", {"alerts": history.recent_alerts(team)})
     assert html.count("<li") == 2

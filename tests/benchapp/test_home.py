@@ -65,8 +65,9 @@ def test_recent_runs_show_status_and_headline_figure(owner_client, team, plan):
     assert "mean avg_s</span> 2.500 s" in recent[1]
 
 
-def test_home_query_count_does_not_grow_with_runs(owner_client, team, plan,
-                                                  django_assert_max_num_queries):
+def test_home_query_count_does_not_grow_with_runs(
+    owner_client, team, plan, django_assert_max_num_queries
+):
     for _ in range(12):
         finished(team, plan, avg_s=1.0)
     for _ in range(3):
@@ -87,8 +88,10 @@ def test_targets_show_their_last_connection_check(owner_client, team):
     bad.refresh_from_db()
     assert good.last_check_ok is True and good.last_check_at is not None
     assert bad.last_check_ok is False and bad.last_check_error
-    table = {re.search(r">([\w-]+)</a>", row).group(1): row
-             for row in rows(owner_client.get("/").content.decode(), "targets")}
+    table = {
+        re.search(r">([\w-]+)</a>", row).group(1): row
+        for row in rows(owner_client.get("/").content.decode(), "targets")
+    }
     assert "connected" in table["local-mariadb"] and "failed" in table["nowhere"]
     assert "never tested" in table["fresh"]
     assert f'href="/targets/{fresh.pk}/"' in table["fresh"]

@@ -16,8 +16,11 @@ from benchapp.models import Cell, Credential, Measurement, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4,
-        "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5}
+FAST = {
+    "BENCHBOARD_HEARTBEAT_SECONDS": 1,
+    "BENCHBOARD_LEASE_SECONDS": 4,
+    "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5,
+}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -32,13 +35,16 @@ def fio_plan(directory, targets=("disk-a",), runtime=1, axes=None, **extra):
         "name": "fio-orchestration",
         "tool": "fio",
         "targets": [{"name": name, "kind": "host"} for name in targets],
-        "params": {"filename": f"{directory}/fio.data", "size": "4M", "bs": "4k", "runtime": runtime,
-                   "time_based": True},
+        "params": {
+            "filename": f"{directory}/fio.data",
+            "size": "4M",
+            "bs": "4k",
+            "runtime": runtime,
+            "time_based": True,
+        },
         "axes": axes or {"rw": ["read", "write"]},
         **extra,
     }
-
-
 
 
 def running_cell(run, phase="measure", attempt=None):
@@ -55,21 +61,27 @@ def fio_processes(marker) -> list[str]:
 
 def test_plan_2x2x2_completes_with_all_measurements(team, tmp_path, start_worker):
     start_worker("a", **FAST)
-    plan = fio_plan(tmp_path, targets=("disk-a", "disk-b"),
-                    axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write"],
-                          "bs": ["4k", "8k"]})
+    plan = fio_plan(
+        tmp_path,
+        targets=("disk-a", "disk-b"),
+        axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write"], "bs": ["4k", "8k"]},
+    )
     run = orchestration.start_run(team, plan)
     wait_for(lambda: finished(run))
     assert run.status == Run.SUCCEEDED
     cells = list(run.cells.all())
     assert len(cells) == 8
     assert {c.key for c in cells} == {
-        f"bs={bs},rw={rw},target={t}" for bs in ("4k", "8k") for rw in ("read", "write")
-        for t in ("disk-a", "disk-b")}
+        f"bs={bs},rw={rw},target={t}"
+        for bs in ("4k", "8k")
+        for rw in ("read", "write")
+        for t in ("disk-a", "disk-b")
+    }
     for cell in cells:
         direction = cell.axes["rw"]
-        metrics = set(Measurement.objects.filter(cell=cell, group="")
-                      .values_list("metric", flat=True))
+        metrics = set(
+            Measurement.objects.filter(cell=cell, group="").values_list("metric", flat=True)
+        )
         assert f"{direction}_iops" in metrics
         assert cell.command.startswith("fio ")
         assert cell.tool_version
@@ -79,8 +91,12 @@ def test_plan_2x2x2_completes_with_all_measurements(team, tmp_path, start_worker
 def test_targets_run_in_parallel_and_one_target_never_overlaps(team, tmp_path, start_worker):
     start_worker("a", **FAST)
     start_worker("b", **FAST)
-    plan = fio_plan(tmp_path, targets=("disk-a", "disk-b"), runtime=2,
-                    axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write", "randread"]})
+    plan = fio_plan(
+        tmp_path,
+        targets=("disk-a", "disk-b"),
+        runtime=2,
+        axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write", "randread"]},
+    )
     run = orchestration.start_run(team, plan)
     wait_for(lambda: finished(run))
     assert run.status == Run.SUCCEEDED
@@ -98,8 +114,9 @@ def test_targets_run_in_parallel_and_one_target_never_overlaps(team, tmp_path, s
 
 def test_worker_killed_mid_cell_is_retried_without_duplicates(team, tmp_path, start_worker):
     worker = start_worker("victim", **FAST)
-    run = orchestration.start_run(team, fio_plan(tmp_path, runtime=10,
-                                                 axes={"rw": ["read", "write"]}))
+    run = orchestration.start_run(
+        team, fio_plan(tmp_path, runtime=10, axes={"rw": ["read", "write"]})
+    )
     victim = wait_for(lambda: running_cell(run))
     wait_for(lambda: fio_processes(tmp_path))
     worker.kill()  # SIGKILL to the worker's whole process group
@@ -119,7 +136,8 @@ def test_worker_killed_mid_cell_is_retried_without_duplicates(team, tmp_path, st
 
 
 def test_cell_that_kills_its_worker_every_time_fails_after_capped_attempts(
-        team, tmp_path, start_worker, settings):
+    team, tmp_path, start_worker, settings
+):
     settings.BENCHBOARD_MAX_ATTEMPTS = 2
     run = orchestration.start_run(team, fio_plan(tmp_path, runtime=20, axes={"rw": ["read"]}))
     for attempt in (1, 2):
@@ -137,8 +155,9 @@ def test_cancel_mid_run_kills_the_tool_and_cancels_cells(team, tmp_path, start_w
     start_worker("a", **FAST)
     marker = tmp_path / "cancel-me"
     marker.mkdir()
-    run = orchestration.start_run(team, fio_plan(marker, runtime=60,
-                                                 axes={"rw": ["read", "write"]}))
+    run = orchestration.start_run(
+        team, fio_plan(marker, runtime=60, axes={"rw": ["read", "write"]})
+    )
     wait_for(lambda: running_cell(run))
     assert fio_processes(marker)
     orchestration.cancel_run(run)
@@ -149,23 +168,37 @@ def test_cancel_mid_run_kills_the_tool_and_cancels_cells(team, tmp_path, start_w
 
 
 def test_sshd_stopped_mid_cell_fails_that_cell_and_the_rest_complete(
-        team, tmp_path, start_worker, sshd_disposable):
+    team, tmp_path, start_worker, sshd_disposable
+):
     server = sshd_disposable
-    key = Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY,
-                                    **_secret(server.client_key))
+    key = Credential.objects.create(
+        team=team, name="ssh-key", kind=Credential.SSH_KEY, **_secret(server.client_key)
+    )
     # fio files outside the scratch dir over SSH: the team admin allowed it on this target.
-    team.targets.create(name="remote", kind="host", ssh_host=server.host, ssh_port=server.port,
-                        ssh_user=server.user, ssh_credential=key,
-                        known_host_key=server.host_key, allow_custom_scripts=True)
-    plan = fio_plan(tmp_path, targets=("local",), runtime=5,
-                    axes={"target": ["remote", "local"], "rw": ["read"]})
+    team.targets.create(
+        name="remote",
+        kind="host",
+        ssh_host=server.host,
+        ssh_port=server.port,
+        ssh_user=server.user,
+        ssh_credential=key,
+        known_host_key=server.host_key,
+        allow_custom_scripts=True,
+    )
+    plan = fio_plan(
+        tmp_path,
+        targets=("local",),
+        runtime=5,
+        axes={"target": ["remote", "local"], "rw": ["read"]},
+    )
     plan["targets"] = [{"name": "remote"}, {"name": "local", "kind": "host"}]
     plan["client"] = {"on": "target"}
     start_worker("a", **FAST)
     start_worker("b", **FAST)
     run = orchestration.start_run(team, plan)
-    remote = wait_for(lambda: Cell.objects.filter(run=run, target_name="remote",
-                                                  phase="measure").first())
+    remote = wait_for(
+        lambda: Cell.objects.filter(run=run, target_name="remote", phase="measure").first()
+    )
     server.kill_all()
     wait_for(lambda: finished(run), reap=True, step=1)
     remote.refresh_from_db()
@@ -184,8 +217,9 @@ def _secret(plain):
 def test_plan_over_cell_limit_is_refused(team, settings):
     settings.BENCHBOARD_CELL_LIMIT = 3
     with pytest.raises(orchestration.PlanRefused, match="4 cells; the limit is 3"):
-        orchestration.start_run(team, fio_plan("/tmp", axes={"rw": ["read", "write"],
-                                                               "bs": ["4k", "8k"]}))
+        orchestration.start_run(
+            team, fio_plan("/tmp", axes={"rw": ["read", "write"], "bs": ["4k", "8k"]})
+        )
     assert not Run.objects.exists()
 
 
@@ -194,19 +228,35 @@ def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker
     the other target's cells succeed and the run ends "completed with failures"."""
     from tests.support.dbtargets import _mariadb
 
-    _mariadb("CREATE USER IF NOT EXISTS 'bb_wrongpw'@'localhost' IDENTIFIED BY 'right-pw';"
-             "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'127.0.0.1' IDENTIFIED BY 'right-pw'")
-    Credential.objects.create(team=team, name="wrong", kind=Credential.PASSWORD,
-                              **_secret("canary-wrong-pw"))
+    _mariadb(
+        "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'localhost' IDENTIFIED BY 'right-pw';"
+        "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'127.0.0.1' IDENTIFIED BY 'right-pw'"
+    )
+    Credential.objects.create(
+        team=team, name="wrong", kind=Credential.PASSWORD, **_secret("canary-wrong-pw")
+    )
     plan = {
-        "name": "wrong-password", "tool": "mysqlslap",
+        "name": "wrong-password",
+        "tool": "mysqlslap",
         "targets": [
-            {"name": "bad", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
-             "user": "bb_wrongpw", "credential": "wrong"},
+            {
+                "name": "bad",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "port": 3306,
+                "user": "bb_wrongpw",
+                "credential": "wrong",
+            },
             {"name": "good", "kind": "mysql", "host": "127.0.0.1", "port": 3306, "user": "root"},
         ],
-        "params": {"auto_generate_sql": True, "number_of_queries": 50, "concurrency": 1,
-                   "iterations": 1, "load_type": "key", "add_autoincrement": True},
+        "params": {
+            "auto_generate_sql": True,
+            "number_of_queries": 50,
+            "concurrency": 1,
+            "iterations": 1,
+            "load_type": "key",
+            "add_autoincrement": True,
+        },
         "axes": {"target": ["bad", "good"]},
     }
     start_worker("a", **FAST)
@@ -218,8 +268,7 @@ def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker
     assert "Access denied for user 'bb_wrongpw'" in bad.error
     measure = bad.artifacts.get(phase="measure")
     assert "Access denied" in measure.stdout + measure.stderr
-    everything = " ".join([bad.error, bad.command, measure.stdout, measure.stderr,
-                           measure.command])
+    everything = " ".join([bad.error, bad.command, measure.stdout, measure.stderr, measure.command])
     assert "canary-wrong-pw" not in everything
     assert run.cells.get(target_name="good").status == Cell.SUCCEEDED
 
@@ -235,9 +284,23 @@ def test_runplan_waits_and_prints_the_result_document(team, tmp_path, start_work
     plan_file.write_text(yaml.safe_dump(fio_plan(tmp_path, axes={"rw": ["read", "write"]})))
     from tests.support.worker import ROOT, worker_env
 
-    proc = subprocess.run([sys.executable, "manage.py", "runplan", str(plan_file), "--wait",
-                           "--json", "--team", team.name], cwd=ROOT, env=worker_env(),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "runplan",
+            str(plan_file),
+            "--wait",
+            "--json",
+            "--team",
+            team.name,
+        ],
+        cwd=ROOT,
+        env=worker_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     assert [c["axes"] for c in document["cells"]] == [{"rw": "read"}, {"rw": "write"}]
@@ -247,7 +310,8 @@ def test_runplan_waits_and_prints_the_result_document(team, tmp_path, start_work
 
 
 def test_a_run_waiting_on_a_busy_target_starts_when_the_target_is_released(
-        team, tmp_path, start_worker):
+    team, tmp_path, start_worker
+):
     """Two runs on one target: the second starts as soon as the first lets the
     target go, without waiting for the periodic reaper (no beat runs here)."""
     start_worker("a", **FAST)

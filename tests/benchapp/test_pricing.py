@@ -34,7 +34,9 @@ def s1_specs() -> list[dict]:
 
 def test_seeded_price_table_is_runners_default(seeded):
     assert pricing.price_table() == runners_pricing.DEFAULT_PRICES
-    assert PriceEntry.objects.count() == sum(len(t) for t in runners_pricing.DEFAULT_PRICES.values())
+    assert PriceEntry.objects.count() == sum(
+        len(t) for t in runners_pricing.DEFAULT_PRICES.values()
+    )
 
 
 def test_estimate_s1_equals_runners_figure(team, seeded):
@@ -46,9 +48,13 @@ def test_estimate_s1_equals_runners_figure(team, seeded):
     assert estimate["total"] == pytest.approx(by_hand)
     assert (estimate["currency"], estimate["hours"], estimate["resources"]) == ("USD", 1.0, 3)
     assert [(line["target"], line["item"]) for line in estimate["lines"]] == [
-        ("micro", "db.t1.micro"), ("micro", "RDS gp2 storage"),
-        ("m2-4xlarge-iops", "db.m2.4xlarge"), ("m2-4xlarge-iops", "RDS io1 storage"),
-        ("m2-4xlarge-iops", "RDS io1 IOPS"), ("@client", "m3.2xlarge")]
+        ("micro", "db.t1.micro"),
+        ("micro", "RDS gp2 storage"),
+        ("m2-4xlarge-iops", "db.m2.4xlarge"),
+        ("m2-4xlarge-iops", "RDS io1 storage"),
+        ("m2-4xlarge-iops", "RDS io1 IOPS"),
+        ("@client", "m3.2xlarge"),
+    ]
     assert sum(line["cost"] for line in estimate["lines"]) == pytest.approx(estimate["total"])
     assert "Illustrative" in estimate["note"]
 
@@ -63,7 +69,11 @@ def test_estimate_s3_prices_one_instance_per_volume_count(team, seeded):
     estimate = pricing.estimate_run(team, S3)
     assert estimate["resources"] == 2 + 3  # two c1.medium, 1 + 2 volumes
     assert [line["item"] for line in estimate["lines"]] == [
-        "c1.medium", "EBS standard 20 GB x1", "c1.medium", "EBS standard 20 GB x2"]
+        "c1.medium",
+        "EBS standard 20 GB x1",
+        "c1.medium",
+        "EBS standard 20 GB x2",
+    ]
     assert estimate["total"] == pytest.approx(2 * 0.16 + 3 * 20 * 0.05 / 730)
 
 
@@ -75,11 +85,17 @@ def test_estimate_refuses_an_unpriced_class(team, seeded):
 
 
 def test_estimate_of_static_targets_uses_their_prices(team, seeded):
-    plan = {"name": "s4", "tool": "sysbench", "sysbench_version": "0.4",
-            "targets": [{"name": "rds-mysql", "host": "db.internal", "price_per_month": 187.18},
-                        {"name": "galera", "host": "h.internal", "price_per_month": 31200,
-                         "currency": "JPY"}],
-            "params": {"test": "oltp"}, "axes": {"target": ["rds-mysql", "galera"]}}
+    plan = {
+        "name": "s4",
+        "tool": "sysbench",
+        "sysbench_version": "0.4",
+        "targets": [
+            {"name": "rds-mysql", "host": "db.internal", "price_per_month": 187.18},
+            {"name": "galera", "host": "h.internal", "price_per_month": 31200, "currency": "JPY"},
+        ],
+        "params": {"test": "oltp"},
+        "axes": {"target": ["rds-mysql", "galera"]},
+    }
     estimate = pricing.estimate_run(team, plan)
     assert [line["target"] for line in estimate["lines"]] == ["rds-mysql"]  # JPY not summed
     assert estimate["total"] == pytest.approx(187.18 / 730)
@@ -94,12 +110,20 @@ def test_run_hours_rounds_the_expected_length_up():
 
 
 def _resource(run, kind, spec, hours, target="micro", **extra):
-    row = CloudResource.objects.create(team=run.team, run=run, provider="aws_rds", kind=kind,
-                                       token=f"{kind}-{target}-{hours}", state="deleted",
-                                       target_name=target, handle={"spec": spec, **extra})
+    row = CloudResource.objects.create(
+        team=run.team,
+        run=run,
+        provider="aws_rds",
+        kind=kind,
+        token=f"{kind}-{target}-{hours}",
+        state="deleted",
+        target_name=target,
+        handle={"spec": spec, **extra},
+    )
     start = timezone.now() - timedelta(hours=3)
-    CloudResource.objects.filter(pk=row.pk).update(created_at=start,
-                                                   deleted_at=start + timedelta(hours=hours))
+    CloudResource.objects.filter(pk=row.pk).update(
+        created_at=start, deleted_at=start + timedelta(hours=hours)
+    )
     return row
 
 
@@ -112,7 +136,10 @@ def test_actual_cost_from_resource_lifetimes(team, seeded):
     cost = pricing.actual_cost(run)
     assert cost["total"] == pytest.approx(2 * (0.025 + 5 * 0.115 / 730) + 20 * 0.05 / 730, rel=1e-3)
     assert [line["item"] for line in cost["lines"]] == [
-        "db.t1.micro", "RDS gp2 storage", "EBS standard 20 GB x1"]
+        "db.t1.micro",
+        "RDS gp2 storage",
+        "EBS standard 20 GB x1",
+    ]
 
 
 def test_hourly_price_of_resources(seeded):
@@ -125,19 +152,36 @@ def test_price_performance_per_target(team, seeded):
     run = Run.objects.create(team=team, name="r", tool="mysqlslap", document=S1)
     for name in ("micro", "m2-4xlarge-iops"):
         spec = next(t["provision"] for t in S1["targets"] if t["name"] == name)
-        _resource(run, "rds_instance", spec, 1, target=name,
-                  slot={"target": name, "variant": "", "spec": spec})
-    for index, (target, qps) in enumerate([("micro", 100.0), ("micro", 300.0),
-                                           ("m2-4xlarge-iops", 900.0)]):
-        cell = Cell.objects.create(run=run, index=index, key=f"k{index}", target_name=target,
-                                   status=Cell.SUCCEEDED, axes={"target": target})
+        _resource(
+            run,
+            "rds_instance",
+            spec,
+            1,
+            target=name,
+            slot={"target": name, "variant": "", "spec": spec},
+        )
+    for index, (target, qps) in enumerate(
+        [("micro", 100.0), ("micro", 300.0), ("m2-4xlarge-iops", 900.0)]
+    ):
+        cell = Cell.objects.create(
+            run=run,
+            index=index,
+            key=f"k{index}",
+            target_name=target,
+            status=Cell.SUCCEEDED,
+            axes={"target": target},
+        )
         Measurement.objects.create(run=run, cell=cell, metric="qps", value=qps)
         Measurement.objects.create(run=run, cell=cell, metric="avg_s", value=1.0)
     micro_price = 0.025 + 5 * 0.115 / 730
     big_price = 1.82 + 1000 * 0.125 / 730 + 10000 * 0.10 / 730
     assert pricing.price_performance(run) == {
-        "micro": {"dollars_per_hour": pytest.approx(micro_price),
-                  "qps_per_dollar_hour": pytest.approx(200.0 / micro_price)},
-        "m2-4xlarge-iops": {"dollars_per_hour": pytest.approx(big_price),
-                            "qps_per_dollar_hour": pytest.approx(900.0 / big_price)},
+        "micro": {
+            "dollars_per_hour": pytest.approx(micro_price),
+            "qps_per_dollar_hour": pytest.approx(200.0 / micro_price),
+        },
+        "m2-4xlarge-iops": {
+            "dollars_per_hour": pytest.approx(big_price),
+            "qps_per_dollar_hour": pytest.approx(900.0 / big_price),
+        },
     }

@@ -21,7 +21,7 @@ import boto3
 import pytest
 import yaml
 
-from benchapp import orchestration, pricing, provisioning, recording
+from benchapp import cloudreaper, orchestration, pricing, provisioning, recording
 from benchapp.models import Cell, CloudResource, Credential, Measurement, Run
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
@@ -45,8 +45,9 @@ def leftovers() -> dict[str, int]:
     """Live resources in moto (asked directly, not through the proxy)."""
     session = boto3.Session(region_name=REGION)
     ec2, rds = session.client("ec2"), session.client("rds")
-    live = ec2.describe_instances(Filters=[{"Name": "instance-state-name",
-                                            "Values": ["pending", "running", "stopped"]}])
+    live = ec2.describe_instances(
+        Filters=[{"Name": "instance-state-name", "Values": ["pending", "running", "stopped"]}]
+    )
     groups = ec2.describe_security_groups(Filters=[{"Name": "tag:app", "Values": ["benchboard"]}])
     return {
         "db_instances": len(rds.describe_db_instances()["DBInstances"]),
@@ -109,12 +110,15 @@ class AwsFaults:
         if self.fail.get(action, 0) > 0:
             self.fail[action] -= 1
             self.injected.append(action)
-            error = (b"<ErrorResponse><Error><Type>Sender</Type><Code>InjectedFault</Code>"
-                     b"<Message>injected by the test</Message></Error>"
-                     b"<RequestId>1</RequestId></ErrorResponse>")
+            error = (
+                b"<ErrorResponse><Error><Type>Sender</Type><Code>InjectedFault</Code>"
+                b"<Message>injected by the test</Message></Error>"
+                b"<RequestId>1</RequestId></ErrorResponse>"
+            )
             return self._reply(request, 400, {"Content-Type": "text/xml"}, error)
-        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port,
-                                              timeout=30)
+        upstream = http.client.HTTPConnection(
+            self.upstream.hostname, self.upstream.port, timeout=30
+        )
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         upstream.request(request.command, request.path, body=body, headers=headers)
         response = upstream.getresponse()
@@ -122,8 +126,11 @@ class AwsFaults:
         if action == "DescribeInstances" and self.hold_pending.is_set():
             data = data.replace(b"<name>running</name>", b"<name>pending</name>")
             data = data.replace(b"<code>16</code>", b"<code>0</code>")
-        keep = {k: v for k, v in response.getheaders()
-                if k.lower() not in ("content-length", "transfer-encoding", "connection")}
+        keep = {
+            k: v
+            for k, v in response.getheaders()
+            if k.lower() not in ("content-length", "transfer-encoding", "connection")
+        }
         self._reply(request, response.status, keep, data)
         upstream.close()
 
@@ -180,12 +187,20 @@ def aws_worker(broker, moto_endpoint, faults, start_worker, cloud_settings):  # 
     """start(**env): a worker whose AWS endpoint is the fault proxy in front of moto."""
 
     def start(**extra):
-        env = {"CELERY_BROKER_URL": broker, "AWS_ENDPOINT_URL": faults.url,
-               "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
-               "NO_PROXY": "127.0.0.1,localhost", "BENCHBOARD_HEARTBEAT_SECONDS": 1,
-               "BENCHBOARD_LEASE_SECONDS": 4, "BENCHBOARD_CLOUD_POLL_SECONDS": 0.2,
-               "BENCHBOARD_CLOUD_WAIT_SECONDS": 30, **extra}
+        env = {
+            "CELERY_BROKER_URL": broker,
+            "AWS_ENDPOINT_URL": faults.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "BENCHBOARD_HEARTBEAT_SECONDS": 1,
+            "BENCHBOARD_LEASE_SECONDS": 4,
+            "BENCHBOARD_CLOUD_POLL_SECONDS": 0.2,
+            "BENCHBOARD_CLOUD_WAIT_SECONDS": 30,
+            **extra,
+        }
         return start_worker("aws", **env)
 
     return start
@@ -201,8 +216,11 @@ def test_s1_plan_provisions_runs_on_local_mariadb_and_tears_down(team, aws_worke
     assert (run.status, run.error) == (Run.SUCCEEDED, ""), list(run.cells.values("key", "error"))
     cells = list(run.cells.all())
     assert sorted((c.target_name, c.axes["load_type"], c.status) for c in cells) == [
-        ("m2-4xlarge-iops", "key", "succeeded"), ("m2-4xlarge-iops", "read", "succeeded"),
-        ("micro", "key", "succeeded"), ("micro", "read", "succeeded")]
+        ("m2-4xlarge-iops", "key", "succeeded"),
+        ("m2-4xlarge-iops", "read", "succeeded"),
+        ("micro", "key", "succeeded"),
+        ("micro", "read", "succeeded"),
+    ]
     # The host is in the uploaded my.cnf; moto's invented address does not resolve,
     # so success means the cells reached the local MariaDB through connect_via.
     assert not any("amazonaws" in c.command + str(c.facts) for c in cells)
@@ -211,9 +229,12 @@ def test_s1_plan_provisions_runs_on_local_mariadb_and_tears_down(team, aws_worke
     wait_for(lambda: all_deleted(run), timeout=60)
     rows = CloudResource.objects.filter(run=run)
     assert sorted((r.kind, r.target_name) for r in rows) == [
-        ("ec2_instance", "@client"), ("key_pair", "@client"),
-        ("rds_instance", "m2-4xlarge-iops"), ("rds_instance", "micro"),
-        ("security_group", "micro")]
+        ("ec2_instance", "@client"),
+        ("key_pair", "@client"),
+        ("rds_instance", "m2-4xlarge-iops"),
+        ("rds_instance", "micro"),
+        ("security_group", "micro"),
+    ]
     assert all(r.cloud_id and r.deleted_at >= r.created_at for r in rows)
     micro = rows.get(kind="rds_instance", target_name="micro")
     assert micro.handle["endpoint"]["host"] == "127.0.0.1"
@@ -233,8 +254,12 @@ def test_s3_plan_one_instance_per_volume_count_raid_skipped(team, aws_worker):
     run = orchestration.start_run(team, example("s3-ebs-raid0-fio-moto.yaml"))
     wait_for(lambda: finished(run), timeout=180)
     assert (run.status, run.error) == (Run.SUCCEEDED, "")
-    assert Measurement.objects.filter(run=run, metric__in=("read_iops", "write_iops"),
-                                      group="", value__gt=0).count() == 4
+    assert (
+        Measurement.objects.filter(
+            run=run, metric__in=("read_iops", "write_iops"), group="", value__gt=0
+        ).count()
+        == 4
+    )
     assert "RAID0 assembly of 1 volume(s) skipped" in run.notes
     assert "RAID0 assembly of 2 volume(s) skipped" in run.notes
 
@@ -243,7 +268,9 @@ def test_s3_plan_one_instance_per_volume_count_raid_skipped(team, aws_worker):
     instances = {r.handle["slot"]["variant"]: r for r in rows.filter(kind="ec2_instance")}
     assert set(instances) == {"volumes=1", "volumes=2"}
     assert [len(instances[v].handle["ids"]["volumes"]) for v in ("volumes=1", "volumes=2")] == [
-        1, 2]
+        1,
+        2,
+    ]
     assert rows.filter(kind="volume").count() == 3
     assert instances["volumes=2"].handle["slot"]["storage"] == "skipped: connect_via"
     assert leftovers() == NOTHING
@@ -277,8 +304,9 @@ def test_budget_exceeded_refused_before_any_create_call(team, moto_endpoint):  #
 def test_quota_counts_the_live_resources_of_other_runs(team):
     other = Run.objects.create(team=team, name="other", tool="fio", document={})
     for i in range(18):
-        CloudResource.objects.create(team=team, run=other, provider="aws_ec2", kind="volume",
-                                     token=f"t{i}", state="live")
+        CloudResource.objects.create(
+            team=team, run=other, provider="aws_ec2", kind="volume", token=f"t{i}", state="live"
+        )
     with pytest.raises(orchestration.PlanRefused) as refused:
         orchestration.start_run(team, example("s1-rds-classes-moto.yaml"))
     assert "the team has 18 live" in str(refused.value)
@@ -290,12 +318,15 @@ def test_quota_counts_the_live_resources_of_other_runs(team):
 def provisioning_with_instance(run):
     """True once the run waits for its (held pending) EC2 instance."""
     run.refresh_from_db()
-    return run.status == Run.PROVISIONING and CloudResource.objects.filter(
-        run=run, kind="ec2_instance").exclude(cloud_id="").exists()
+    return (
+        run.status == Run.PROVISIONING
+        and CloudResource.objects.filter(run=run, kind="ec2_instance").exclude(cloud_id="").exists()
+    )
 
 
-def test_worker_killed_after_create_call_reaper_leaves_nothing(team, aws_worker, faults,
-                                                               cloud_settings):
+def test_worker_killed_after_create_call_reaper_leaves_nothing(
+    team, aws_worker, faults, cloud_settings
+):
     faults.hold_pending.set()
     worker = aws_worker()
     run = orchestration.start_run(team, example("s1-rds-classes-moto.yaml"))
@@ -304,7 +335,7 @@ def test_worker_killed_after_create_call_reaper_leaves_nothing(team, aws_worker,
     assert leftovers()["instances"] == 1
 
     cloud_settings.BENCHBOARD_PROVISION_TIMEOUT = 0  # beat would wait 2 h
-    counts = provisioning.reap_cloud()
+    counts = cloudreaper.reap_cloud()
     run.refresh_from_db()
     assert (counts["lost_runs"], run.status) == (1, Run.FAILED)
     assert run.error.startswith("provisioning failed: no progress for 0 s")
@@ -357,8 +388,12 @@ def test_teardown_error_is_retried_by_the_task(team, aws_worker, faults):
 # ------------------------------------------------- in-process (no worker)
 
 
-def test_cancel_after_provisioning_is_torn_down_by_reap_cloud(team, broker, moto_endpoint,  # noqa: F811
-                                                              cloud_settings):
+def test_cancel_after_provisioning_is_torn_down_by_reap_cloud(
+    team,
+    broker,
+    moto_endpoint,  # noqa: F811
+    cloud_settings,
+):
     run = orchestration.start_run(team, example("s3-ebs-raid0-fio-moto.yaml"))
     provisioning.provision_run(run.pk)  # what the provision_run task does
     run.refresh_from_db()
@@ -367,19 +402,27 @@ def test_cancel_after_provisioning_is_torn_down_by_reap_cloud(team, broker, moto
     assert leftovers() == dict(NOTHING, instances=2, volumes=5, key_pairs=1, groups=1)
     plan, cell = recording.frozen_cell(run.cells.get(index=4))
     targets, client = provisioning.runtime_overrides(run, plan, cell)
-    assert (targets["c1-medium"].host, targets["c1-medium"].ssh, client) == ("127.0.0.1", None, None)
+    assert (targets["c1-medium"].host, targets["c1-medium"].ssh, client) == (
+        "127.0.0.1",
+        None,
+        None,
+    )
     assert targets["c1-medium"].provision is None
 
     orchestration.cancel_run(run)  # no running cell: the run ends at once, nothing tears down
     assert leftovers()["instances"] == 2
-    counts = provisioning.reap_cloud()
+    counts = cloudreaper.reap_cloud()
     assert (counts["torn_down"], counts["errors"]) == (1, 0)
     assert leftovers() == NOTHING
     assert all_deleted(run)
 
 
-def test_team_aws_credential_is_used_and_recorded(team, broker, moto_endpoint,  # noqa: F811
-                                                  cloud_settings):
+def test_team_aws_credential_is_used_and_recorded(
+    team,
+    broker,
+    moto_endpoint,  # noqa: F811
+    cloud_settings,
+):
     key = Credential(team=team, name="team-aws", kind=Credential.AWS, username="AKIDTEAM")
     key.set_secret("team-secret-key")
     key.save()
@@ -400,15 +443,20 @@ def test_team_aws_credential_is_used_and_recorded(team, broker, moto_endpoint,  
     assert leftovers() == NOTHING
 
 
-def test_missing_aws_credential_fails_the_run_clearly(team, broker, moto_endpoint,  # noqa: F811
-                                                      cloud_settings):
+def test_missing_aws_credential_fails_the_run_clearly(
+    team,
+    broker,
+    moto_endpoint,  # noqa: F811
+    cloud_settings,
+):
     plan = example("s1-rds-classes-moto.yaml")
     plan["targets"][0]["provision"]["aws_credential"] = "nope"
     run = orchestration.start_run(team, plan)
     provisioning.provision_run(run.pk)
     run.refresh_from_db()
-    message = ("provisioning failed: aws_credential 'nope': no AWS credential of that name "
-               "in this team")
+    message = (
+        "provisioning failed: aws_credential 'nope': no AWS credential of that name in this team"
+    )
     assert (run.status, run.error) == (Run.FAILED, message)
     assert set(run.cells.values_list("status", "error")) == {(Cell.FAILED, message)}
     assert leftovers() == NOTHING
@@ -416,13 +464,26 @@ def test_missing_aws_credential_fails_the_run_clearly(team, broker, moto_endpoin
 
 def test_reap_cloud_deletes_expired_tagged_orphans(team, moto_endpoint, cloud_settings):  # noqa: F811
     ec2 = boto3.Session(region_name=REGION).client("ec2")
-    tags = [{"Key": "app", "Value": "benchboard"}, {"Key": "run", "Value": "9-old"},
-            {"Key": "expires-at", "Value": "2020-01-01T00:00:00Z"}]
-    volume = ec2.create_volume(AvailabilityZone=REGION + "a", Size=20, TagSpecifications=[
-        {"ResourceType": "volume", "Tags": tags}])["VolumeId"]
+    tags = [
+        {"Key": "app", "Value": "benchboard"},
+        {"Key": "run", "Value": "9-old"},
+        {"Key": "expires-at", "Value": "2020-01-01T00:00:00Z"},
+    ]
+    volume = ec2.create_volume(
+        AvailabilityZone=REGION + "a",
+        Size=20,
+        TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
+    )["VolumeId"]
     mine = ec2.create_volume(AvailabilityZone=REGION + "a", Size=20)["VolumeId"]  # untagged
-    CloudResource.objects.create(team=team, provider="aws_ec2", kind="volume", token="v",
-                                 cloud_id=volume, region=REGION, state="live")
-    provisioning.reap_cloud()
+    CloudResource.objects.create(
+        team=team,
+        provider="aws_ec2",
+        kind="volume",
+        token="v",
+        cloud_id=volume,
+        region=REGION,
+        state="live",
+    )
+    cloudreaper.reap_cloud()
     assert [v["VolumeId"] for v in ec2.describe_volumes()["Volumes"]] == [mine]
     assert CloudResource.objects.get(token="v").state == "deleted"

@@ -13,19 +13,21 @@ def _obs(rows):
     """[(axes, metric, value)] -> Observations of distinct cells."""
     out = []
     for i, (axes, metric, value) in enumerate(rows):
-        cell = results.CellInfo(i, 1, "#1 r", "k", axes.get("repeat", 1), "t1", axes,
-                                "succeeded")
+        cell = results.CellInfo(i, 1, "#1 r", "k", axes.get("repeat", 1), "t1", axes, "succeeded")
         out.append(results.Observation(cell, "", metric, value))
     return out
 
 
-@pytest.mark.parametrize("values, mean, sd, cv", [
-    # S5's three runs: deviations -228, -3676, 3904; squares sum 28,806,176; / (n-1) = 14,403,088
-    ([7645, 4197, 11777], 7873.0, math.sqrt(14_403_088), math.sqrt(14_403_088) / 7873.0),
-    ([10.0], 10.0, 0.0, 0.0),
-    ([1.0, 2.0, 3.0, 4.0], 2.5, math.sqrt(5 / 3), math.sqrt(5 / 3) / 2.5),
-    ([100.0, 104.0], 102.0, math.sqrt(8), math.sqrt(8) / 102.0),
-])
+@pytest.mark.parametrize(
+    "values, mean, sd, cv",
+    [
+        # S5's three runs: deviations -228, -3676, 3904; squares sum 28,806,176; / (n-1) = 14,403,088
+        ([7645, 4197, 11777], 7873.0, math.sqrt(14_403_088), math.sqrt(14_403_088) / 7873.0),
+        ([10.0], 10.0, 0.0, 0.0),
+        ([1.0, 2.0, 3.0, 4.0], 2.5, math.sqrt(5 / 3), math.sqrt(5 / 3) / 2.5),
+        ([100.0, 104.0], 102.0, math.sqrt(8), math.sqrt(8) / 102.0),
+    ],
+)
 def test_describe_statistics_match_hand_computed(values, mean, sd, cv):
     stats = results.describe(values, threshold=0.05)
     assert stats.n == len(values)
@@ -37,13 +39,15 @@ def test_describe_statistics_match_hand_computed(values, mean, sd, cv):
 
 
 def test_pivot_groups_rows_and_columns():
-    obs = _obs([
-        ({"target": "micro", "load_type": "read"}, "avg_s", 2.0),
-        ({"target": "micro", "load_type": "read"}, "avg_s", 4.0),
-        ({"target": "micro", "load_type": "write"}, "avg_s", 1.0),
-        ({"target": "big", "load_type": "read"}, "avg_s", 0.5),
-        ({"target": "big", "load_type": "read"}, "qps", 99.0),
-    ])
+    obs = _obs(
+        [
+            ({"target": "micro", "load_type": "read"}, "avg_s", 2.0),
+            ({"target": "micro", "load_type": "read"}, "avg_s", 4.0),
+            ({"target": "micro", "load_type": "write"}, "avg_s", 1.0),
+            ({"target": "big", "load_type": "read"}, "avg_s", 0.5),
+            ({"target": "big", "load_type": "read"}, "qps", 99.0),
+        ]
+    )
     table = results.pivot(obs, ["target"], ["load_type"], "avg_s")
     assert [r["label"] for r in table["rows"]] == ["big", "micro"]
     assert [c["label"] for c in table["columns"]] == ["read", "write"]
@@ -56,8 +60,9 @@ def test_pivot_groups_rows_and_columns():
 
 
 def test_pivot_sorts_numbers_numerically_and_shows_several_metrics():
-    obs = _obs([({"threads": t}, m, t * k) for t in (4, 16, 128) for m, k in
-                (("tps", 1), ("qps", 20))])
+    obs = _obs(
+        [({"threads": t}, m, t * k) for t in (4, 16, 128) for m, k in (("tps", 1), ("qps", 20))]
+    )
     table = results.pivot(obs, ["threads"], ["metric"], ["tps", "qps"])
     assert [r["key"] for r in table["rows"]] == [[4], [16], [128]]
     assert [c["label"] for c in table["columns"]] == ["qps", "tps"]
@@ -78,18 +83,27 @@ def test_downsample_keeps_first_last_and_extremes():
 
 @pytest.mark.django_db
 def test_only_latest_attempt_counts_and_fio_iops_are_derived(team):
-    run = make_run(team, tool="fio", cells=[
-        ({"rw": "read", "volumes": 1}, 1, {"read_iops": 100.0, "read_bw_kib_s": 1000.0},
-         {"attempt": 2}),
-        ({"rw": "write", "volumes": 1}, 1, {"write_iops": 50.0}),
-    ])
+    run = make_run(
+        team,
+        tool="fio",
+        cells=[
+            (
+                {"rw": "read", "volumes": 1},
+                1,
+                {"read_iops": 100.0, "read_bw_kib_s": 1000.0},
+                {"attempt": 2},
+            ),
+            ({"rw": "write", "volumes": 1}, 1, {"write_iops": 50.0}),
+        ],
+    )
     stale = run.cells.get(key="rw=read,volumes=1")
     Measurement.objects.filter(cell=stale).update(attempt=2)
     Measurement.objects.create(run=run, cell=stale, attempt=1, metric="read_iops", value=1e9)
     data = results.results([run])
     assert data["view"]["rows"] == ["rw"] and data["view"]["metric"] == "iops"
-    cells = {r["label"]: line[0].mean for r, line in zip(data["table"]["rows"],
-                                                          data["table"]["cells"])}
+    cells = {
+        r["label"]: line[0].mean for r, line in zip(data["table"]["rows"], data["table"]["cells"])
+    }
     assert cells == {"read": 100.0, "write": 50.0}
     bw = results.pivot(results.load_observations(data["cells"]), ["rw"], [], "bw_mb_s")
     assert bw["cells"][0][0].mean == pytest.approx(1.024)
@@ -102,10 +116,21 @@ def _s2_run(team):
     cells = []
     for cpu in (0, 2, 4):
         for rep in (1, 2):
-            cells.append(({"stress.cpu": cpu}, rep, {"tps": 1000.0 - cpu * 100 + rep,
-                                                     "qps": 20000.0, "latency_avg_ms": 5.0}))
-    cells.append(({"stress.cpu": 8}, 1, {}, {"status": Cell.FAILED,
-                                             "error": "Err1317 Query execution was interrupted"}))
+            cells.append(
+                (
+                    {"stress.cpu": cpu},
+                    rep,
+                    {"tps": 1000.0 - cpu * 100 + rep, "qps": 20000.0, "latency_avg_ms": 5.0},
+                )
+            )
+    cells.append(
+        (
+            {"stress.cpu": 8},
+            1,
+            {},
+            {"status": Cell.FAILED, "error": "Err1317 Query execution was interrupted"},
+        )
+    )
     run = make_run(team, name="oltp-vs-cpu", cells=cells)
     run.cells.filter(key="stress.cpu=4", repeat=2).update(client_bound=True)
     return run
@@ -122,8 +147,7 @@ def test_results_page_access_and_content(owner_client, team, django_assert_max_n
     # repeats fold into n; each is listed, so the spread is visible
     assert 'title="n=2 · min 1,001 · max 1,002 · stddev 0.7071' in html
     assert "n=2: 1,001, 1,002" in html
-    html = owner_client.get(f"/runs/{run.pk}/results/?rows=stress.cpu&rows=repeat"
-                            ).content.decode()
+    html = owner_client.get(f"/runs/{run.pk}/results/?rows=stress.cpu&rows=repeat").content.decode()
     assert 'title="n=1 · min 1,001 · max 1,001 · stddev 0' in html
     assert "js/run_results.js" in html and "vendor/plotly.min.js" in html
 
@@ -140,8 +164,9 @@ def test_results_page_member_ok_outsider_404(member_client, team, outsider, clie
 
 def test_results_page_user_choices(owner_client, team):
     run = _s2_run(team)
-    response = owner_client.get(f"/runs/{run.pk}/results/?rows=repeat&columns=stress.cpu"
-                                "&metric=qps&statistic=n&rows=bogus")
+    response = owner_client.get(
+        f"/runs/{run.pk}/results/?rows=repeat&columns=stress.cpu&metric=qps&statistic=n&rows=bogus"
+    )
     view = response.context["data"]["view"]
     assert (view["rows"], view["columns"], view["metric"]) == (["repeat"], ["stress.cpu"], "qps")
     assert response.context["data"]["table"]["cells"][0][0].n == 1
@@ -162,11 +187,13 @@ def test_series_json_downsamples_to_twice_the_width(owner_client, team):
     cell = run.cells.first()
     add_series(cell, "tps", [float(i % 97) for i in range(3000)])
     add_series(cell, "tps", [1e6] * 10, attempt=5)  # an earlier attempt: ignored
-    data = owner_client.get(f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps"
-                            "&width=300").json()
+    data = owner_client.get(
+        f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps&width=300"
+    ).json()
     (trace,) = data["traces"]
     assert trace["total"] == 3000 and len(trace["x"]) <= 600 and max(trace["y"]) == 96.0
     assert data["type"] == "scatter"
-    data = owner_client.get(f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps"
-                            "&width=1000").json()
+    data = owner_client.get(
+        f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps&width=1000"
+    ).json()
     assert data["type"] == "scattergl" and len(data["traces"][0]["x"]) == 2000

@@ -31,26 +31,47 @@ def _secret(plain):
     return {"encrypted": cred.encrypted, "fingerprint": cred.fingerprint}
 
 
-def test_every_cell_starts_from_the_snapshot(team, scripted_mariadb, sshd,  # noqa: F811
-                                              start_worker):
+def test_every_cell_starts_from_the_snapshot(
+    team,
+    scripted_mariadb,
+    sshd,  # noqa: F811
+    start_worker,
+):
     private_db = scripted_mariadb
-    key = Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY,
-                                    **_secret(sshd.client_key))
+    key = Credential.objects.create(
+        team=team, name="ssh-key", kind=Credential.SSH_KEY, **_secret(sshd.client_key)
+    )
     # The team admin allowed scripts (the stop/start commands) on this target.
-    team.targets.create(name="private", kind="mysql", host="127.0.0.1", port=private_db.port,
-                        user="root", database="bench", ssh_host=sshd.host, ssh_port=sshd.port,
-                        ssh_user=sshd.user, ssh_credential=key, known_host_key=sshd.host_key,
-                        allow_custom_scripts=True)
+    team.targets.create(
+        name="private",
+        kind="mysql",
+        host="127.0.0.1",
+        port=private_db.port,
+        user="root",
+        database="bench",
+        ssh_host=sshd.host,
+        ssh_port=sshd.port,
+        ssh_user=sshd.user,
+        ssh_credential=key,
+        known_host_key=sshd.host_key,
+        allow_custom_scripts=True,
+    )
     plan = {
-        "name": "s2-snapshot", "tool": "sysbench",
+        "name": "s2-snapshot",
+        "tool": "sysbench",
         "targets": [{"name": "private"}],
         "client": {"on": "target"},
         "params": {"test": "oltp_insert", "tables": 1, "table_size": 500, "time": 1},
         "axes": {"threads": [1, 2, 4]},
-        "prepare": {"once": True, "snapshot_datadir": True, "datadir": str(private_db.datadir),
-                    "snapshot_dir": str(private_db.snapshot), "service_manager": "command",
-                    "stop_command": ["sh", str(private_db.stop_script)],
-                    "start_command": ["sh", str(private_db.start_script)]},
+        "prepare": {
+            "once": True,
+            "snapshot_datadir": True,
+            "datadir": str(private_db.datadir),
+            "snapshot_dir": str(private_db.snapshot),
+            "service_manager": "command",
+            "stop_command": ["sh", str(private_db.stop_script)],
+            "start_command": ["sh", str(private_db.start_script)],
+        },
     }
     start_worker("a", **FAST)
     run = orchestration.start_run(team, plan)
@@ -60,8 +81,10 @@ def test_every_cell_starts_from_the_snapshot(team, scripted_mariadb, sshd,  # no
     sums = [c.facts["data_checksums"] for c in cells]
     assert set(sums[0]) == {"sbtest1"} and sums[0]["sbtest1"] not in ("", "NULL", "0")
     assert sums == [sums[0]] * 3  # identical data before every measure
-    phases = {c.index: list(Artifact.objects.filter(cell=c).values_list("phase", flat=True))
-              for c in cells}
+    phases = {
+        c.index: list(Artifact.objects.filter(cell=c).values_list("phase", flat=True))
+        for c in cells
+    }
     assert phases[1][:4] == ["prepare", "snapshot:stop", "snapshot:copy", "snapshot:start"]
     for index in (2, 3):
         assert phases[index][:3] == ["restore:stop", "restore:copy", "restore:start"]

@@ -16,8 +16,11 @@ from benchapp.models import Artifact, Cell, Credential, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4,
-        "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5}
+FAST = {
+    "BENCHBOARD_HEARTBEAT_SECONDS": 1,
+    "BENCHBOARD_LEASE_SECONDS": 4,
+    "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5,
+}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -32,9 +35,15 @@ def server(team, sshd_disposable):  # noqa: F811
     cred = Credential(team=team, name="ssh-key", kind=Credential.SSH_KEY)
     cred.set_secret(sshd_disposable.client_key)
     cred.save()
-    team.targets.create(name="remote", kind="host", ssh_host=sshd_disposable.host,
-                        ssh_port=sshd_disposable.port, ssh_user=sshd_disposable.user,
-                        ssh_credential=cred, known_host_key=sshd_disposable.host_key)
+    team.targets.create(
+        name="remote",
+        kind="host",
+        ssh_host=sshd_disposable.host,
+        ssh_port=sshd_disposable.port,
+        ssh_user=sshd_disposable.user,
+        ssh_credential=cred,
+        known_host_key=sshd_disposable.host_key,
+    )
     return sshd_disposable
 
 
@@ -45,8 +54,7 @@ def remote_plan(files, runtime=1):
         "tool": "fio",
         "targets": [{"name": "remote"}],
         "client": {"on": "target"},
-        "params": {"size": "2M", "bs": "4k", "rw": "read", "runtime": runtime,
-                   "time_based": True},
+        "params": {"size": "2M", "bs": "4k", "rw": "read", "runtime": runtime, "time_based": True},
         "axes": {"filename": list(files)},
     }
 
@@ -58,7 +66,8 @@ def run_to_end(team, plan) -> Run:
 
 
 def test_cells_on_one_host_share_one_connection_and_keep_their_own_output(
-        team, server, start_worker):
+    team, server, start_worker
+):
     start_worker("a", **FAST)
     files = [f"cell-{uuid.uuid4().hex[:8]}.data" for _ in range(3)]
     run = run_to_end(team, remote_plan(files))

@@ -29,9 +29,14 @@ def test_credential_list_outsider_sees_only_own_team(outsider_client, cred):
     assert "No credentials yet" in response.content.decode()
 
 
-@pytest.mark.parametrize("method,url", [
-    ("get", "/credentials/{pk}/edit/"), ("post", "/credentials/{pk}/edit/"),
-    ("post", "/credentials/{pk}/delete/")])
+@pytest.mark.parametrize(
+    "method,url",
+    [
+        ("get", "/credentials/{pk}/edit/"),
+        ("post", "/credentials/{pk}/edit/"),
+        ("post", "/credentials/{pk}/delete/"),
+    ],
+)
 def test_credential_object_pages_outsider_gets_404(outsider_client, cred, method, url):
     response = getattr(outsider_client, method)(url.format(pk=cred.pk))
     assert response.status_code == 404
@@ -47,8 +52,10 @@ def test_credential_list_query_count(owner_client, team, django_assert_max_num_q
 
 
 def test_credential_create_encrypts_and_redirects(owner_client, team):
-    response = owner_client.post("/credentials/new/", {
-        "name": "ops-key", "kind": "password", "username": "", "secret": CANARY})
+    response = owner_client.post(
+        "/credentials/new/",
+        {"name": "ops-key", "kind": "password", "username": "", "secret": CANARY},
+    )
     assert response.status_code == 302
     cred = Credential.objects.get(team=team, name="ops-key")
     assert cred.secret() == CANARY and CANARY not in cred.encrypted
@@ -56,8 +63,9 @@ def test_credential_create_encrypts_and_redirects(owner_client, team):
 
 
 def test_credential_create_errors_never_echo_the_secret(owner_client, cred):
-    response = owner_client.post("/credentials/new/", {
-        "name": "db-pw", "kind": "password", "secret": CANARY})
+    response = owner_client.post(
+        "/credentials/new/", {"name": "db-pw", "kind": "password", "secret": CANARY}
+    )
     assert response.status_code == 200
     assert "already has a credential with this name" in response.content.decode()
     assert_no_canary(response)
@@ -73,16 +81,19 @@ def test_credential_edit_keeps_secret_when_left_empty(owner_client, cred):
     page = owner_client.get(f"/credentials/{cred.pk}/edit/")
     assert_no_canary(page)
     assert cred.fingerprint in page.content.decode()
-    response = owner_client.post(f"/credentials/{cred.pk}/edit/", {
-        "name": "db-pw-renamed", "kind": "password", "secret": ""})
+    response = owner_client.post(
+        f"/credentials/{cred.pk}/edit/", {"name": "db-pw-renamed", "kind": "password", "secret": ""}
+    )
     assert response.status_code == 302
     cred.refresh_from_db()
     assert cred.name == "db-pw-renamed" and cred.secret() == CANARY
 
 
 def test_credential_edit_replaces_secret(owner_client, cred):
-    owner_client.post(f"/credentials/{cred.pk}/edit/", {
-        "name": "db-pw", "kind": "password", "secret": "new-secret"})
+    owner_client.post(
+        f"/credentials/{cred.pk}/edit/",
+        {"name": "db-pw", "kind": "password", "secret": "new-secret"},
+    )
     cred.refresh_from_db()
     assert cred.secret() == "new-secret"
 

@@ -28,12 +28,20 @@ def plan(team, stored, owner):
 
 
 def builder_data(team, **over):
-    data = {"name": "two-axis", "tool": "mysqlslap", "targets": ["local-mariadb"], "repeat": "1",
-            "order": "sequential", "extra": "",
-            "param-mysqlslap-auto_generate_sql_add_autoincrement": "true",
-            "param-mysqlslap-number_of_queries": "20",
-            "axis-0-name": "load_type", "axis-0-values": "read, key",
-            "axis-1-name": "concurrency", "axis-1-values": "1, 2"}
+    data = {
+        "name": "two-axis",
+        "tool": "mysqlslap",
+        "targets": ["local-mariadb"],
+        "repeat": "1",
+        "order": "sequential",
+        "extra": "",
+        "param-mysqlslap-auto_generate_sql_add_autoincrement": "true",
+        "param-mysqlslap-number_of_queries": "20",
+        "axis-0-name": "load_type",
+        "axis-0-values": "read, key",
+        "axis-1-name": "concurrency",
+        "axis-1-values": "1, 2",
+    }
     return {**data, **over}
 
 
@@ -41,8 +49,13 @@ def builder_data(team, **over):
 def test_plan_pages_for_team_members(request, persona, plan):
     client = request.getfixturevalue(persona)
     assert plan.name in client.get("/plans/").content.decode()
-    for url in ("/plans/new/", f"/plans/{plan.pk}/", f"/plans/{plan.pk}/edit/",
-                f"/plans/{plan.pk}/yaml/", "/plans/import/"):
+    for url in (
+        "/plans/new/",
+        f"/plans/{plan.pk}/",
+        f"/plans/{plan.pk}/edit/",
+        f"/plans/{plan.pk}/yaml/",
+        "/plans/import/",
+    ):
         assert client.get(url).status_code == 200, url
 
 
@@ -51,10 +64,19 @@ def test_plan_list_outsider_sees_own_team_only(outsider_client, plan):
     assert plan.name not in html and "No plans yet" in html
 
 
-@pytest.mark.parametrize("method,url", [
-    ("get", "/plans/{pk}/"), ("get", "/plans/{pk}/edit/"), ("post", "/plans/{pk}/edit/"),
-    ("get", "/plans/{pk}/yaml/"), ("post", "/plans/{pk}/clone/"), ("post", "/plans/{pk}/delete/"),
-    ("post", "/plans/{pk}/run/"), ("post", "/plans/{pk}/schedule/")])
+@pytest.mark.parametrize(
+    "method,url",
+    [
+        ("get", "/plans/{pk}/"),
+        ("get", "/plans/{pk}/edit/"),
+        ("post", "/plans/{pk}/edit/"),
+        ("get", "/plans/{pk}/yaml/"),
+        ("post", "/plans/{pk}/clone/"),
+        ("post", "/plans/{pk}/delete/"),
+        ("post", "/plans/{pk}/run/"),
+        ("post", "/plans/{pk}/schedule/"),
+    ],
+)
 def test_plan_object_pages_outsider_gets_404(outsider_client, plan, method, url):
     assert getattr(outsider_client, method)(url.format(pk=plan.pk)).status_code == 404
     assert Plan.objects.filter(pk=plan.pk).exists() and not Run.objects.exists()
@@ -82,9 +104,18 @@ def test_builder_fields_come_from_tool_params(owner_client):
 
 
 def test_builder_creates_the_plan_document(owner_client, team, stored, owner):
-    response = owner_client.post("/plans/new/", builder_data(team, **{
-        "override-0-when": "load_type=key", "override-0-set": "number_of_queries=40",
-        "repeat": "2", "order": "interleaved"}))
+    response = owner_client.post(
+        "/plans/new/",
+        builder_data(
+            team,
+            **{
+                "override-0-when": "load_type=key",
+                "override-0-set": "number_of_queries=40",
+                "repeat": "2",
+                "order": "interleaved",
+            },
+        ),
+    )
     plan = Plan.objects.get(team=team, name="two-axis")
     assert response.url == f"/plans/{plan.pk}/"
     doc = plan.document
@@ -96,19 +127,32 @@ def test_builder_creates_the_plan_document(owner_client, team, stored, owner):
     assert plan.created_by == owner
 
 
-@pytest.mark.parametrize("over,field,message", [
-    ({"axis-0-values": "read, bogus"}, "axis-0-values", "&#x27;bogus&#x27; is not allowed"),
-    ({"param-mysqlslap-number_of_queries": "lots"}, "param-mysqlslap-number_of_queries",
-     "expected an integer"),
-    ({"param-mysqlslap-auto_generate_sql_add_autoincrement": ""}, None, "key needs add_autoincrement"),
-    ({"axis-1-values": ""}, "axis-1-values", "give both an axis"),
-    ({"override-0-when": "load_type=key", "override-0-set": "nonsense"}, "override-0-set",
-     "name=value"),
-    ({"repeat": "0"}, "repeat", "greater than or equal to 1"),
-    ({"extra": "timeout: [oops"}, "extra", "not valid YAML"),
-    ({"extra": "axes: {}"}, "extra", "with the form fields above"),
-    ({"targets": []}, "targets", ""),
-])
+@pytest.mark.parametrize(
+    "over,field,message",
+    [
+        ({"axis-0-values": "read, bogus"}, "axis-0-values", "&#x27;bogus&#x27; is not allowed"),
+        (
+            {"param-mysqlslap-number_of_queries": "lots"},
+            "param-mysqlslap-number_of_queries",
+            "expected an integer",
+        ),
+        (
+            {"param-mysqlslap-auto_generate_sql_add_autoincrement": ""},
+            None,
+            "key needs add_autoincrement",
+        ),
+        ({"axis-1-values": ""}, "axis-1-values", "give both an axis"),
+        (
+            {"override-0-when": "load_type=key", "override-0-set": "nonsense"},
+            "override-0-set",
+            "name=value",
+        ),
+        ({"repeat": "0"}, "repeat", "greater than or equal to 1"),
+        ({"extra": "timeout: [oops"}, "extra", "not valid YAML"),
+        ({"extra": "axes: {}"}, "extra", "with the form fields above"),
+        ({"targets": []}, "targets", ""),
+    ],
+)
 def test_builder_errors_are_inline(owner_client, team, stored, over, field, message):
     response = owner_client.post("/plans/new/", builder_data(team, **over))
     html = response.content.decode()
@@ -116,7 +160,7 @@ def test_builder_errors_are_inline(owner_client, team, stored, over, field, mess
     assert message in html
     if field:
         start = html.index(f'id="field-{field}"')
-        assert "has-error" in html[start - 40:start] and message in html[start:start + 3000]
+        assert "has-error" in html[start - 40 : start] and message in html[start : start + 3000]
 
 
 def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
@@ -131,18 +175,30 @@ def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
 
 
 def test_preview_errors_name_the_field(owner_client, team, stored):
-    data = owner_client.post("/plans/preview.json", builder_data(
-        team, **{"axis-1-values": "1, zero"})).json()
-    assert data == {"valid": False, "errors": {"axis-1-values": [
-        "'zero' is not allowed: expected an integer >= 1 <= 100000"]}}
+    data = owner_client.post(
+        "/plans/preview.json", builder_data(team, **{"axis-1-values": "1, zero"})
+    ).json()
+    assert data == {
+        "valid": False,
+        "errors": {"axis-1-values": ["'zero' is not allowed: expected an integer >= 1 <= 100000"]},
+    }
 
 
 def test_preview_estimate_uses_duration_and_prices(owner_client, team):
-    make_target(team, name="pg", kind="postgres", port=5433, user="postgres",
-                price_per_hour="3.60")
-    data = owner_client.post("/plans/preview.json", {
-        "name": "pg", "tool": "pgbench", "targets": ["pg"], "repeat": "1", "order": "sequential",
-        "param-pgbench-time": "57", "axis-0-name": "client", "axis-0-values": "1, 2"}).json()
+    make_target(team, name="pg", kind="postgres", port=5433, user="postgres", price_per_hour="3.60")
+    data = owner_client.post(
+        "/plans/preview.json",
+        {
+            "name": "pg",
+            "tool": "pgbench",
+            "targets": ["pg"],
+            "repeat": "1",
+            "order": "sequential",
+            "param-pgbench-time": "57",
+            "axis-0-name": "client",
+            "axis-0-values": "1, 2",
+        },
+    ).json()
     assert data["count"] == 2
     assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12}
 
@@ -162,21 +218,37 @@ def test_preview_needs_post_and_login(owner_client):
 
 # -- scenario templates bound to your targets (issue 17) ----------------------------
 
-QUICK_CELLS = {"s1-rds-classes-mysqlslap": 10, "s2-oltp-vs-cpu-stress": 3,
-               "s3-ebs-raid0-fio": 4, "s4-managed-mysql-threads": 8, "s5-myisam-update": 6}
+QUICK_CELLS = {
+    "s1-rds-classes-mysqlslap": 10,
+    "s2-oltp-vs-cpu-stress": 3,
+    "s3-ebs-raid0-fio": 4,
+    "s4-managed-mysql-threads": 8,
+    "s5-myisam-update": 6,
+}
 
 
 @pytest.fixture
 def disk(team, tmp_path):
     """A host target on this server, in a directory an operator allowed."""
-    return make_target(team, name="disk", kind="host", host="", port=None, user="",
-                       data_dirs=[str(tmp_path)], directory=f"{tmp_path}/fio")
+    return make_target(
+        team,
+        name="disk",
+        kind="host",
+        host="",
+        port=None,
+        user="",
+        data_dirs=[str(tmp_path)],
+        directory=f"{tmp_path}/fio",
+    )
 
 
 def bound(team, template, preset="quick", **roles) -> dict:
     """The plan document TemplateForm makes of these role choices."""
-    form = TemplateForm({"preset": preset, **{f"role-{r}": str(v) for r, v in roles.items()}},
-                        team=team, template=template)
+    form = TemplateForm(
+        {"preset": preset, **{f"role-{r}": str(v) for r, v in roles.items()}},
+        team=team,
+        template=template,
+    )
     assert form.is_valid(), form.errors
     return form.document
 
@@ -205,8 +277,9 @@ def test_template_page_offers_the_scenarios_provisioning(owner_client, team):
 
 
 @pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
-def test_template_bound_to_your_targets_opens_valid_and_saves(owner_client, team, stored, disk,
-                                                              template):
+def test_template_bound_to_your_targets_opens_valid_and_saves(
+    owner_client, team, stored, disk, template
+):
     roles = {r["name"]: (disk if r["kind"] == "host" else stored).pk for r in template["roles"]}
     url = bind_url(template, **roles)
     page = owner_client.get(url)
@@ -222,8 +295,13 @@ def test_template_bound_to_your_targets_opens_valid_and_saves(owner_client, team
     assert not any(t.provision for t in spec.targets) and spec.client.provision is None
 
 
-STUDY_CELLS = {"s1-rds-classes-mysqlslap": 10, "s2-oltp-vs-cpu-stress": 10,
-               "s3-ebs-raid0-fio": 4, "s4-managed-mysql-threads": 20, "s5-myisam-update": 6}
+STUDY_CELLS = {
+    "s1-rds-classes-mysqlslap": 10,
+    "s2-oltp-vs-cpu-stress": 10,
+    "s3-ebs-raid0-fio": 4,
+    "s4-managed-mysql-threads": 20,
+    "s5-myisam-update": 6,
+}
 
 
 @pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
@@ -238,16 +316,20 @@ def test_template_one_target_in_two_roles_becomes_a_named_copy(owner_client, tea
     template = get_template("s1-rds-classes-mysqlslap")
     document = bound(team, template, micro=stored.pk, **{"m2-4xlarge-iops": stored.pk})
     assert document["targets"][0] == {"name": "local-mariadb"}
-    assert document["targets"][1] == {"name": "m2-4xlarge-iops", "kind": "mysql",
-                                      "host": "127.0.0.1", "port": 3306, "user": "root"}
+    assert document["targets"][1] == {
+        "name": "m2-4xlarge-iops",
+        "kind": "mysql",
+        "host": "127.0.0.1",
+        "port": 3306,
+        "user": "root",
+    }
     assert document["axes"]["target"] == ["local-mariadb", "m2-4xlarge-iops"]
     assert "client" not in document  # the provisioned client goes with the provisioned targets
 
 
 def test_template_provisioning_choice_keeps_the_scenarios_spec(owner_client, team):
     template = get_template("s1-rds-classes-mysqlslap")
-    document = bound(team, template, "study", micro="provision",
-                     **{"m2-4xlarge-iops": "provision"})
+    document = bound(team, template, "study", micro="provision", **{"m2-4xlarge-iops": "provision"})
     assert document["targets"] == template["document"]["targets"]
     assert document["client"] == template["document"]["client"]
     assert document["params"]["number_of_queries"] == 10000
@@ -264,8 +346,7 @@ def test_template_fio_works_in_the_host_targets_directory(owner_client, team, di
 
 def test_template_study_preset_of_s4_is_sysbench_1x_at_real_size(owner_client, team, stored):
     template = get_template("s4-managed-mysql-threads")
-    document = bound(team, template, "study", **{"rds-mysql": stored.pk,
-                                                 "galera-3node": stored.pk})
+    document = bound(team, template, "study", **{"rds-mysql": stored.pk, "galera-3node": stored.pk})
     assert "sysbench_version" not in document
     assert document["params"] == {"test": "oltp_read_write", "table_size": 1000000, "time": 120}
     assert document["axes"]["threads"] == [4, 16, 64, 128, 256]
@@ -280,9 +361,16 @@ def test_template_refuses_another_teams_target(owner_client, team, outsider):
 
 
 def test_builder_fio_on_a_host_target_defaults_to_its_directory(owner_client, team, disk):
-    data = {"name": "disk-io", "tool": "fio", "targets": ["disk"], "repeat": "1",
-            "order": "sequential", "extra": "", "param-fio-rw": "randread",
-            "param-fio-size": "4M"}
+    data = {
+        "name": "disk-io",
+        "tool": "fio",
+        "targets": ["disk"],
+        "repeat": "1",
+        "order": "sequential",
+        "extra": "",
+        "param-fio-rw": "randread",
+        "param-fio-size": "4M",
+    }
     assert owner_client.post("/plans/new/", data).status_code == 302
     assert Plan.objects.get(name="disk-io").document["params"]["directory"] == disk.directory
 
@@ -295,8 +383,12 @@ def test_edit_round_trips_a_saved_plan(owner_client, team, plan):
     assert owner_client.post(f"/plans/{plan.pk}/edit/", data).status_code == 302
     plan.refresh_from_db()
     assert plan.document["axes"]["concurrency"] == [1, 2, 4]
-    assert load_plan(plan.document).params == load_plan(DEMO | {"targets": [
-        {"name": "local-mariadb", "kind": "mysql", "host": "127.0.0.1"}]}).params
+    assert (
+        load_plan(plan.document).params
+        == load_plan(
+            DEMO | {"targets": [{"name": "local-mariadb", "kind": "mysql", "host": "127.0.0.1"}]}
+        ).params
+    )
 
 
 def test_yaml_mode_saves_the_document(owner_client, team, plan):
@@ -309,7 +401,9 @@ def test_yaml_mode_saves_the_document(owner_client, team, plan):
 
 def test_yaml_mode_errors_name_the_key(owner_client, plan):
     text = yaml.safe_dump({**plan.document, "axes": {"concurrency": [0]}})
-    html = owner_client.post(f"/plans/{plan.pk}/edit/", {"mode": "yaml", "text": text}).content.decode()
+    html = owner_client.post(
+        f"/plans/{plan.pk}/edit/", {"mode": "yaml", "text": text}
+    ).content.decode()
     assert "axes.concurrency[0]: 0 is not allowed" in html
 
 
@@ -323,11 +417,19 @@ def test_import_paste_and_upload(owner_client, team, stored):
     assert set(team.plans.values_list("name", flat=True)) == {"demo-mysqlslap", "uploaded"}
 
 
-@pytest.mark.parametrize("text,message", [
-    ("", "Paste a plan or choose a file"), ("- a\n- b", "A plan is a mapping"),
-    ("name: x\ntool: nope", "tool: "), ("name: [x", "not valid YAML"),
-    ("name: x\ntool: mysqlslap\ntargets: [{name: a, host: h, password: s3cret}]",
-     "secrets are never inline")])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("", "Paste a plan or choose a file"),
+        ("- a\n- b", "A plan is a mapping"),
+        ("name: x\ntool: nope", "tool: "),
+        ("name: [x", "not valid YAML"),
+        (
+            "name: x\ntool: mysqlslap\ntargets: [{name: a, host: h, password: s3cret}]",
+            "secrets are never inline",
+        ),
+    ],
+)
 def test_import_errors(owner_client, stored, text, message):
     response = owner_client.post("/plans/import/", {"text": text})
     assert response.status_code == 200 and message in response.content.decode()
@@ -379,37 +481,67 @@ def test_run_now_refused_plan_shows_why(owner_client, plan, settings):
 
 
 def test_builder_makes_adaptive_repeats_and_edits_them_back(owner_client, team, stored):
-    response = owner_client.post("/plans/new/", builder_data(team, **{
-        "name": "adaptive", "repeat": "3", "repeat_until_cv": "0.03", "repeat_max": "10",
-        "repeat_metric": "qps"}))
+    response = owner_client.post(
+        "/plans/new/",
+        builder_data(
+            team,
+            **{
+                "name": "adaptive",
+                "repeat": "3",
+                "repeat_until_cv": "0.03",
+                "repeat_max": "10",
+                "repeat_metric": "qps",
+            },
+        ),
+    )
     plan = Plan.objects.get(team=team, name="adaptive")
     assert response.url == f"/plans/{plan.pk}/"
     assert plan.document["repeat"] == {"min": 3, "until_cv": 0.03, "max": 10, "metric": "qps"}
     assert count_cells(load_plan(plan.document)) == 40  # max per combination
     form = PlanForm(initial=initial_from_document(plan.document, team), team=team)
     data = form_data(form)
-    assert (data["repeat"], data["repeat_until_cv"], data["repeat_max"],
-            data["repeat_metric"]) == ("3", "0.03", "10", "qps")
+    assert (data["repeat"], data["repeat_until_cv"], data["repeat_max"], data["repeat_metric"]) == (
+        "3",
+        "0.03",
+        "10",
+        "qps",
+    )
     assert owner_client.post(f"/plans/{plan.pk}/edit/", data).status_code == 302
     plan.refresh_from_db()
     assert plan.document["repeat"]["metric"] == "qps"
 
 
-@pytest.mark.parametrize("over,field,message", [
-    ({"repeat_until_cv": "0.03", "repeat_max": "10", "repeat_metric": "tps"},
-     "repeat_metric", "not a metric of this tool"),
-    ({"repeat_until_cv": "0.03", "repeat_metric": "qps"}, "repeat_max", "required"),
-    ({"repeat": "5", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
-     "repeat_max", "less than min"),
-    ({"repeat": "1", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
-     "repeat", "between 2 and 100"),
-    ({"repeat_until_cv": "2", "repeat_max": "4", "repeat_metric": "qps"},
-     "repeat_until_cv", "fraction between 0 and 1"),
-])
-def test_builder_adaptive_repeat_errors_are_inline(owner_client, team, stored, over, field,
-                                                   message):
+@pytest.mark.parametrize(
+    "over,field,message",
+    [
+        (
+            {"repeat_until_cv": "0.03", "repeat_max": "10", "repeat_metric": "tps"},
+            "repeat_metric",
+            "not a metric of this tool",
+        ),
+        ({"repeat_until_cv": "0.03", "repeat_metric": "qps"}, "repeat_max", "required"),
+        (
+            {"repeat": "5", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
+            "repeat_max",
+            "less than min",
+        ),
+        (
+            {"repeat": "1", "repeat_until_cv": "0.03", "repeat_max": "4", "repeat_metric": "qps"},
+            "repeat",
+            "between 2 and 100",
+        ),
+        (
+            {"repeat_until_cv": "2", "repeat_max": "4", "repeat_metric": "qps"},
+            "repeat_until_cv",
+            "fraction between 0 and 1",
+        ),
+    ],
+)
+def test_builder_adaptive_repeat_errors_are_inline(
+    owner_client, team, stored, over, field, message
+):
     response = owner_client.post("/plans/new/", builder_data(team, **{"repeat": "3", **over}))
     html = response.content.decode()
     assert response.status_code == 200 and not Plan.objects.exists()
     start = html.index(f'id="field-{field}"')
-    assert "has-error" in html[start - 40:start] and message in html[start:start + 3000]
+    assert "has-error" in html[start - 40 : start] and message in html[start : start + 3000]

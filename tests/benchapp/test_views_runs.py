@@ -20,8 +20,13 @@ def run(team, owner):
 
 def finish(cell, status=Cell.SUCCEEDED, **metrics):
     now = timezone.now()
-    Cell.objects.filter(pk=cell.pk).update(status=status, attempt=1, started_at=now,
-                                           finished_at=now, error="" if status == Cell.SUCCEEDED else "boom")
+    Cell.objects.filter(pk=cell.pk).update(
+        status=status,
+        attempt=1,
+        started_at=now,
+        finished_at=now,
+        error="" if status == Cell.SUCCEEDED else "boom",
+    )
     for name, value in metrics.items():
         Measurement.objects.create(run=cell.run, cell=cell, attempt=1, metric=name, value=value)
 
@@ -31,8 +36,11 @@ def test_run_pages_for_team_members(request, persona, run):
     client = request.getfixturevalue(persona)
     cell = run.cells.first()
     assert run.name in client.get("/runs/").content.decode()
-    for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/progress.json",
-                f"/runs/{run.pk}/cells/{cell.pk}/artifacts/"):
+    for url in (
+        f"/runs/{run.pk}/",
+        f"/runs/{run.pk}/progress.json",
+        f"/runs/{run.pk}/cells/{cell.pk}/artifacts/",
+    ):
         assert client.get(url).status_code == 200, url
 
 
@@ -41,14 +49,24 @@ def test_run_list_outsider_sees_own_team_only(outsider_client, run):
     assert "No runs yet" in html and run.name not in html
 
 
-@pytest.mark.parametrize("method,url", [
-    ("get", "/runs/{pk}/"), ("get", "/runs/{pk}/progress.json"), ("post", "/runs/{pk}/cancel/"),
-    ("post", "/runs/{pk}/cells/{cell}/cancel/"), ("get", "/runs/{pk}/cells/{cell}/artifacts/")])
+@pytest.mark.parametrize(
+    "method,url",
+    [
+        ("get", "/runs/{pk}/"),
+        ("get", "/runs/{pk}/progress.json"),
+        ("post", "/runs/{pk}/cancel/"),
+        ("post", "/runs/{pk}/cells/{cell}/cancel/"),
+        ("get", "/runs/{pk}/cells/{cell}/artifacts/"),
+    ],
+)
 def test_run_pages_outsider_gets_404(outsider_client, run, method, url):
     cell = run.cells.first()
     response = getattr(outsider_client, method)(url.format(pk=run.pk, cell=cell.pk))
     assert response.status_code == 404
-    assert Run.objects.get(pk=run.pk).status == Run.QUEUED and not Run.objects.get(pk=run.pk).cancel_requested
+    assert (
+        Run.objects.get(pk=run.pk).status == Run.QUEUED
+        and not Run.objects.get(pk=run.pk).cancel_requested
+    )
 
 
 def test_cell_of_another_run_is_404(owner_client, team, run):
@@ -77,9 +95,13 @@ def test_run_detail_query_count(owner_client, run, django_assert_max_num_queries
 def test_run_page_shows_progress_and_cells(owner_client, run):
     cells = list(run.cells.order_by("index"))
     finish(cells[0], avg_s=0.25, qps=80.0)
-    Cell.objects.filter(pk=cells[1].pk).update(status=Cell.RUNNING, phase="measure",
-                                               started_at=timezone.now(), attempt=1,
-                                               output_tail="Benchmark\n\tRunning for engine innodb")
+    Cell.objects.filter(pk=cells[1].pk).update(
+        status=Cell.RUNNING,
+        phase="measure",
+        started_at=timezone.now(),
+        attempt=1,
+        output_tail="Benchmark\n\tRunning for engine innodb",
+    )
     html = owner_client.get(f"/runs/{run.pk}/").content.decode()
     assert 'id="run-bar" class="bar bar-queued" max="100" value="25.0"' in html
     assert "1 of 4 cells done" in html
@@ -92,10 +114,17 @@ def test_progress_json(member_client, run):
     cells = list(run.cells.order_by("index"))
     finish(cells[0])
     finish(cells[1], status=Cell.FAILED)
-    Cell.objects.filter(pk=cells[2].pk).update(status=Cell.RUNNING, phase="measure",
-                                               started_at=timezone.now(), output_tail="tail!")
+    Cell.objects.filter(pk=cells[2].pk).update(
+        status=Cell.RUNNING, phase="measure", started_at=timezone.now(), output_tail="tail!"
+    )
     data = member_client.get(f"/runs/{run.pk}/progress.json").json()
-    assert (data["total"], data["done"], data["failed"], data["running"], data["percent"]) == (4, 2, 1, 1, 50.0)
+    assert (data["total"], data["done"], data["failed"], data["running"], data["percent"]) == (
+        4,
+        2,
+        1,
+        1,
+        50.0,
+    )
     assert data["active"] is True and data["phase"] == "measure"
     assert data["tails"] == {str(cells[2].pk): "tail!"}
     assert [c["status"] for c in data["cells"]] == ["succeeded", "failed", "running", "queued"]
@@ -107,7 +136,7 @@ def test_results_table_from_result_document(owner_client, run):
         finish(cell, avg_s=0.125, qps=96.0)
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     html = owner_client.get(f"/runs/{run.pk}/").content.decode()
-    table = html[html.index('class="grid compact results"'):]
+    table = html[html.index('class="grid compact results"') :]
     assert "<th>load_type</th>" in table and "<th>concurrency</th>" in table
     assert table.count(">0.125<") == 4 and table.count(">96<") == 4
     assert "Cancel run" not in html
@@ -117,7 +146,9 @@ def test_cancel_run(owner_client, run):
     response = owner_client.post(f"/runs/{run.pk}/cancel/")
     assert response.url == f"/runs/{run.pk}/"
     run.refresh_from_db()
-    assert run.status == Run.CANCELLED and set(run.cells.values_list("status", flat=True)) == {"cancelled"}
+    assert run.status == Run.CANCELLED and set(run.cells.values_list("status", flat=True)) == {
+        "cancelled"
+    }
 
 
 def test_cancel_one_cell(member_client, run):
@@ -130,8 +161,15 @@ def test_cancel_one_cell(member_client, run):
 
 def test_artifacts_page_shows_masked_output(owner_client, team, run):
     cell = run.cells.first()
-    Artifact.objects.create(cell=cell, attempt=1, phase="run", command="mysqlslap --x",
-                            exit_code=0, stdout="Average number of seconds: 0.12", stderr="warn")
+    Artifact.objects.create(
+        cell=cell,
+        attempt=1,
+        phase="run",
+        command="mysqlslap --x",
+        exit_code=0,
+        stdout="Average number of seconds: 0.12",
+        stderr="warn",
+    )
     html = owner_client.get(f"/runs/{run.pk}/cells/{cell.pk}/artifacts/").content.decode()
     assert "Average number of seconds: 0.12" in html and "exit code 0" in html
 
@@ -142,8 +180,12 @@ def test_run_pages_never_show_a_credential(owner_client, team):
     run = start_run(team, DEMO)
     cell = run.cells.first()
     Cell.objects.filter(pk=cell.pk).update(status=Cell.RUNNING, output_tail="masked ****")
-    for url in ("/runs/", f"/runs/{run.pk}/", f"/runs/{run.pk}/progress.json",
-                f"/runs/{run.pk}/cells/{cell.pk}/artifacts/"):
+    for url in (
+        "/runs/",
+        f"/runs/{run.pk}/",
+        f"/runs/{run.pk}/progress.json",
+        f"/runs/{run.pk}/cells/{cell.pk}/artifacts/",
+    ):
         assert_no_canary(owner_client.get(url))
     assert CANARY not in str(run.document)
 
@@ -172,6 +214,7 @@ def test_progress_bars_take_their_status_colour(owner_client, team, run):
     assert 'id="run-bar" class="bar bar-failed"' in detail
     assert 'class="bar bar-failed" max="100"' in detail  # the failed cell's own bar
     from django.contrib.staticfiles import finders
+
     css = open(finders.find("css/app.css")).read()
     for status in ("failed", "cancelled"):
         assert f"progress.bar-{status} {{ accent-color:var(--" in css

@@ -36,7 +36,11 @@ def test_schedule_at_creates_a_one_off_clocked_task(member_client, plan):
     response = member_client.post(f"/plans/{plan.pk}/schedule/", {"kind": "at", "when": at()})
     assert response.url == "/schedules/"
     task = PeriodicTask.objects.get()
-    assert (task.task, json.loads(task.args), task.one_off) == ("benchapp.start_plan", [plan.pk], True)
+    assert (task.task, json.loads(task.args), task.one_off) == (
+        "benchapp.start_plan",
+        [plan.pk],
+        True,
+    )
     assert task.clocked.clocked_time > timezone.now()
 
 
@@ -44,16 +48,25 @@ def test_schedule_cron_creates_a_crontab_task(owner_client, plan):
     owner_client.post(f"/plans/{plan.pk}/schedule/", {"kind": "cron", "cron": "0 3 * * 1"})
     task = PeriodicTask.objects.get()
     c = task.crontab
-    assert (c.minute, c.hour, c.day_of_month, c.month_of_year, c.day_of_week) == ("0", "3", "*", "*", "1")
+    assert (c.minute, c.hour, c.day_of_month, c.month_of_year, c.day_of_week) == (
+        "0",
+        "3",
+        "*",
+        "*",
+        "1",
+    )
     assert not task.one_off and task.enabled
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"kind": "cron", "cron": "every day"}, "Write five fields"),
-    ({"kind": "cron", "cron": "99 * * * *"}, "Not a valid cron expression"),
-    ({"kind": "at", "when": ""}, "Choose a date and time"),
-    ({"kind": "at", "when": "2001-01-01T00:00"}, "in the past"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({"kind": "cron", "cron": "every day"}, "Write five fields"),
+        ({"kind": "cron", "cron": "99 * * * *"}, "Not a valid cron expression"),
+        ({"kind": "at", "when": ""}, "Choose a date and time"),
+        ({"kind": "at", "when": "2001-01-01T00:00"}, "in the past"),
+    ],
+)
 def test_schedule_errors_are_explained(owner_client, plan, data, message):
     response = owner_client.post(f"/plans/{plan.pk}/schedule/", data, follow=True)
     assert message in response.content.decode()

@@ -16,8 +16,17 @@ def target(team):
 
 
 def valid_post(**over):
-    data = {"name": "db1", "kind": "mysql", "host": "127.0.0.1", "port": "3306", "user": "root",
-            "database": "", "ssh_port": "22", "provision": "", "nodes": ""}
+    data = {
+        "name": "db1",
+        "kind": "mysql",
+        "host": "127.0.0.1",
+        "port": "3306",
+        "user": "root",
+        "database": "",
+        "ssh_port": "22",
+        "provision": "",
+        "nodes": "",
+    }
     return {**data, **over}
 
 
@@ -26,8 +35,11 @@ def test_target_pages_for_team_members(request, persona, target):
     client = request.getfixturevalue(persona)
     assert target.name in client.get("/targets/").content.decode()
     editing = 200 if persona == "owner_client" else 403  # editing targets is for admins
-    for url, status in ((f"/targets/{target.pk}/", 200), (f"/targets/{target.pk}/edit/", editing),
-                        ("/targets/new/", editing)):
+    for url, status in (
+        (f"/targets/{target.pk}/", 200),
+        (f"/targets/{target.pk}/edit/", editing),
+        ("/targets/new/", editing),
+    ):
         assert client.get(url).status_code == status, url
 
 
@@ -37,10 +49,17 @@ def test_target_list_outsider_sees_own_team_only(outsider_client, target):
     assert "No targets yet" in response.content.decode()
 
 
-@pytest.mark.parametrize("method,url", [
-    ("get", "/targets/{pk}/"), ("get", "/targets/{pk}/edit/"), ("post", "/targets/{pk}/edit/"),
-    ("post", "/targets/{pk}/delete/"), ("post", "/targets/{pk}/test/"),
-    ("post", "/targets/{pk}/accept-key/")])
+@pytest.mark.parametrize(
+    "method,url",
+    [
+        ("get", "/targets/{pk}/"),
+        ("get", "/targets/{pk}/edit/"),
+        ("post", "/targets/{pk}/edit/"),
+        ("post", "/targets/{pk}/delete/"),
+        ("post", "/targets/{pk}/test/"),
+        ("post", "/targets/{pk}/accept-key/"),
+    ],
+)
 def test_target_object_pages_outsider_gets_404(outsider_client, target, method, url):
     assert getattr(outsider_client, method)(url.format(pk=target.pk)).status_code == 404
     assert Target.objects.filter(pk=target.pk).exists()
@@ -84,8 +103,14 @@ def test_target_credential_choices_are_team_scoped(owner_client, team, outsider)
 
 
 def test_target_provision_yaml_round_trips(owner_client, team):
-    owner_client.post("/targets/new/", valid_post(
-        name="rds", host="", provision="{provider: aws_rds, engine: mysql, instance_class: db.t3.micro}"))
+    owner_client.post(
+        "/targets/new/",
+        valid_post(
+            name="rds",
+            host="",
+            provision="{provider: aws_rds, engine: mysql, instance_class: db.t3.micro}",
+        ),
+    )
     target = Target.objects.get(name="rds")
     assert target.provision["instance_class"] == "db.t3.micro"
     assert "db.t3.micro" in owner_client.get(f"/targets/{target.pk}/edit/").content.decode()
@@ -102,7 +127,7 @@ def test_target_edit_and_delete(owner_client, target):
 def test_target_test_connection_reads_mariadb_facts(owner_client, target):
     response = owner_client.post(f"/targets/{target.pk}/test/")
     html = response.content.decode()
-    assert "Connected from this server" in html, html[html.find("<main"):][:2000]
+    assert "Connected from this server" in html, html[html.find("<main") :][:2000]
     assert "server_version" in html and "MariaDB" in html and "mysqlslap" in html
 
 
@@ -123,9 +148,17 @@ def test_target_test_connection_wrong_password_never_shows_it(owner_client, team
 
 def test_target_trust_on_first_use_then_ssh_facts(owner_client, team, sshd):  # noqa: F811
     key = make_credential(team, name="ssh-key", secret=sshd.client_key, kind=Credential.SSH_KEY)
-    target = make_target(team, name="box", kind="host", host="127.0.0.1", port=None,
-                         ssh_host="127.0.0.1", ssh_port=sshd.port, ssh_user="root",
-                         ssh_credential=key)
+    target = make_target(
+        team,
+        name="box",
+        kind="host",
+        host="127.0.0.1",
+        port=None,
+        ssh_host="127.0.0.1",
+        ssh_port=sshd.port,
+        ssh_user="root",
+        ssh_credential=key,
+    )
     from runners.executors import ssh
 
     expected = ssh.fingerprint(ssh.parse_key_line(sshd.host_key))
@@ -173,25 +206,42 @@ def test_target_test_connection_of_a_provisioned_target(owner_client, team):
 
 
 def test_target_create_host_needs_its_directory(owner_client):
-    html = owner_client.post("/targets/new/", valid_post(
-        name="disk", kind="host", host="", port="", user="")).content.decode()
+    html = owner_client.post(
+        "/targets/new/", valid_post(name="disk", kind="host", host="", port="", user="")
+    ).content.decode()
     assert "A host target needs the directory fio works in." in html
     assert not Target.objects.filter(name="disk").exists()
 
 
 def test_target_create_local_host_directory_outside_data_dirs_says_operator(owner_client):
-    html = owner_client.post("/targets/new/", valid_post(
-        name="disk", kind="host", host="", port="", user="", directory="/srv/bench")).content.decode()
-    assert ("/srv/bench is not inside one of this target&#x27;s data directories (none yet): fio "
-            "may only write on this server where an operator (staff) has allowed it") in html
+    html = owner_client.post(
+        "/targets/new/",
+        valid_post(name="disk", kind="host", host="", port="", user="", directory="/srv/bench"),
+    ).content.decode()
+    assert (
+        "/srv/bench is not inside one of this target&#x27;s data directories (none yet): fio "
+        "may only write on this server where an operator (staff) has allowed it"
+    ) in html
     assert not Target.objects.filter(name="disk").exists()
 
 
 def test_target_host_directory_inside_operator_data_dir_is_saved(owner_client, team, tmp_path):
-    target = make_target(team, name="disk", kind="host", host="", port=None, user="",
-                         directory="", data_dirs=[str(tmp_path)])
-    response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
-        name="disk", kind="host", host="", port="", user="", directory=f"{tmp_path}/fio"))
+    target = make_target(
+        team,
+        name="disk",
+        kind="host",
+        host="",
+        port=None,
+        user="",
+        directory="",
+        data_dirs=[str(tmp_path)],
+    )
+    response = owner_client.post(
+        f"/targets/{target.pk}/edit/",
+        valid_post(
+            name="disk", kind="host", host="", port="", user="", directory=f"{tmp_path}/fio"
+        ),
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
     target.refresh_from_db()
     assert (target.directory, target.data_dirs) == (f"{tmp_path}/fio", [str(tmp_path)])
@@ -200,32 +250,58 @@ def test_target_host_directory_inside_operator_data_dir_is_saved(owner_client, t
 
 
 def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
-    target = make_target(team, name="box", kind="host", host="10.0.0.5", port=None, user="",
-                         allow_custom_scripts=True)
-    response = owner_client.post(f"/targets/{target.pk}/edit/", valid_post(
-        name="box", kind="host", host="10.0.0.5", port="", user="", ssh_host="10.0.0.5",
-        ssh_user="ops", directory="/data/fio", allow_custom_scripts="on"))  # the box as shown
+    target = make_target(
+        team,
+        name="box",
+        kind="host",
+        host="10.0.0.5",
+        port=None,
+        user="",
+        allow_custom_scripts=True,
+    )
+    response = owner_client.post(
+        f"/targets/{target.pk}/edit/",
+        valid_post(
+            name="box",
+            kind="host",
+            host="10.0.0.5",
+            port="",
+            user="",
+            ssh_host="10.0.0.5",
+            ssh_user="ops",
+            directory="/data/fio",
+            allow_custom_scripts="on",
+        ),
+    )  # the box as shown
     assert response.status_code == 302, response.content.decode()[:3000]
     target.refresh_from_db()
     assert target.directory == "/data/fio"
 
 
-@pytest.mark.parametrize("directory,message", [
-    ("data/fio", "An absolute path"),
-    ("/srv/../etc", "An absolute path"),
-    ("/etc", "/etc is a system directory"),
-])
+@pytest.mark.parametrize(
+    "directory,message",
+    [
+        ("data/fio", "An absolute path"),
+        ("/srv/../etc", "An absolute path"),
+        ("/etc", "/etc is a system directory"),
+    ],
+)
 def test_target_directory_refuses_bad_paths(owner_client, directory, message):
-    html = owner_client.post("/targets/new/", valid_post(
-        name="disk", kind="host", host="", port="", user="", directory=directory)).content.decode()
+    html = owner_client.post(
+        "/targets/new/",
+        valid_post(name="disk", kind="host", host="", port="", user="", directory=directory),
+    ).content.decode()
     assert message in html
     assert not Target.objects.filter(name="disk").exists()
 
 
-@pytest.mark.parametrize("kind,port", [("redis", "6380"), ("postgres", "5433")])  # not the app's own
+@pytest.mark.parametrize(
+    "kind,port", [("redis", "6380"), ("postgres", "5433")]
+)  # not the app's own
 def test_target_create_every_database_kind(owner_client, team, kind, port):
-    response = owner_client.post("/targets/new/", valid_post(
-        name="db", kind=kind, host="127.0.0.1", port=port, user=""))
+    response = owner_client.post(
+        "/targets/new/", valid_post(name="db", kind=kind, host="127.0.0.1", port=port, user="")
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
     assert Target.objects.get(team=team, name="db").kind == kind
 
@@ -238,7 +314,8 @@ def test_api_creates_a_host_target_with_its_directory(owner_client, team, tmp_pa
     user = Membership.objects.filter(team=team).first().user
     client = APIClient()
     client.force_authenticate(user)
-    refused = client.post("/api/targets/", {"name": "disk", "kind": "host",
-                                            "directory": "/srv/bench"}, format="json")
+    refused = client.post(
+        "/api/targets/", {"name": "disk", "kind": "host", "directory": "/srv/bench"}, format="json"
+    )
     assert refused.status_code == 400
     assert "an operator (staff) has allowed it" in str(refused.json())

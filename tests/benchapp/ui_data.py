@@ -10,9 +10,13 @@ DEMO = {
     "name": "demo-mysqlslap",
     "tool": "mysqlslap",
     "targets": [{"name": "local-mariadb"}],
-    "params": {"engine": "innodb", "auto_generate_sql": True,
-               "auto_generate_sql_add_autoincrement": True, "number_of_queries": 20,
-               "iterations": 1},
+    "params": {
+        "engine": "innodb",
+        "auto_generate_sql": True,
+        "auto_generate_sql_add_autoincrement": True,
+        "number_of_queries": 20,
+        "iterations": 1,
+    },
     "axes": {"load_type": ["read", "key"], "concurrency": [1, 2]},
 }
 

@@ -13,10 +13,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _runs(team):
     runs = []
     for name, base in (("before", 100.0), ("after", 120.0)):
-        run = make_run(team, name=name, cells=[
-            ({"stress.cpu": cpu}, rep, {"tps": base - cpu * 5 + rep, "qps": 20 * base,
-                                        "latency_avg_ms": 5.0 + cpu})
-            for cpu in (0, 2, 4, 8) for rep in (1, 2)])
+        run = make_run(
+            team,
+            name=name,
+            cells=[
+                (
+                    {"stress.cpu": cpu},
+                    rep,
+                    {"tps": base - cpu * 5 + rep, "qps": 20 * base, "latency_avg_ms": 5.0 + cpu},
+                )
+                for cpu in (0, 2, 4, 8)
+                for rep in (1, 2)
+            ],
+        )
         add_series(run.cells.first(), "tps", [base + (i % 13) for i in range(1500)])
         runs.append(run)
     return runs

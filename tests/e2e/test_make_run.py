@@ -55,14 +55,31 @@ def read_until(stream, pattern: str, limit_s: float = 240) -> list[str]:
 
 def test_make_run_from_a_fresh_clone(clone, tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DJANGO_DEBUG",
-                        "BENCHBOARD_QUEUE", "DJANGO_SETTINGS_MODULE", "BENCHBOARD_EMBEDDED")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "REDIS_URL",
+            "DJANGO_DEBUG",
+            "BENCHBOARD_QUEUE",
+            "DJANGO_SETTINGS_MODULE",
+            "BENCHBOARD_EMBEDDED",
+        )
+    }
     env.update(BENCHBOARD_VAR_DIR=str(tmp_path / "var"), BENCHBOARD_PORT=str(port))
     venv = (ROOT / ".venv").resolve()
-    proc = subprocess.Popen(["make", "run", f"VENV={venv}", "INSTALL=0"], cwd=clone, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "run", f"VENV={venv}", "INSTALL=0"],
+        cwd=clone,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         lines = read_until(proc.stdout, r"^Log in as: ")
         url_line, login_line = lines[-2].strip(), lines[-1].strip()
@@ -80,10 +97,12 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
         browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         assert 'name="csrfmiddlewaretoken"' in page
         with browser.open(url + "login/") as response:  # sets the csrf cookie
-            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"',
-                              response.read().decode()).group(1)
-        form = urllib.parse.urlencode({"username": username, "password": password,
-                                       "csrfmiddlewaretoken": token}).encode()
+            token = re.search(
+                r'name="csrfmiddlewaretoken" value="([^"]+)"', response.read().decode()
+            ).group(1)
+        form = urllib.parse.urlencode(
+            {"username": username, "password": password, "csrfmiddlewaretoken": token}
+        ).encode()
         request = urllib.request.Request(url + "login/", data=form, headers={"Referer": url})
         with browser.open(request) as response:
             home = response.read().decode()
@@ -98,6 +117,7 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
                 assert error.code == 404
                 return None
             return data if not data["active"] else None
+
         data = wait_for(demo_done, timeout=240, step=1)
         assert data["status"] == "succeeded" and data["done"] == data["total"] > 0
 
@@ -110,8 +130,7 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
 
         # Static files compressed, hashed names cached for good.
         css = re.search(r'href="(/static/css/app\.[0-9a-f]+\.css)"', home).group(1)
-        request = urllib.request.Request(url.rstrip("/") + css,
-                                         headers={"Accept-Encoding": "gzip"})
+        request = urllib.request.Request(url.rstrip("/") + css, headers={"Accept-Encoding": "gzip"})
         with urllib.request.urlopen(request) as response:
             assert response.headers["Content-Encoding"] == "gzip"
             assert "immutable" in response.headers["Cache-Control"]
@@ -130,4 +149,5 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
         except OSError:
             return True
         return False
+
     wait_for(web_gone, timeout=30, step=0.5)

@@ -24,13 +24,22 @@ from tests.support.browser import browser, login, page, screenshot  # noqa: F401
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # slug -> cells of the quick preset on this machine's targets
-SCENARIOS = {"s1-rds-classes-mysqlslap": 10, "s2-oltp-vs-cpu-stress": 3,
-             "s3-ebs-raid0-fio": 4, "s4-managed-mysql-threads": 8, "s5-myisam-update": 6}
+SCENARIOS = {
+    "s1-rds-classes-mysqlslap": 10,
+    "s2-oltp-vs-cpu-stress": 3,
+    "s3-ebs-raid0-fio": 4,
+    "s4-managed-mysql-threads": 8,
+    "s5-myisam-update": 6,
+}
 
 
 def _mariadb(sql: str) -> None:
-    subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 @pytest.fixture
@@ -63,8 +72,9 @@ def _make_targets(page, url, team, database, data_dir):
     page.click("text=Create target")
     page.click("text=Test connection")
     page.wait_for_selector("#connection-result")
-    assert (f"user 'root' can create and drop tables in '{database}'"
-            in page.inner_text("#connection-result"))
+    assert f"user 'root' can create and drop tables in '{database}'" in page.inner_text(
+        "#connection-result"
+    )
     # What an operator (staff) allows: where tools on this server may write.
     disk = Target.objects.create(team=team, name="disk", kind="host", data_dirs=[data_dir])
     page.goto(f"{url}/targets/{disk.pk}/edit/")
@@ -76,8 +86,16 @@ def _make_targets(page, url, team, database, data_dir):
 
 
 @pytest.mark.parametrize("slug", SCENARIOS)
-def test_scenario_from_template_to_results(page, live_server, owner, team, start_worker,  # noqa: F811
-                                           database, data_dir, slug):
+def test_scenario_from_template_to_results(
+    page,
+    live_server,
+    owner,
+    team,
+    start_worker,  # noqa: F811
+    database,
+    data_dir,
+    slug,
+):
     start_worker("templates")
     url = live_server.url
     login(page, live_server, owner)
@@ -100,7 +118,8 @@ def test_scenario_from_template_to_results(page, live_server, owner, team, start
     # The builder opens pre-filled and valid.
     page.wait_for_selector("#plan-form")
     page.wait_for_function(
-        f"() => document.getElementById('preview-count').textContent === '{SCENARIOS[slug]}'")
+        f"() => document.getElementById('preview-count').textContent === '{SCENARIOS[slug]}'"
+    )
     assert page.locator(".field.has-error").count() == 0
     assert page.locator("#preview-errors").is_hidden()
     screenshot(page, f"templates-{slug}-2-builder")
@@ -111,7 +130,9 @@ def test_scenario_from_template_to_results(page, live_server, owner, team, start
     page.click("text=Run now")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     page.wait_for_function(
-        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=240_000)
+        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'",
+        timeout=240_000,
+    )
     run = Run.objects.get(name=f"{template['document']['name']}-quick")
     assert run.status == Run.SUCCEEDED, [(c.key, c.error) for c in run.cells.all()]
     assert run.cells.count() == SCENARIOS[slug]

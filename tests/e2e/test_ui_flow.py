@@ -65,7 +65,9 @@ def test_ui_flow_build_run_and_watch(page, live_server, owner, start_worker):  #
     page.wait_for_selector("#run-bar")
     screenshot(page, "e2e-05-run-started")
     page.wait_for_function(
-        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'", timeout=120_000)
+        "() => document.getElementById('run-percent').textContent.trim() === '100.0 %'",
+        timeout=120_000,
+    )
     page.wait_for_selector("table.results tbody tr", timeout=30_000)
     run = Run.objects.get(name="ui-two-axis")
     assert run.status == Run.SUCCEEDED, [(c.key, c.error) for c in run.cells.all()]
@@ -96,12 +98,20 @@ def test_ui_pages_render_cleanly(page, live_server, owner, team, viewport):  # n
     if viewport == "phone":
         page.set_viewport_size(PHONE)
     login(page, live_server, owner)
-    pages = {"targets": "/targets/", "target": f"/targets/{target.pk}/",
-             "target-edit": f"/targets/{target.pk}/edit/", "credentials": "/credentials/",
-             "credential-edit": f"/credentials/{cred.pk}/edit/", "plans": "/plans/",
-             "plan": f"/plans/{plan.pk}/", "builder-s2": "/plans/new/?template=s2-oltp-vs-cpu-stress",
-             "import": "/plans/import/", "schedules": "/schedules/", "runs": "/runs/",
-             "run": f"/runs/{run.pk}/"}
+    pages = {
+        "targets": "/targets/",
+        "target": f"/targets/{target.pk}/",
+        "target-edit": f"/targets/{target.pk}/edit/",
+        "credentials": "/credentials/",
+        "credential-edit": f"/credentials/{cred.pk}/edit/",
+        "plans": "/plans/",
+        "plan": f"/plans/{plan.pk}/",
+        "builder-s2": "/plans/new/?template=s2-oltp-vs-cpu-stress",
+        "import": "/plans/import/",
+        "schedules": "/schedules/",
+        "runs": "/runs/",
+        "run": f"/runs/{run.pk}/",
+    }
     for name, path in pages.items():
         page.goto(live_server.url + path)
         page.wait_for_load_state("networkidle")

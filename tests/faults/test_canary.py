@@ -25,12 +25,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def canary_user():
     statements = []
     for host in ("127.0.0.1", "localhost"):
-        statements += [f"CREATE USER IF NOT EXISTS 'bb_canary'@'{host}' IDENTIFIED BY '{CANARY}'",
-                       f"GRANT ALL ON *.* TO 'bb_canary'@'{host}'"]
+        statements += [
+            f"CREATE USER IF NOT EXISTS 'bb_canary'@'{host}' IDENTIFIED BY '{CANARY}'",
+            f"GRANT ALL ON *.* TO 'bb_canary'@'{host}'",
+        ]
     _mariadb("; ".join(statements))
     yield "bb_canary"
-    _mariadb("DROP USER IF EXISTS 'bb_canary'@'127.0.0.1'; DROP USER IF EXISTS "
-             "'bb_canary'@'localhost'; DROP DATABASE IF EXISTS bb_canary_db")
+    _mariadb(
+        "DROP USER IF EXISTS 'bb_canary'@'127.0.0.1'; DROP USER IF EXISTS "
+        "'bb_canary'@'localhost'; DROP DATABASE IF EXISTS bb_canary_db"
+    )
 
 
 class ArgvWatcher(threading.Thread):
@@ -53,12 +57,28 @@ def test_canary_password_leaks_nowhere(team, owner_client, canary_user, start_wo
     cred.set_secret(CANARY)
     cred.save()
     _mariadb("CREATE DATABASE IF NOT EXISTS bb_canary_db")
-    plan = {"name": "canary", "tool": "mysqlslap",
-            "targets": [{"name": "db", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
-                         "user": canary_user, "credential": "canary"}],
-            "params": {"auto_generate_sql": True, "add_autoincrement": True,
-                       "number_of_queries": 3000, "concurrency": 2, "iterations": 2},
-            "axes": {"load_type": ["write", "key"]}}
+    plan = {
+        "name": "canary",
+        "tool": "mysqlslap",
+        "targets": [
+            {
+                "name": "db",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "port": 3306,
+                "user": canary_user,
+                "credential": "canary",
+            }
+        ],
+        "params": {
+            "auto_generate_sql": True,
+            "add_autoincrement": True,
+            "number_of_queries": 3000,
+            "concurrency": 2,
+            "iterations": 2,
+        },
+        "axes": {"load_type": ["write", "key"]},
+    }
     worker = start_worker("canary", **FAST)
     watcher = ArgvWatcher()
     watcher.start()
@@ -82,18 +102,33 @@ def test_canary_password_leaks_nowhere(team, owner_client, canary_user, start_wo
     from django.conf import settings as django_settings
 
     db = django_settings.DATABASES["default"]
-    dump = subprocess.run(["pg_dump", "-h", db["HOST"], "-p", str(db["PORT"] or 5432), "-U",
-                           db["USER"], db["NAME"]], capture_output=True, text=True, check=True)
+    dump = subprocess.run(
+        ["pg_dump", "-h", db["HOST"], "-p", str(db["PORT"] or 5432), "-U", db["USER"], db["NAME"]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "bb_canary" in dump.stdout  # the dump holds the run...
     assert CANARY not in dump.stdout  # ...but not the password
 
     cell = run.cells.first()
-    pages = [f"/runs/{run.pk}/", f"/runs/{run.pk}/progress.json", f"/runs/{run.pk}/results/",
-             f"/runs/{run.pk}/results.json", f"/runs/{run.pk}/export.csv",
-             f"/runs/{run.pk}/export.json", f"/runs/{run.pk}/cells/{cell.pk}/artifacts/",
-             "/credentials/", f"/credentials/{cred.pk}/edit/", "/targets/",
-             f"/api/runs/{run.pk}/", "/api/credentials/", f"/api/cells/?run={run.pk}",
-             f"/admin/benchapp/credential/{cred.pk}/change/", f"/admin/benchapp/run/{run.pk}/change/"]
+    pages = [
+        f"/runs/{run.pk}/",
+        f"/runs/{run.pk}/progress.json",
+        f"/runs/{run.pk}/results/",
+        f"/runs/{run.pk}/results.json",
+        f"/runs/{run.pk}/export.csv",
+        f"/runs/{run.pk}/export.json",
+        f"/runs/{run.pk}/cells/{cell.pk}/artifacts/",
+        "/credentials/",
+        f"/credentials/{cred.pk}/edit/",
+        "/targets/",
+        f"/api/runs/{run.pk}/",
+        "/api/credentials/",
+        f"/api/cells/?run={run.pk}",
+        f"/admin/benchapp/credential/{cred.pk}/change/",
+        f"/admin/benchapp/run/{run.pk}/change/",
+    ]
     owner = run.team.membership_set.first().user
     owner.is_staff = owner.is_superuser = True
     owner.save()

@@ -33,19 +33,21 @@ def fast_leases(settings):
     settings.BENCHBOARD_LEASE_SECONDS = 4
 
 
-
-
 def assert_clean(run, tool_pattern: str) -> None:
     """The invariants every fault must leave."""
     run.refresh_from_db()
     assert not run.is_active
     assert not run.cells.exclude(status__in=Cell.TERMINAL).exists()
     for cell in run.cells.all():
-        metrics = list(Measurement.objects.filter(cell=cell, attempt=cell.attempt)
-                       .values_list("group", "metric"))
+        metrics = list(
+            Measurement.objects.filter(cell=cell, attempt=cell.attempt).values_list(
+                "group", "metric"
+            )
+        )
         assert len(metrics) == len(set(metrics))
         assert set(Measurement.objects.filter(cell=cell).values_list("attempt", flat=True)) <= {
-            cell.attempt}
+            cell.attempt
+        }
     wait_for(lambda: not tool_processes(tool_pattern), timeout=15)
 
 
@@ -55,10 +57,19 @@ def tool_processes(pattern: str) -> list[str]:
 
 
 def fio_plan(directory, runtime=2, rws=("read", "write", "randread")):
-    return {"name": "faults-fio", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-            "params": {"filename": f"{directory}/fio.data", "size": "4M", "bs": "4k",
-                       "runtime": runtime, "time_based": True},
-            "axes": {"rw": list(rws)}}
+    return {
+        "name": "faults-fio",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {
+            "filename": f"{directory}/fio.data",
+            "size": "4M",
+            "bs": "4k",
+            "runtime": runtime,
+            "time_based": True,
+        },
+        "axes": {"rw": list(rws)},
+    }
 
 
 def test_worker_sigterm_finishes_the_running_cell(team, tmp_path, start_worker):
@@ -78,12 +89,27 @@ def test_worker_sigterm_finishes_the_running_cell(team, tmp_path, start_worker):
 
 
 def test_target_database_stopped_mid_run(team, start_worker, private_mariadb):
-    plan = {"name": "faults-db-stopped", "tool": "mysqlslap",
-            "targets": [{"name": "db", "kind": "mysql", "host": "127.0.0.1",
-                         "port": private_mariadb.port, "user": "root"}],
-            "params": {"auto_generate_sql": True, "add_autoincrement": True,
-                       "number_of_queries": 200000, "concurrency": 2, "iterations": 1},
-            "axes": {"load_type": ["write", "key", "read"]}}
+    plan = {
+        "name": "faults-db-stopped",
+        "tool": "mysqlslap",
+        "targets": [
+            {
+                "name": "db",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "port": private_mariadb.port,
+                "user": "root",
+            }
+        ],
+        "params": {
+            "auto_generate_sql": True,
+            "add_autoincrement": True,
+            "number_of_queries": 200000,
+            "concurrency": 2,
+            "iterations": 1,
+        },
+        "axes": {"load_type": ["write", "key", "read"]},
+    }
     start_worker("a", **FAST)
     run = orchestration.start_run(team, plan)
     wait_for(lambda: run.cells.filter(status=Cell.RUNNING, phase="measure").exists())
@@ -92,8 +118,11 @@ def test_target_database_stopped_mid_run(team, start_worker, private_mariadb):
     wait_for(lambda: finished(run), reap=True, step=1)
     cells = list(run.cells.order_by("index"))
     assert cells[0].status == Cell.FAILED
-    assert "Lost connection" in cells[0].error or "server has gone away" in cells[0].error \
+    assert (
+        "Lost connection" in cells[0].error
+        or "server has gone away" in cells[0].error
         or "Can't connect" in cells[0].error
+    )
     assert all(c.status == Cell.FAILED and c.error for c in cells[1:])
     assert run.status == Run.FAILED
     assert_clean(run, f"mysqlslap.*{private_mariadb.port}")
@@ -104,16 +133,34 @@ def test_redis_restarted_mid_run(team, tmp_path, private_redis):
     reaper re-dispatches from the database and the run completes."""
     env = worker_env(CELERY_BROKER_URL=private_redis.url, BENCHBOARD_REAP_SECONDS=2, **FAST)
     worker = Worker(tmp_path / "worker.log", env, "redis-fault")
-    beat = subprocess.Popen([sys.executable, "-m", "celery", "-A", "benchapp", "beat",
-                             "--schedule", str(tmp_path / "beat-schedule")], cwd=ROOT, env=env,
-                            stdout=open(tmp_path / "beat.log", "w"), stderr=subprocess.STDOUT)
+    beat = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchapp",
+            "beat",
+            "--schedule",
+            str(tmp_path / "beat-schedule"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(tmp_path / "beat.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     plan_file = tmp_path / "plan.json"
     import json
 
     plan_file.write_text(json.dumps(fio_plan(tmp_path, runtime=2)))
     try:
-        subprocess.run([sys.executable, "manage.py", "runplan", str(plan_file), "--team",
-                        team.name], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "runplan", str(plan_file), "--team", team.name],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         run = Run.objects.get()
         wait_for(lambda: run.cells.filter(status=Cell.RUNNING, phase="measure").exists())
         private_redis.restart()

@@ -19,8 +19,15 @@ PASSWORD_ENV = "BB_TEST_CELL_ERRORS_PASSWORD"
 
 
 def _target(endpoint) -> dict:
-    return {"name": "db", "kind": endpoint.kind, "host": endpoint.host, "port": endpoint.port,
-            "user": endpoint.user, "database": endpoint.database, "password_env": PASSWORD_ENV}
+    return {
+        "name": "db",
+        "kind": endpoint.kind,
+        "host": endpoint.host,
+        "port": endpoint.port,
+        "user": endpoint.user,
+        "database": endpoint.database,
+        "password_env": PASSWORD_ENV,
+    }
 
 
 def _run(plan_doc: dict):
@@ -30,8 +37,12 @@ def _run(plan_doc: dict):
 
 
 def _sql(database: str, sql: str) -> None:
-    subprocess.run(["mariadb", "-h127.0.0.1", "-uroot", database, "-e", sql], check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-uroot", database, "-e", sql],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 def test_sysbench_prepare_fatal_with_exit_0_fails_the_cell(mariadb_target, monkeypatch):  # noqa: F811
@@ -39,11 +50,20 @@ def test_sysbench_prepare_fatal_with_exit_0_fails_the_cell(mariadb_target, monke
     # other threads carry on, and sysbench exits 0.
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
     _sql(mariadb_target.database, "CREATE TABLE sbtest1 (id INT PRIMARY KEY)")
-    outcome = _run({
-        "tool": "sysbench", "targets": [_target(mariadb_target)], "cleanup": False,
-        "params": {"test": "oltp_read_write", "tables": 4, "table_size": 50, "threads": 4,
-                   "time": 1},
-    })
+    outcome = _run(
+        {
+            "tool": "sysbench",
+            "targets": [_target(mariadb_target)],
+            "cleanup": False,
+            "params": {
+                "test": "oltp_read_write",
+                "tables": 4,
+                "table_size": 50,
+                "threads": 4,
+                "time": 1,
+            },
+        }
+    )
     prepare = outcome.phases[0]
     assert (prepare.phase, prepare.exit_code) == ("prepare", 0)
     assert "FATAL:" in prepare.stdout
@@ -57,11 +77,16 @@ def test_measure_failure_beside_stress_ng_names_the_tool_not_stress_ng(mariadb_t
     # No tables and no prepare: sysbench's run fails (exit 1) while stress-ng
     # ran fine; the cause must be sysbench's line, not stress-ng's last words.
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
-    outcome = _run({
-        "tool": "sysbench", "targets": [_target(mariadb_target)], "prepare": False,
-        "cleanup": False, "stress": {"cpu": 1, "cpu_load": 10},
-        "params": {"test": "oltp_read_only", "tables": 1, "table_size": 10, "time": 1},
-    })
+    outcome = _run(
+        {
+            "tool": "sysbench",
+            "targets": [_target(mariadb_target)],
+            "prepare": False,
+            "cleanup": False,
+            "stress": {"cpu": 1, "cpu_load": 10},
+            "params": {"test": "oltp_read_only", "tables": 1, "table_size": 10, "time": 1},
+        }
+    )
     assert [r.phase for r in outcome.phases] == ["measure", "stress"]
     assert "successful run completed" in outcome.phases[1].stderr + outcome.phases[1].stdout
     assert outcome.status == "failed"
@@ -70,16 +95,22 @@ def test_measure_failure_beside_stress_ng_names_the_tool_not_stress_ng(mariadb_t
     assert "stress-ng" not in outcome.error
 
 
-
 def test_reported_failure_names_the_phase_and_the_tools_cause():
     # Real pgbench and mysqlslap error outputs: the phase and the line that says why.
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
-    record = PhaseRecord(phase="prepare", command="", exit_code=0, stdout="", stderr="",
-                         started=0.0, finished=0.0)
-    pgbench = get_tool("pgbench").parse((fixtures / "pgbench/pgbench_not_initialized.out").read_text())
+    record = PhaseRecord(
+        phase="prepare", command="", exit_code=0, stdout="", stderr="", started=0.0, finished=0.0
+    )
+    pgbench = get_tool("pgbench").parse(
+        (fixtures / "pgbench/pgbench_not_initialized.out").read_text()
+    )
     assert reported_failure("warmup", record, pgbench.errors) == (
-        'warmup failed (exit 0): pgbench: error: could not count number of branches: ERROR: '
-        'relation "pgbench_branches" does not exist')
-    slap = get_tool("mysqlslap").parse((fixtures / "mysqlslap/mysqlslap_bad_engine.out").read_text())
+        "warmup failed (exit 0): pgbench: error: could not count number of branches: ERROR: "
+        'relation "pgbench_branches" does not exist'
+    )
+    slap = get_tool("mysqlslap").parse(
+        (fixtures / "mysqlslap/mysqlslap_bad_engine.out").read_text()
+    )
     assert reported_failure("measure", record, slap.errors).startswith(
-        "measure failed (exit 0): Cannot run query CREATE TABLE")
+        "measure failed (exit 0): Cannot run query CREATE TABLE"
+    )

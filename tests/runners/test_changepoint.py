@@ -39,7 +39,9 @@ def synthetic_history(rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
     values = np.empty(n)
     bounds = [0] + points + [n]
     for j in range(len(bounds) - 1):
-        values[bounds[j]:bounds[j + 1]] = level * (1 + rng.normal(0, noise, bounds[j + 1] - bounds[j]))
+        values[bounds[j] : bounds[j + 1]] = level * (
+            1 + rng.normal(0, noise, bounds[j + 1] - bounds[j])
+        )
         shift = float(rng.uniform(0.05, 0.30)) * rng.choice([-1, 1])
         level *= 1 + shift
     return values, points
@@ -79,10 +81,13 @@ def test_precision_and_recall_on_synthetic_histories():
     assert recall >= MIN_RECALL
 
 
-@pytest.mark.parametrize("detector", [
-    lambda v: list(range(5, len(v), 5)),  # fires everywhere
-    lambda v: [],  # never fires
-])
+@pytest.mark.parametrize(
+    "detector",
+    [
+        lambda v: list(range(5, len(v), 5)),  # fires everywhere
+        lambda v: [],  # never fires
+    ],
+)
 def test_the_thresholds_reject_trivial_detectors(detector):
     precision, recall = run_cases(detector)
     assert precision < MIN_PRECISION or recall < MIN_RECALL
@@ -139,13 +144,16 @@ def test_energy_statistic_peaks_at_the_split():
     assert np.isneginf(q[:3]).all()
 
 
-@pytest.mark.parametrize("values, kwargs, message", [
-    ([1.0, float("nan"), 2.0], {}, "finite"),
-    ([[1.0, 2.0]], {}, "flat"),
-    ([1.0] * 10, {"window": 4}, "window"),
-    ([1.0] * 10, {"max_pvalue": 0}, "max_pvalue"),
-    ([1.0] * 10, {"min_magnitude": -1}, "min_magnitude"),
-])
+@pytest.mark.parametrize(
+    "values, kwargs, message",
+    [
+        ([1.0, float("nan"), 2.0], {}, "finite"),
+        ([[1.0, 2.0]], {}, "flat"),
+        ([1.0] * 10, {"window": 4}, "window"),
+        ([1.0] * 10, {"max_pvalue": 0}, "max_pvalue"),
+        ([1.0] * 10, {"min_magnitude": -1}, "min_magnitude"),
+    ],
+)
 def test_bad_input_is_a_clear_error(values, kwargs, message):
     with pytest.raises(ValueError, match=message):
         detect(values, **kwargs)
@@ -159,9 +167,13 @@ def test_short_and_constant_histories_have_no_change():
 
 # ------------------------------------------------------- Welch's t-test, offsets
 
+
 def test_ttest_significance_precision_and_recall():
-    precision, recall = run_cases(lambda v: [cp.index for cp in detect(
-        v, min_magnitude=0.02, significance="ttest").change_points])
+    precision, recall = run_cases(
+        lambda v: [
+            cp.index for cp in detect(v, min_magnitude=0.02, significance="ttest").change_points
+        ]
+    )
     print(f"ttest precision={precision:.3f} recall={recall:.3f}")
     assert precision >= MIN_PRECISION
     assert recall >= MIN_RECALL
@@ -169,8 +181,9 @@ def test_ttest_significance_precision_and_recall():
 
 def test_ttest_finds_a_level_that_comes_back():
     rng = np.random.default_rng(5)
-    values = np.concatenate([rng.normal(1000, 10, 20), rng.normal(800, 10, 10),
-                             rng.normal(1000, 10, 10)])
+    values = np.concatenate(
+        [rng.normal(1000, 10, 20), rng.normal(800, 10, 10), rng.normal(1000, 10, 10)]
+    )
     found = detect(values, significance="ttest", min_magnitude=0.03).change_points
     assert [cp.index for cp in found] == [20, 30]
 
@@ -184,11 +197,13 @@ def test_an_offset_analysis_equals_the_full_one(seed):
     offset = previous.resume_from - 20
     tail = detect(values[offset:], offset=offset, previous=previous.state(), **settings)
     full = detect(values, **settings)
-    assert [(cp.index, cp.pvalue) for cp in tail.change_points] == \
-        [(cp.index, cp.pvalue) for cp in full.change_points]
+    assert [(cp.index, cp.pvalue) for cp in tail.change_points] == [
+        (cp.index, cp.pvalue) for cp in full.change_points
+    ]
     new = [cp.index for cp in tail.change_points if cp.index > previous.resume_from]
-    assert {cp.index: cp for cp in tail.change_points if cp.index in new} == \
-        {cp.index: cp for cp in full.change_points if cp.index in new}
+    assert {cp.index: cp for cp in tail.change_points if cp.index in new} == {
+        cp.index: cp for cp in full.change_points if cp.index in new
+    }
     assert (tail.resume_from, tail.length) == (full.resume_from, full.length)
 
 

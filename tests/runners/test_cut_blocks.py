@@ -23,11 +23,25 @@ def test_expected_groups_is_engines_times_concurrencies():
 def test_output_cut_between_blocks_is_reported(mariadb_target, monkeypatch):  # noqa: F811
     monkeypatch.setenv(PASSWORD_ENV, mariadb_target.password)
     params = {"number_of_queries": 20, "concurrency": [1, 2], "iterations": 1}
-    plan = load_plan({"name": "t", "tool": "mysqlslap", "timeout": 120, "params": params,
-                      "targets": [{"name": "db", "kind": "mysql", "host": "127.0.0.1",
-                                   "port": 3306, "user": mariadb_target.user,
-                                   "database": mariadb_target.database,
-                                   "password_env": PASSWORD_ENV}]})
+    plan = load_plan(
+        {
+            "name": "t",
+            "tool": "mysqlslap",
+            "timeout": 120,
+            "params": params,
+            "targets": [
+                {
+                    "name": "db",
+                    "kind": "mysql",
+                    "host": "127.0.0.1",
+                    "port": 3306,
+                    "user": mariadb_target.user,
+                    "database": mariadb_target.database,
+                    "password_env": PASSWORD_ENV,
+                }
+            ],
+        }
+    )
     with CellContext(plan) as ctx:
         outcome = run_cell(plan, expand(plan)[0], ctx)
     assert (outcome.status, outcome.error) == ("succeeded", "")
@@ -38,4 +52,5 @@ def test_output_cut_between_blocks_is_reported(mariadb_target, monkeypatch):  # 
     cut = mysqlslap.parse(text[:second])  # block one whole, block two gone
     assert cut.errors == [] and len(cut.groups) == 1
     assert missing_blocks(mysqlslap, params, cut) == (
-        "1 of the 2 result blocks the params ask for: output cut short")
+        "1 of the 2 result blocks the params ask for: output cut short"
+    )

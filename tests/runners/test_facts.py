@@ -134,11 +134,25 @@ def test_db_facts_mysql_wrong_password_is_permanent(local):
 
 def test_db_facts_postgres_reads_version_and_variables(local, private_postgres_server):
     port = private_postgres_server.port  # the tests' own server, never the app's
-    endpoint = Endpoint(kind="postgres", host="127.0.0.1", port=port, user="postgres",
-                        database="postgres")
+    endpoint = Endpoint(
+        kind="postgres", host="127.0.0.1", port=port, user="postgres", database="postgres"
+    )
     facts = db_facts(local, endpoint)
-    version = local.run(Command(argv=["psql", "-h", "127.0.0.1", "-p", str(port), "-U",
-                                      "postgres", "-XAtc", "SHOW server_version"])).stdout
+    version = local.run(
+        Command(
+            argv=[
+                "psql",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "-XAtc",
+                "SHOW server_version",
+            ]
+        )
+    ).stdout
     assert facts["server_version"] == version.strip()
     assert isinstance(facts["max_connections"], int) and facts["max_connections"] > 0
     assert facts["shared_buffers"].endswith(("kB", "MB", "GB"))

@@ -48,6 +48,7 @@ def test_unresolvable_host_is_refused():
 
 # -- the runner's side: CellContext checks every endpoint and SSH host -------------------
 
+
 def _context(target: dict, **kwargs):
     from runners.context import CellContext
     from runners.netguard import Guard
@@ -65,19 +66,23 @@ def test_cell_context_refuses_an_endpoint_on_the_app_database(host):
     with pytest.raises(RunnerError) as refused:
         ctx.endpoint(target)
     assert refused.value.permanent
-    assert refused.value.message == (f"target pg: Target {host}:5432 is the app's database; a "
-                                     "target may not point at the app's own services.")
+    assert refused.value.message == (
+        f"target pg: Target {host}:5432 is the app's database; a "
+        "target may not point at the app's own services."
+    )
 
 
 def test_cell_context_socket_on_this_machine_is_this_machine():
     from runners.errors import RunnerError
 
-    ctx, target = _context({"name": "pg", "kind": "postgres", "port": 5432,
-                            "socket": "/run/postgresql/.s.PGSQL.5432"})
+    ctx, target = _context(
+        {"name": "pg", "kind": "postgres", "port": 5432, "socket": "/run/postgresql/.s.PGSQL.5432"}
+    )
     with pytest.raises(RunnerError, match="the app's database"):
         ctx.endpoint(target)
-    other, target = _context({"name": "pg", "kind": "postgres", "port": 5433,
-                              "socket": "/run/postgresql/.s.PGSQL.5433"})
+    other, target = _context(
+        {"name": "pg", "kind": "postgres", "port": 5433, "socket": "/run/postgresql/.s.PGSQL.5433"}
+    )
     assert other.endpoint(target).socket == "/run/postgresql/.s.PGSQL.5433"
 
 
@@ -86,8 +91,10 @@ def test_cell_context_refuses_an_ssh_host_on_the_broker_port_before_connecting()
     from runners.planspec import SSHSpec
 
     made = []
-    ctx, _ = _context({"name": "pg", "kind": "postgres", "host": "10.0.0.9", "port": 5432},
-                      executor_factory=lambda ssh, secret: made.append(ssh))
+    ctx, _ = _context(
+        {"name": "pg", "kind": "postgres", "host": "10.0.0.9", "port": 5432},
+        executor_factory=lambda ssh, secret: made.append(ssh),
+    )
     with pytest.raises(RunnerError, match="is the app's broker"):
         ctx.executor(SSHSpec(host="::1", port=6379, user="u"))
     assert made == []  # never connected
@@ -97,6 +104,11 @@ def test_cell_context_without_a_guard_checks_nothing():
     from runners.context import CellContext
     from runners.plan import load_plan
 
-    plan = load_plan({"name": "p", "tool": "pgbench", "targets": [
-        {"name": "pg", "kind": "postgres", "host": "127.0.0.1", "port": 5432}]})
+    plan = load_plan(
+        {
+            "name": "p",
+            "tool": "pgbench",
+            "targets": [{"name": "pg", "kind": "postgres", "host": "127.0.0.1", "port": 5432}],
+        }
+    )
     assert CellContext(plan).endpoint(plan.targets[0]).port == 5432  # python -m runners run

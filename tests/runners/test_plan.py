@@ -308,11 +308,14 @@ def test_load_plan_says_no_known_param_is_close_to_a_bogus_one():
     assert "add_autoincrement" not in str(caught.value)  # not the list of all names
 
 
-@pytest.mark.parametrize(("typo", "suggestion"), [
-    ("concurency", "did you mean concurrency?"),
-    ("number_of_query", "did you mean number_of_queries"),
-    ("iteration", "did you mean iterations"),
-])
+@pytest.mark.parametrize(
+    ("typo", "suggestion"),
+    [
+        ("concurency", "did you mean concurrency?"),
+        ("number_of_query", "did you mean number_of_queries"),
+        ("iteration", "did you mean iterations"),
+    ],
+)
 def test_load_plan_suggests_the_closest_param_names(typo, suggestion):
     with pytest.raises(ValidationError) as caught:
         load_plan(_with(f"params.{typo}", 1))

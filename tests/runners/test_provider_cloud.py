@@ -27,10 +27,14 @@ def test_storage_preparation_is_the_providers():
 
 
 def test_raid0_logs_in_with_the_resolved_credential():
-    handle = Handle("aws_ec2", ssh={"host": "127.0.0.1", "port": 1, "user": "ec2-user",
-                                    "credential": "key"}, extra={"devices": ["/dev/sdf"]})
+    handle = Handle(
+        "aws_ec2",
+        ssh={"host": "127.0.0.1", "port": 1, "user": "ec2-user", "credential": "key"},
+        extra={"devices": ["/dev/sdf"]},
+    )
     asked = []
     with pytest.raises(RunnerError, match="private key could not be read"):
-        PROVIDERS["aws_ec2"].prepare_storage(handle, {"volumes": {"count": 1}},
-                                             lambda name: asked.append(name) or "not a key")
+        PROVIDERS["aws_ec2"].prepare_storage(
+            handle, {"volumes": {"count": 1}}, lambda name: asked.append(name) or "not a key"
+        )
     assert asked == ["key"]

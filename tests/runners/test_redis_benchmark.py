@@ -72,8 +72,13 @@ def test_build_refuses_a_password_rather_than_put_it_in_argv():
 @pytest.mark.parametrize("key, value", [("credential", "cache-pw"), ("password_env", "REDIS_PW")])
 def test_a_redis_target_with_a_password_is_refused_when_the_plan_is_read(key, value):
     with pytest.raises(ValidationError) as refused:
-        load_plan({"name": "r", "tool": "redis_benchmark", "targets": [
-            {"name": "cache", "kind": "redis", "host": "10.0.0.9", key: value}]})
+        load_plan(
+            {
+                "name": "r",
+                "tool": "redis_benchmark",
+                "targets": [{"name": "cache", "kind": "redis", "host": "10.0.0.9", key: value}],
+            }
+        )
     assert refused.value.param == f"targets[0].{key}"
     assert refused.value.message.startswith("a Redis target cannot have a password")
 
@@ -82,15 +87,45 @@ def test_the_installed_redis_benchmark_ignores_rediscli_auth(tmp_path):
     """Why a password is refused: against a real redis-server with requirepass,
     redis-benchmark 7.0 given the password in REDISCLI_AUTH is not let in."""
     port, password = free_port(), "s3cret-" + os.urandom(4).hex()
-    server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                     "--appendonly", "no", "--dir", str(tmp_path), "--requirepass", password],
-                    port, tmp_path / "redis.log")
+    server = Server(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+            "--requirepass",
+            password,
+        ],
+        port,
+        tmp_path / "redis.log",
+    )
     server.start()
     try:
         proc = subprocess.run(
-            ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", "set", "-n", "100",
-             "--csv"], env={**os.environ, "REDISCLI_AUTH": password}, capture_output=True,
-            text=True, timeout=60)
+            [
+                "redis-benchmark",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-t",
+                "set",
+                "-n",
+                "100",
+                "--csv",
+            ],
+            env={**os.environ, "REDISCLI_AUTH": password},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         server.stop()
     result = rb.parse(proc.stdout + proc.stderr)

@@ -14,10 +14,22 @@ RULE = RepeatRule(min=3, max=10, until_cv=0.03, metric="tps")
 
 
 def plan(repeat, tool="sysbench", **extra):
-    params = {"test": "oltp_point_select"} if tool == "sysbench" else {"rw": "read", "filename": "f.data", "size": "1M"}
+    params = (
+        {"test": "oltp_point_select"}
+        if tool == "sysbench"
+        else {"rw": "read", "filename": "f.data", "size": "1M"}
+    )
     kind = "mysql" if tool == "sysbench" else "host"
-    return load_plan({"name": "p", "tool": tool, "targets": [{"name": "t", "kind": kind, "host": "127.0.0.1"}],
-                      "params": params, "repeat": repeat, **extra})
+    return load_plan(
+        {
+            "name": "p",
+            "tool": tool,
+            "targets": [{"name": "t", "kind": kind, "host": "127.0.0.1"}],
+            "params": params,
+            "repeat": repeat,
+            **extra,
+        }
+    )
 
 
 # ------------------------------------------------------------------ the rule
@@ -70,8 +82,7 @@ def test_no_repeat_left_stops_early():
 
 
 def test_adaptive_repeat_expands_max_cells_and_keeps_the_rule():
-    p = plan({"min": 3, "max": 10, "until_cv": 0.03, "metric": "tps"},
-             axes={"threads": [1, 2]})
+    p = plan({"min": 3, "max": 10, "until_cv": 0.03, "metric": "tps"}, axes={"threads": [1, 2]})
     assert p.repeat_rule == RULE and p.repeat == 10
     assert count_cells(p) == 20 == len(expand(p))
     frozen_plan, _ = thaw(freeze(p, expand(p)[0]))
@@ -84,19 +95,25 @@ def test_integer_repeat_still_works():
     assert thaw(freeze(p, expand(p)[0]))[0].repeat_rule is None
 
 
-@pytest.mark.parametrize("repeat, path, message", [
-    ({"min": 1, "max": 5, "until_cv": 0.03, "metric": "tps"}, "repeat.min", "between 2"),
-    ({"min": 5, "max": 4, "until_cv": 0.03, "metric": "tps"}, "repeat.max", "less than min"),
-    ({"min": 3, "max": 101, "until_cv": 0.03, "metric": "tps"}, "repeat.max", "and 100"),
-    ({"min": 3, "max": 5, "until_cv": 0, "metric": "tps"}, "repeat.until_cv", "fraction"),
-    ({"min": 3, "max": 5, "until_cv": 3, "metric": "tps"}, "repeat.until_cv", "fraction"),
-    ({"min": 3, "max": 5, "metric": "tps"}, "repeat.until_cv", "required"),
-    ({"min": 3, "max": 5, "until_cv": 0.03, "metric": "read_iops"}, "repeat.metric",
-     "not a metric of this tool"),
-    ({"min": 3, "max": 5, "until_cv": 0.03}, "repeat.metric", "required"),
-    ({"min": 3, "max": 5, "until_cv": 0.03, "metric": "tps", "n": 1}, "repeat.n", "unknown"),
-    (0, "repeat", "out of range"),
-])
+@pytest.mark.parametrize(
+    "repeat, path, message",
+    [
+        ({"min": 1, "max": 5, "until_cv": 0.03, "metric": "tps"}, "repeat.min", "between 2"),
+        ({"min": 5, "max": 4, "until_cv": 0.03, "metric": "tps"}, "repeat.max", "less than min"),
+        ({"min": 3, "max": 101, "until_cv": 0.03, "metric": "tps"}, "repeat.max", "and 100"),
+        ({"min": 3, "max": 5, "until_cv": 0, "metric": "tps"}, "repeat.until_cv", "fraction"),
+        ({"min": 3, "max": 5, "until_cv": 3, "metric": "tps"}, "repeat.until_cv", "fraction"),
+        ({"min": 3, "max": 5, "metric": "tps"}, "repeat.until_cv", "required"),
+        (
+            {"min": 3, "max": 5, "until_cv": 0.03, "metric": "read_iops"},
+            "repeat.metric",
+            "not a metric of this tool",
+        ),
+        ({"min": 3, "max": 5, "until_cv": 0.03}, "repeat.metric", "required"),
+        ({"min": 3, "max": 5, "until_cv": 0.03, "metric": "tps", "n": 1}, "repeat.n", "unknown"),
+        (0, "repeat", "out of range"),
+    ],
+)
 def test_invalid_repeat_is_refused_with_its_path(repeat, path, message):
     with pytest.raises(ValidationError) as info:
         plan(repeat)
@@ -104,8 +121,12 @@ def test_invalid_repeat_is_refused_with_its_path(repeat, path, message):
 
 
 def test_the_metric_comes_from_the_tools_catalog():
-    assert plan({"min": 2, "max": 3, "until_cv": 0.1, "metric": "read_iops"},
-                tool="fio").repeat_rule.metric == "read_iops"
+    assert (
+        plan(
+            {"min": 2, "max": 3, "until_cv": 0.1, "metric": "read_iops"}, tool="fio"
+        ).repeat_rule.metric
+        == "read_iops"
+    )
     with pytest.raises(ValidationError, match="not a metric"):
         plan({"min": 2, "max": 3, "until_cv": 0.1, "metric": "tps"}, tool="fio")
 
@@ -120,14 +141,33 @@ def test_inline_run_stops_a_steady_combination_at_min(mariadb_target, monkeypatc
     from runners.inline import run_plan
 
     monkeypatch.setenv("BB_TEST_REPEATS_PASSWORD", mariadb_target.password)
-    target = {"name": "db", "kind": "mysql", "host": mariadb_target.host,
-              "port": mariadb_target.port, "user": mariadb_target.user,
-              "database": mariadb_target.database, "password_env": "BB_TEST_REPEATS_PASSWORD"}
-    p = load_plan({"name": "inline-adaptive", "tool": "sysbench", "targets": [target],
-                   "params": {"test": "oltp_point_select", "tables": 1, "table_size": 100,
-                              "time": 2, "events": 200},
-                   "axes": {"rate": [0, 50]}, "prepare": {"once": True}, "cleanup": True,
-                   "repeat": {"min": 3, "max": 4, "until_cv": 0.002, "metric": "transactions"}})
+    target = {
+        "name": "db",
+        "kind": "mysql",
+        "host": mariadb_target.host,
+        "port": mariadb_target.port,
+        "user": mariadb_target.user,
+        "database": mariadb_target.database,
+        "password_env": "BB_TEST_REPEATS_PASSWORD",
+    }
+    p = load_plan(
+        {
+            "name": "inline-adaptive",
+            "tool": "sysbench",
+            "targets": [target],
+            "params": {
+                "test": "oltp_point_select",
+                "tables": 1,
+                "table_size": 100,
+                "time": 2,
+                "events": 200,
+            },
+            "axes": {"rate": [0, 50]},
+            "prepare": {"once": True},
+            "cleanup": True,
+            "repeat": {"min": 3, "max": 4, "until_cv": 0.002, "metric": "transactions"},
+        }
+    )
     cells = run_plan(p)["cells"]
     steady = [c for c in cells if c["axes"]["rate"] == 0]
     noisy = [c for c in cells if c["axes"]["rate"] == 50]

@@ -33,8 +33,12 @@ def pool():
 
 def cell(server, pool, **kwargs) -> SSHExecutor:
     """One cell's executor, as CellContext makes it: from the pool, closed after the cell."""
-    options = {"private_key": server.client_key, "known_host_key": server.host_key,
-               "connect_timeout": 5, "pool": pool}
+    options = {
+        "private_key": server.client_key,
+        "known_host_key": server.host_key,
+        "connect_timeout": 5,
+        "pool": pool,
+    }
     options.update(kwargs)
     ex = SSHExecutor(server.host, server.port, server.user, **options)
     ex.grace = 1.0
@@ -138,8 +142,10 @@ def test_a_reused_connection_never_mixes_two_cells_output(server, pool):
     first.close()
     assert "CELL-ONE" in chatty.stdout.text()
     second = cell(server, pool)
-    out = second.run(Command(argv=["sh", "-c", "for i in 1 2 3 4 5; do echo CELL-TWO; "
-                                               "sleep 0.1; done"]), timeout=20)
+    out = second.run(
+        Command(argv=["sh", "-c", "for i in 1 2 3 4 5; do echo CELL-TWO; sleep 0.1; done"]),
+        timeout=20,
+    )
     assert second._transport() is transport
     assert out.stdout == "CELL-TWO\n" * 5
     assert "CELL-TWO" not in chatty.stdout.text()
@@ -152,8 +158,10 @@ def test_concurrent_cells_on_one_host_get_their_own_connections(server, pool):
     def one(name):
         ex = cell(server, pool)
         try:
-            outputs[name] = ex.run(Command(argv=["sh", "-c", f"for i in 1 2 3; do echo {name}; "
-                                                             "sleep 0.2; done"]), timeout=20)
+            outputs[name] = ex.run(
+                Command(argv=["sh", "-c", f"for i in 1 2 3; do echo {name}; sleep 0.2; done"]),
+                timeout=20,
+            )
         finally:
             ex.close()
 

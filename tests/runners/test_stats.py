@@ -45,8 +45,15 @@ def test_compare_three_against_three_is_too_few_repeats():
 
 @pytest.mark.parametrize(
     ("n1", "n2", "enough"),
-    [(3, 3, False), (3, 4, False), (4, 4, True), (3, 5, True), (2, 7, False), (2, 8, True),
-     (1, 50, False)],
+    [
+        (3, 3, False),
+        (3, 4, False),
+        (4, 4, True),
+        (3, 5, True),
+        (2, 7, False),
+        (2, 8, True),
+        (1, 50, False),
+    ],
 )
 def test_enough_repeats_matches_the_exact_test_floor(n1, n2, enough):
     assert stats.enough_repeats(n1, n2) is enough

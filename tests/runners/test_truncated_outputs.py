@@ -52,8 +52,11 @@ def _offsets(text: str) -> list[int]:
 
 
 def _figures(result) -> tuple:
-    return (result.metrics, [(g.get("labels"), g.get("metrics")) for g in result.groups],
-            result.series)
+    return (
+        result.metrics,
+        [(g.get("labels"), g.get("metrics")) for g in result.groups],
+        result.series,
+    )
 
 
 def _whole_blocks_missing(result, whole: tuple) -> bool:
@@ -64,7 +67,7 @@ def _whole_blocks_missing(result, whole: tuple) -> bool:
     (expected_groups, tests/runners/test_cut_blocks.py)."""
     metrics, groups, series = whole
     got = [(g.get("labels"), g.get("metrics")) for g in result.groups]
-    return 0 < len(got) < len(groups) and got == groups[:len(got)] and result.series == series
+    return 0 < len(got) < len(groups) and got == groups[: len(got)] and result.series == series
 
 
 def test_every_tool_has_complete_outputs_to_cut():
@@ -88,33 +91,61 @@ def test_cut_output_gives_the_same_figures_or_says_so(tool, name):
             silent.append(cut)
     assert not silent, (
         f"{len(silent)} cuts parse cleanly to other figures, e.g. at {silent[:5]}: "
-        f"...{text[max(0, silent[0] - 60):silent[0]]!r}")
+        f"...{text[max(0, silent[0] - 60) : silent[0]]!r}"
+    )
 
 
 def _cut_at(tool: str, name: str, marker: str, keep: int = 0) -> str:
     """The fixture's text up to `keep` characters past the last `marker`."""
     text = (FIXTURES / tool / f"{name}.out").read_text()
-    return text[:text.rindex(marker) + keep]
+    return text[: text.rindex(marker) + keep]
 
 
-@pytest.mark.parametrize(("tool", "text", "error"), [
-    ("mysqlslap", _cut_at("mysqlslap", "mysqlslap_load_mixed", "\tMaximum"),
-     "Benchmark block 1 is cut short: no max_s, clients, queries_per_client"),
-    ("mysqlslap", _cut_at("mysqlslap", "mysqlslap_load_mixed", "client: ", 9),
-     "output ends in the middle of a number (cut short?): Average number of queries per client: 1"),
-    ("pgbench", _cut_at("pgbench", "pgbench_run_c2_j2_T5", "tps ="),
-     "pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)"),
-    ("pgbench", _cut_at("pgbench", "public_pgbench_pg13_including_connections", "tps =", 0),
-     "pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)"),
-    ("sysbench", _cut_at("sysbench", "sysbench_oltp_read_write_run_p99", "General statistics"),
-     "sysbench summary cut short: it stops before 'Threads fairness' (run killed or output cut)"),
-    ("sysbench", _cut_at("sysbench", "sysbench_oltp_read_write_run_interval_histogram", "SQL stat"),
-     "sysbench output has interval lines but no summary (run interrupted or output cut)"),
-    ("stress_ng", _cut_at("stress_ng", "stressng_cpu1_l50_t3_metrics", "stress-ng: info:"),
-     "stress-ng output cut short: no 'run completed' line after its metrics"),
-    ("redis_benchmark", _cut_at("redis_benchmark", "csv_set_get_incr", '"INCR"', 12),
-     'output ends mid-line (cut off?): "INCR","7692'),
-])
+@pytest.mark.parametrize(
+    ("tool", "text", "error"),
+    [
+        (
+            "mysqlslap",
+            _cut_at("mysqlslap", "mysqlslap_load_mixed", "\tMaximum"),
+            "Benchmark block 1 is cut short: no max_s, clients, queries_per_client",
+        ),
+        (
+            "mysqlslap",
+            _cut_at("mysqlslap", "mysqlslap_load_mixed", "client: ", 9),
+            "output ends in the middle of a number (cut short?): Average number of queries per client: 1",
+        ),
+        (
+            "pgbench",
+            _cut_at("pgbench", "pgbench_run_c2_j2_T5", "tps ="),
+            "pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)",
+        ),
+        (
+            "pgbench",
+            _cut_at("pgbench", "public_pgbench_pg13_including_connections", "tps =", 0),
+            "pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)",
+        ),
+        (
+            "sysbench",
+            _cut_at("sysbench", "sysbench_oltp_read_write_run_p99", "General statistics"),
+            "sysbench summary cut short: it stops before 'Threads fairness' (run killed or output cut)",
+        ),
+        (
+            "sysbench",
+            _cut_at("sysbench", "sysbench_oltp_read_write_run_interval_histogram", "SQL stat"),
+            "sysbench output has interval lines but no summary (run interrupted or output cut)",
+        ),
+        (
+            "stress_ng",
+            _cut_at("stress_ng", "stressng_cpu1_l50_t3_metrics", "stress-ng: info:"),
+            "stress-ng output cut short: no 'run completed' line after its metrics",
+        ),
+        (
+            "redis_benchmark",
+            _cut_at("redis_benchmark", "csv_set_get_incr", '"INCR"', 12),
+            'output ends mid-line (cut off?): "INCR","7692',
+        ),
+    ],
+)
 def test_named_cuts_say_why(tool, text, error):
     assert error in TOOLS[tool].parse(text).errors
 
@@ -122,4 +153,4 @@ def test_named_cuts_say_why(tool, text, error):
 def test_fio_json_cut_is_a_parse_error():
     text = (FIXTURES / "fio" / "fio_randrw_4k_direct1_libaio_json.out").read_text()
     with pytest.raises(ParseError, match="truncated or malformed fio JSON"):
-        TOOLS["fio"].parse(text[:text.index('"write"')])
+        TOOLS["fio"].parse(text[: text.index('"write"')])

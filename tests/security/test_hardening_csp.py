@@ -10,9 +10,15 @@ from benchapp import comparisons
 from tests.benchapp.results_data import make_run
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-REQUIRED = ["default-src 'self'", "script-src 'self'", "img-src 'self' data:",
-            "frame-ancestors 'none'", "object-src 'none'", "base-uri 'self'",
-            "form-action 'self'"]
+REQUIRED = [
+    "default-src 'self'",
+    "script-src 'self'",
+    "img-src 'self' data:",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+]
 
 
 def _policy(response) -> str:
@@ -29,12 +35,28 @@ def pages(team, owner):
     run = make_run(team, cells=[({"threads": 1}, 1, {"tps": 10.0})])
     comparison = comparisons.save_comparison(team, "c", [run])
     cell = run.cells.get()
-    return ["/", "/runs/", f"/runs/{run.pk}/", f"/runs/{run.pk}/results/",
-            f"/runs/{run.pk}/cells/{cell.pk}/artifacts/", "/plans/", "/plans/new/",
-            "/targets/", "/credentials/", "/schedules/", "/archive/", "/archive/import/",
-            "/comparisons/", f"/comparisons/{comparison.pk}/", "/tokens/", "/alerts/",
-            "/api/docs/", "/api/runs/", f"/runs/{run.pk}/results.json", "/no-such-page/"], \
-        comparison
+    return [
+        "/",
+        "/runs/",
+        f"/runs/{run.pk}/",
+        f"/runs/{run.pk}/results/",
+        f"/runs/{run.pk}/cells/{cell.pk}/artifacts/",
+        "/plans/",
+        "/plans/new/",
+        "/targets/",
+        "/credentials/",
+        "/schedules/",
+        "/archive/",
+        "/archive/import/",
+        "/comparisons/",
+        f"/comparisons/{comparison.pk}/",
+        "/tokens/",
+        "/alerts/",
+        "/api/docs/",
+        "/api/runs/",
+        f"/runs/{run.pk}/results.json",
+        "/no-such-page/",
+    ], comparison
 
 
 def test_every_page_carries_the_policy(owner_client, pages):

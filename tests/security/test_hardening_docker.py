@@ -25,4 +25,6 @@ def test_compose_runs_app_services_as_that_user():
         user = str(compose["services"][name].get("user", ""))
         assert user == "10001:10001", f"{name} runs as {user or 'the image default'}"
         assert "/var/lib/benchboard" in str(compose["services"][name]["volumes"])
-        assert compose["services"][name]["environment"]["BENCHBOARD_VAR_DIR"] == "/var/lib/benchboard"
+        assert (
+            compose["services"][name]["environment"]["BENCHBOARD_VAR_DIR"] == "/var/lib/benchboard"
+        )

@@ -24,8 +24,9 @@ def test_migration_recomputes_existing_fingerprints(team):
     from benchapp.models import Credential
 
     old = "sha256:" + hashlib.sha256(b"s3cret").hexdigest()[:12]
-    cred = Credential.objects.create(team=team, name="db", kind="password",
-                                     encrypted=crypto.encrypt("s3cret"), fingerprint=old)
+    cred = Credential.objects.create(
+        team=team, name="db", kind="password", encrypted=crypto.encrypt("s3cret"), fingerprint=old
+    )
     migration = importlib.import_module("benchapp.migrations.0005_hardening_keyed_fingerprints")
     migration.refingerprint(apps, None)
     cred.refresh_from_db()

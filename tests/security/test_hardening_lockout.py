@@ -38,14 +38,14 @@ def test_wrong_passwords_lock_out_even_the_right_one(client, owner):
     assert client.session["_auth_user_id"] == str(owner.pk)
 
 
-
 def test_lockout_ends_after_the_cool_off(client, owner):
     for attempt in range(LIMIT):
         _login(client, f"wrong-{attempt}")
     assert _login(client, "pw-olivia").status_code == 429
     # The cool-off passes: the failures are dated back past it.
     AccessAttempt.objects.update(
-        attempt_time=F("attempt_time") - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
+        attempt_time=F("attempt_time") - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    )
     assert _login(client, "pw-olivia").status_code == 302
 
 

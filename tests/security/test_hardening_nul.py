@@ -6,8 +6,16 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 
-@pytest.mark.parametrize("url", ["/runs/?q=a%00b", "/plans/?tool=%00", "/login/?next=/%00",
-                                 "/api/runs/?status=x%00", "/runs/%00/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/runs/?q=a%00b",
+        "/plans/?tool=%00",
+        "/login/?next=/%00",
+        "/api/runs/?status=x%00",
+        "/runs/%00/",
+    ],
+)
 def test_nul_in_query_or_path_is_400(owner_client, url):
     response = owner_client.get(url)
     assert response.status_code == 400
@@ -28,12 +36,14 @@ def test_nul_in_login_form_is_400(client, owner):
 def test_nul_in_json_body_is_400(owner, team):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
-    response = api.post("/api/plans/", {"document": {"name": "a\x00", "tool": "fio"}},
-                        format="json")
+    response = api.post(
+        "/api/plans/", {"document": {"name": "a\x00", "tool": "fio"}}, format="json"
+    )
     assert response.status_code == 400
     assert not team.plans.exists()
-    response = api.post("/api/credentials/", {"name": "n", "kind": "password",
-                                              "secret": "s\x00"}, format="json")
+    response = api.post(
+        "/api/credentials/", {"name": "n", "kind": "password", "secret": "s\x00"}, format="json"
+    )
     assert response.status_code == 400
 
 

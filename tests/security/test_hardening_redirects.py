@@ -11,8 +11,9 @@ EVIL = ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascr
 
 @pytest.mark.parametrize("target", EVIL)
 def test_login_ignores_foreign_next(client, owner, target):
-    response = client.post(f"/login/?next={target}", {"username": "olivia",
-                                                      "password": "pw-olivia"})
+    response = client.post(
+        f"/login/?next={target}", {"username": "olivia", "password": "pw-olivia"}
+    )
     assert response.status_code == 302
     assert "evil" not in response["Location"] and "javascript" not in response["Location"]
 
@@ -34,8 +35,9 @@ def test_team_switcher_keeps_local_next(owner_client):
 @pytest.mark.parametrize("target", EVIL)
 def test_annotate_ignores_foreign_next(owner_client, team, target):
     run = make_run(team)
-    response = owner_client.post(f"/runs/{run.pk}/annotate/", {"tags": "a", "notes": "",
-                                                               "next": target})
+    response = owner_client.post(
+        f"/runs/{run.pk}/annotate/", {"tags": "a", "notes": "", "next": target}
+    )
     assert response.status_code == 302
     assert "evil" not in response["Location"] and "javascript" not in response["Location"]
 

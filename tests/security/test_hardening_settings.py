@@ -14,8 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _check(keys: str, tmp_path):
     env = {**os.environ, "BENCHBOARD_FERNET_KEYS": keys, "BENCHBOARD_VAR_DIR": str(tmp_path)}
-    return subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_malformed_fernet_key_refuses_to_start(tmp_path):

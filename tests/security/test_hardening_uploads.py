@@ -52,25 +52,27 @@ def test_upload_under_the_cap_is_imported(owner_client, team, settings):
     output = (FIXTURES / "public_sysbench_0412_oltp_complex.out").read_bytes()
     data = io.BytesIO(output)
     data.name = "oltp.out"
-    response = owner_client.post("/archive/import/", {"tool": "sysbench", "file": data,
-                                                      "axes": "threads=4"})
+    response = owner_client.post(
+        "/archive/import/", {"tool": "sysbench", "file": data, "axes": "threads=4"}
+    )
     assert response.status_code == 302, response.content[:2000]
     run = Run.objects.get(team=team)
     assert run.cells.get().artifacts.get().stdout == output.decode()
     # The same output past a 1 MiB cap (padded) is refused, the run unchanged.
     padded = io.BytesIO(output + b"\n" * MIB)
     padded.name = "oltp.out"
-    response = owner_client.post("/archive/import/", {"tool": "sysbench", "file": padded,
-                                                      "run": run.pk, "axes": "threads=8"})
+    response = owner_client.post(
+        "/archive/import/", {"tool": "sysbench", "file": padded, "run": run.pk, "axes": "threads=8"}
+    )
     assert response.status_code == 413
     assert run.cells.count() == 1
 
 
 def _cell_with_output(team, stdout: str, stderr: str = "") -> Cell:
-    run = Run.objects.create(team=team, name="r", tool="fio", status=Run.SUCCEEDED,
-                             document={})
-    cell = Cell.objects.create(run=run, index=1, key="k", status=Cell.SUCCEEDED,
-                               started_at=timezone.now())
+    run = Run.objects.create(team=team, name="r", tool="fio", status=Run.SUCCEEDED, document={})
+    cell = Cell.objects.create(
+        run=run, index=1, key="k", status=Cell.SUCCEEDED, started_at=timezone.now()
+    )
     Artifact.objects.create(cell=cell, phase="measure", stdout=stdout, stderr=stderr)
     return cell
 
@@ -119,10 +121,12 @@ CSRF = "a" * 32  # a CSRF secret sent as both cookie and form field
 
 
 def _multipart_stream(size: int, boundary: str, chunk: int = 256 * 1024):
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\""
-            f"\r\n\r\n{CSRF}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"tool\"\r\n\r\nsysbench\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-            f"filename=\"big.out\"\r\nContent-Type: text/plain\r\n\r\n").encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"'
+        f'\r\n\r\n{CSRF}\r\n--{boundary}\r\nContent-Disposition: form-data; name="tool"\r\n\r\nsysbench\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="big.out"\r\nContent-Type: text/plain\r\n\r\n'
+    ).encode()
     tail = f"\r\n--{boundary}--\r\n".encode()
     block = b"y" * chunk
 
@@ -131,6 +135,7 @@ def _multipart_stream(size: int, boundary: str, chunk: int = 256 * 1024):
         for _ in range(size // chunk):
             yield block
         yield tail
+
     return body(), len(head) + (size // chunk) * chunk + len(tail)
 
 
@@ -139,10 +144,16 @@ def _post_over_http(live_server, session: str, size: int):
     url = urlsplit(live_server.url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
     try:
-        connection.request("POST", "/archive/import/", body=body, headers={
-            "Content-Type": "multipart/form-data; boundary=bb-boundary",
-            "Content-Length": str(length),
-            "Cookie": f"{settings.SESSION_COOKIE_NAME}={session}; csrftoken={CSRF}"})
+        connection.request(
+            "POST",
+            "/archive/import/",
+            body=body,
+            headers={
+                "Content-Type": "multipart/form-data; boundary=bb-boundary",
+                "Content-Length": str(length),
+                "Cookie": f"{settings.SESSION_COOKIE_NAME}={session}; csrftoken={CSRF}",
+            },
+        )
         response = connection.getresponse()
         return response.status, response.read()
     finally:

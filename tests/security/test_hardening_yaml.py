@@ -17,10 +17,14 @@ from runners.plan import load_plan
 BOMB = "name: bomb\ntool: mysqlslap\na: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
     f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}]\n" for i in range(8))
+    f"*{chr(97 + i)}]\n"
+    for i in range(8)
+)
 
-PLAN = ("name: ok\ntool: mysqlslap\ntargets: [{name: local, kind: mysql, host: 127.0.0.1, "
-        "user: root}]\nparams: {auto_generate_sql: true}\n")
+PLAN = (
+    "name: ok\ntool: mysqlslap\ntargets: [{name: local, kind: mysql, host: 127.0.0.1, "
+    "user: root}]\nparams: {auto_generate_sql: true}\n"
+)
 
 
 def test_the_bomb_is_small_and_plain_yaml_would_expand_it():
@@ -50,8 +54,12 @@ def test_load_plan_refuses_the_bomb():
 def test_cli_refuses_the_bomb(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(BOMB)
-    result = subprocess.run([sys.executable, "-m", "runners", "run", str(path)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "runners", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     assert "aliases" in result.stdout + result.stderr
 

@@ -21,8 +21,9 @@ from runners.planspec import PrepareSpec
 from runners.sandbox import ANYTHING, Scope
 from runners.tools import get_tool
 
-LOCAL = Scope(custom_scripts=False, paths=("/srv/bench",), private_tmp=True,
-              where="local execution")
+LOCAL = Scope(
+    custom_scripts=False, paths=("/srv/bench",), private_tmp=True, where="local execution"
+)
 SSH_NOT_ALLOWED = Scope(custom_scripts=False, paths=(), where="target db")
 
 REFUSED = [
@@ -64,14 +65,17 @@ def test_refused_over_ssh_unless_the_target_allows_custom_scripts(tool, params, 
     _checked(tool, params, ANYTHING)  # allowed custom scripts / operator plan file
 
 
-@pytest.mark.parametrize(("tool", "params"), [
-    ("sysbench", {"test": "oltp_read_only"}),
-    ("pgbench", {"script": "SELECT 1; -- shell is just a word here"}),
-    ("mysqlslap", {"query": "SELECT 1"}),
-    ("fio", {"filename": "/srv/bench/f1:/srv/bench/f2"}),
-    ("fio", {"directory": "/tmp/fio"}),  # the sandbox's private /tmp is scratch
-    ("stress_ng", {"cpu": 1, "hdd": 1, "temp_path": "/srv/bench/t"}),
-])
+@pytest.mark.parametrize(
+    ("tool", "params"),
+    [
+        ("sysbench", {"test": "oltp_read_only"}),
+        ("pgbench", {"script": "SELECT 1; -- shell is just a word here"}),
+        ("mysqlslap", {"query": "SELECT 1"}),
+        ("fio", {"filename": "/srv/bench/f1:/srv/bench/f2"}),
+        ("fio", {"directory": "/tmp/fio"}),  # the sandbox's private /tmp is scratch
+        ("stress_ng", {"cpu": 1, "hdd": 1, "temp_path": "/srv/bench/t"}),
+    ],
+)
 def test_legitimate_params_pass_for_local_execution(tool, params):
     _checked(tool, params, LOCAL)
 
@@ -87,8 +91,13 @@ def test_snapshot_and_service_refused_locally_and_confined_over_ssh():
 
 def test_password_env_refused_for_untrusted_plans(monkeypatch):
     monkeypatch.setenv("BB_SOME_SECRET", "worker-secret")
-    plan = load_plan({"name": "t", "tool": "mysqlslap", "targets": [
-        {"name": "db", "host": "127.0.0.1", "password_env": "BB_SOME_SECRET"}]})
+    plan = load_plan(
+        {
+            "name": "t",
+            "tool": "mysqlslap",
+            "targets": [{"name": "db", "host": "127.0.0.1", "password_env": "BB_SOME_SECRET"}],
+        }
+    )
     with pytest.raises(RunnerError) as refused:
         CellContext(plan, trusted=False).endpoint(plan.targets[0])
     assert refused.value.permanent and "operator plan files" in refused.value.message
@@ -113,8 +122,14 @@ def canary():
 
 def test_run_cell_untrusted_refuses_before_anything_runs(canary):
     before = _sha(canary)
-    plan = load_plan({"name": "t", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-                      "params": {"filename": str(canary), "rw": "write", "size": "64k"}})
+    plan = load_plan(
+        {
+            "name": "t",
+            "tool": "fio",
+            "targets": [{"name": "disk", "kind": "host"}],
+            "params": {"filename": str(canary), "rw": "write", "size": "64k"},
+        }
+    )
     with CellContext(plan, trusted=False, permissions={"disk": Permissions()}) as ctx:
         outcome = run_cell(plan, expand(plan)[0], ctx)
     assert (outcome.status, outcome.permanent, outcome.phases) == ("failed", True, [])
@@ -130,11 +145,20 @@ def test_api_plan_is_refused_by_a_real_worker_and_leaves_no_effect(team, start_w
 
     team.targets.create(name="disk", kind="host", data_dirs=[str(canary.parent)])
     before = _sha(canary)
-    fio = {"name": "bad-fio", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-           "params": {"filename": "/var/tmp/elsewhere", "rw": "write", "size": "64k"}}
-    pgbench = {"name": "shell", "tool": "pgbench", "targets": [
-        {"name": "pg", "kind": "postgres", "host": "127.0.0.1", "port": 5999, "user": "x"}],
-        "params": {"script": f"\\shell sh -c 'echo x > {canary}'", "time": 1}}
+    fio = {
+        "name": "bad-fio",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {"filename": "/var/tmp/elsewhere", "rw": "write", "size": "64k"},
+    }
+    pgbench = {
+        "name": "shell",
+        "tool": "pgbench",
+        "targets": [
+            {"name": "pg", "kind": "postgres", "host": "127.0.0.1", "port": 5999, "user": "x"}
+        ],
+        "params": {"script": f"\\shell sh -c 'echo x > {canary}'", "time": 1},
+    }
     start_worker("refusals", BENCHBOARD_HEARTBEAT_SECONDS=1, BENCHBOARD_LEASE_SECONDS=6)
     runs = [orchestration.start_run(team, plan, origin="api") for plan in (fio, pgbench)]
     for run in runs:

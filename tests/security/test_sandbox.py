@@ -70,8 +70,12 @@ def test_sandbox_hides_the_app_keys_project_and_homes(sandboxed):
     os.chmod(key, 0o644)  # readable by anyone: only the sandbox keeps it from the tool
     try:
         paths = [key, var, ROOT, ROOT / "manage.py", "/root", "/home"]
-        out = _sh(sandboxed, "for p in " + " ".join(map(str, paths)) +
-                  "; do if cat $p 2>/dev/null || ls $p 2>/dev/null; then echo READ $p; fi; done")
+        out = _sh(
+            sandboxed,
+            "for p in "
+            + " ".join(map(str, paths))
+            + "; do if cat $p 2>/dev/null || ls $p 2>/dev/null; then echo READ $p; fi; done",
+        )
     finally:
         key.unlink()
     assert "READ" not in out and "key material" not in out
@@ -112,8 +116,14 @@ def test_sandbox_stop_ends_the_whole_tool(sandboxed):
 
 
 def test_untrusted_local_plan_without_sandbox_is_refused():
-    plan = load_plan({"name": "t", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-                      "params": {"filename": "/tmp/x", "size": "1M"}})
+    plan = load_plan(
+        {
+            "name": "t",
+            "tool": "fio",
+            "targets": [{"name": "disk", "kind": "host"}],
+            "params": {"filename": "/tmp/x", "size": "1M"},
+        }
+    )
     with CellContext(plan, trusted=False, sandbox_user="no-such-user-bb") as ctx:
         with pytest.raises(RunnerError) as refused:
             ctx.executor(None)
@@ -123,14 +133,21 @@ def test_untrusted_local_plan_without_sandbox_is_refused():
 
 
 def _fio_plan():
-    return load_plan({"name": "t", "tool": "fio", "targets": [{"name": "disk", "kind": "host"}],
-                      "params": {"filename": "/tmp/x", "size": "1M"}})
+    return load_plan(
+        {
+            "name": "t",
+            "tool": "fio",
+            "targets": [{"name": "disk", "kind": "host"}],
+            "params": {"filename": "/tmp/x", "size": "1M"},
+        }
+    )
 
 
 def test_unsafe_opt_out_runs_unsandboxed_but_with_an_empty_environment(monkeypatch):
     monkeypatch.setenv("BB_WORKER_SECRET", "do-not-leak")
-    with CellContext(_fio_plan(), trusted=False, sandbox_user="no-such-user-bb",
-                     unsafe_local=True) as ctx:
+    with CellContext(
+        _fio_plan(), trusted=False, sandbox_user="no-such-user-bb", unsafe_local=True
+    ) as ctx:
         out = _sh(ctx.executor(None), "id -u; env")
     assert out.splitlines()[0] == str(os.geteuid())  # no sandbox: the worker's own uid
     assert "do-not-leak" not in out

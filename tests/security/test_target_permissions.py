@@ -15,18 +15,32 @@ STAFF_ONLY = "Only an operator (staff) may set a target&#x27;s data directories"
 
 
 def _post(**fields):
-    data = {"name": "db", "kind": "mysql", "host": "db.example.invalid", "port": "3306",
-            "user": "root", "database": "", "directory": "", "credential": "", "ssh_host": "",
-            "ssh_port": "22", "ssh_user": "", "ssh_credential": "", "via": "",
-            "price_per_hour": "", "notes": "", "provision": "", "nodes": ""}
+    data = {
+        "name": "db",
+        "kind": "mysql",
+        "host": "db.example.invalid",
+        "port": "3306",
+        "user": "root",
+        "database": "",
+        "directory": "",
+        "credential": "",
+        "ssh_host": "",
+        "ssh_port": "22",
+        "ssh_user": "",
+        "ssh_credential": "",
+        "via": "",
+        "price_per_hour": "",
+        "notes": "",
+        "provision": "",
+        "nodes": "",
+    }
     return {**data, **fields}
 
 
 @pytest.fixture
 def operator(team, django_user_model):
     """A staff user who is also an admin of the team."""
-    user = django_user_model.objects.create_user("sam", "sam@example.test", "pw-sam",
-                                                 is_staff=True)
+    user = django_user_model.objects.create_user("sam", "sam@example.test", "pw-sam", is_staff=True)
     Membership.objects.create(team=team, user=user, role=Membership.ADMIN)
     return user
 
@@ -54,8 +68,7 @@ def test_team_admin_may_not_set_data_dirs(team_admin_client, team):
     assert not Target.objects.filter(team=team, name="db").exists()
 
 
-def test_operator_sets_data_dirs_and_an_admin_edit_keeps_them(operator, team,
-                                                             team_admin_client):
+def test_operator_sets_data_dirs_and_an_admin_edit_keeps_them(operator, team, team_admin_client):
     from django.test import Client
 
     client = Client()
@@ -76,9 +89,14 @@ def test_operator_sets_data_dirs_and_an_admin_edit_keeps_them(operator, team,
     assert Target.objects.get(pk=target.pk).data_dirs == ["/srv/bench", "/var/tmp/bb"]
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("srv/bench", "an absolute path"), ("/srv/../etc", "an absolute path"),
-    ("/etc", "is a system directory")])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("srv/bench", "an absolute path"),
+        ("/srv/../etc", "an absolute path"),
+        ("/etc", "is a system directory"),
+    ],
+)
 def test_operator_data_dirs_are_checked(client, operator, team, value, message):
     client.force_login(operator)
     response = client.post("/targets/new/", _post(data_dirs=value))
@@ -87,9 +105,17 @@ def test_operator_data_dirs_are_checked(client, operator, team, value, message):
 
 
 def test_api_permissions(team_admin, operator, team):
-    created = _api(team_admin).post("/api/targets/", {
-        "name": "db", "kind": "mysql", "host": "db.example.invalid", "port": 3306,
-        "allow_custom_scripts": True}, format="json")
+    created = _api(team_admin).post(
+        "/api/targets/",
+        {
+            "name": "db",
+            "kind": "mysql",
+            "host": "db.example.invalid",
+            "port": 3306,
+            "allow_custom_scripts": True,
+        },
+        format="json",
+    )
     assert created.status_code == 201, created.content
     assert created.json()["allow_custom_scripts"] is True and created.json()["data_dirs"] == []
     url = f"/api/targets/{created.json()['id']}/"
@@ -113,7 +139,8 @@ def test_only_admins_may_allow_custom_scripts():
     form = TargetForm(_post(allow_custom_scripts="on"), team=team, user=None)
     assert not form.is_valid()
     assert form.errors["allow_custom_scripts"] == [
-        "Only a team admin may allow custom scripts on a target."]
+        "Only a team admin may allow custom scripts on a target."
+    ]
 
 
 def test_a_redis_target_with_a_credential_is_refused_at_save(team_admin, team):
@@ -121,9 +148,17 @@ def test_a_redis_target_with_a_credential_is_refused_at_save(team_admin, team):
     from tests.benchapp.ui_data import make_credential
 
     make_credential(team, name="cache-pw")
-    response = _api(team_admin).post("/api/targets/", {
-        "name": "cache", "kind": "redis", "host": "cache.example.invalid", "port": 6380,
-        "credential": "cache-pw"}, format="json")
+    response = _api(team_admin).post(
+        "/api/targets/",
+        {
+            "name": "cache",
+            "kind": "redis",
+            "host": "cache.example.invalid",
+            "port": 6380,
+            "credential": "cache-pw",
+        },
+        format="json",
+    )
     assert response.status_code == 400
     assert "a Redis target cannot have a password" in str(response.json())
     assert not Target.objects.filter(team=team, name="cache").exists()

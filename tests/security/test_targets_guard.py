@@ -28,10 +28,25 @@ def _broker_port() -> int:
 
 
 def _target_post(**fields):
-    data = {"name": "sneaky", "kind": "postgres", "host": "127.0.0.1", "port": "5432",
-            "user": "postgres", "database": "", "directory": "", "credential": "",
-            "ssh_host": "", "ssh_port": "22", "ssh_user": "", "ssh_credential": "", "via": "",
-            "price_per_hour": "", "notes": "", "provision": "", "nodes": ""}
+    data = {
+        "name": "sneaky",
+        "kind": "postgres",
+        "host": "127.0.0.1",
+        "port": "5432",
+        "user": "postgres",
+        "database": "",
+        "directory": "",
+        "credential": "",
+        "ssh_host": "",
+        "ssh_port": "22",
+        "ssh_user": "",
+        "ssh_credential": "",
+        "via": "",
+        "price_per_hour": "",
+        "notes": "",
+        "provision": "",
+        "nodes": "",
+    }
     return {**data, **fields}
 
 
@@ -41,8 +56,10 @@ def test_target_form_refuses_the_app_database(team_admin_client, team, host):
     response = team_admin_client.post("/targets/new/", _target_post(host=host, port=str(port)))
     assert response.status_code == 200
     html = response.content.decode()
-    assert f"Target {host}:{port} is the app&#x27;s database; a target may not point at the " \
-           "app&#x27;s own services." in html
+    assert (
+        f"Target {host}:{port} is the app&#x27;s database; a target may not point at the "
+        "app&#x27;s own services." in html
+    )
     assert not Target.objects.filter(team=team, name="sneaky").exists()
 
 
@@ -51,8 +68,11 @@ def test_api_refuses_a_target_on_the_app_broker(team_admin, team, host):
     client = APIClient()
     client.force_authenticate(team_admin)
     port = _broker_port()
-    response = client.post("/api/targets/", {"name": "sneaky", "kind": "redis", "host": host,
-                                             "port": port}, format="json")
+    response = client.post(
+        "/api/targets/",
+        {"name": "sneaky", "kind": "redis", "host": host, "port": port},
+        format="json",
+    )
     assert response.status_code == 400
     assert f"Target {host}:{port} is the app's broker" in str(response.json())
     assert not Target.objects.filter(team=team, name="sneaky").exists()
@@ -61,9 +81,19 @@ def test_api_refuses_a_target_on_the_app_broker(team_admin, team, host):
 def test_api_refuses_a_plan_with_an_inline_target_on_the_app_database(member, team):
     client = APIClient()
     client.force_authenticate(member)
-    document = {"name": "p", "tool": "pgbench", "targets": [
-        {"name": "pg", "kind": "postgres", "host": "localhost", "port": _app_db()[1],
-         "user": "postgres"}]}
+    document = {
+        "name": "p",
+        "tool": "pgbench",
+        "targets": [
+            {
+                "name": "pg",
+                "kind": "postgres",
+                "host": "localhost",
+                "port": _app_db()[1],
+                "user": "postgres",
+            }
+        ],
+    }
     response = client.post("/api/plans/", {"document": document}, format="json")
     assert response.status_code == 400
     assert "is the app's database" in str(response.json())
@@ -71,26 +101,37 @@ def test_api_refuses_a_plan_with_an_inline_target_on_the_app_database(member, te
 
 
 def test_ssh_host_on_the_app_database_port_is_refused(team_admin_client, team):
-    response = team_admin_client.post("/targets/new/", _target_post(
-        kind="mysql", host="db.invalid", port="3306", ssh_host="127.0.0.1",
-        ssh_port=str(_app_db()[1]), ssh_user="root"))
+    response = team_admin_client.post(
+        "/targets/new/",
+        _target_post(
+            kind="mysql",
+            host="db.invalid",
+            port="3306",
+            ssh_host="127.0.0.1",
+            ssh_port=str(_app_db()[1]),
+            ssh_user="root",
+        ),
+    )
     assert "is the app&#x27;s database" in response.content.decode()
     assert not Target.objects.filter(team=team, name="sneaky").exists()
 
 
 def test_operator_deny_and_allow_networks(team_admin_client, team, settings):
     settings.BENCHBOARD_TARGET_DENY_NETWORKS = ["127.0.0.0/8"]
-    response = team_admin_client.post("/targets/new/", _target_post(
-        kind="mysql", port="3306", user="root"))
+    response = team_admin_client.post(
+        "/targets/new/", _target_post(kind="mysql", port="3306", user="root")
+    )
     assert "in a network the operator denied" in response.content.decode()
     settings.BENCHBOARD_TARGET_DENY_NETWORKS = []
     settings.BENCHBOARD_TARGET_ALLOW_NETWORKS = ["10.0.0.0/8"]
-    response = team_admin_client.post("/targets/new/", _target_post(
-        kind="mysql", port="3306", user="root"))
+    response = team_admin_client.post(
+        "/targets/new/", _target_post(kind="mysql", port="3306", user="root")
+    )
     assert "outside the networks the operator allowed" in response.content.decode()
     settings.BENCHBOARD_TARGET_ALLOW_NETWORKS = ["127.0.0.0/8"]
-    response = team_admin_client.post("/targets/new/", _target_post(
-        kind="mysql", port="3306", user="root"))
+    response = team_admin_client.post(
+        "/targets/new/", _target_post(kind="mysql", port="3306", user="root")
+    )
     assert response.status_code == 302
     assert Target.objects.filter(team=team, name="sneaky").exists()
 
@@ -98,8 +139,9 @@ def test_operator_deny_and_allow_networks(team_admin_client, team, settings):
 def test_test_connection_refuses_the_app_database(team):
     from benchapp.connection import test_connection
 
-    target = Target.objects.create(team=team, name="pg", kind="postgres", host="::1",
-                                   port=_app_db()[1], user="postgres")  # bypasses the form
+    target = Target.objects.create(
+        team=team, name="pg", kind="postgres", host="::1", port=_app_db()[1], user="postgres"
+    )  # bypasses the form
     result = test_connection(target)
     assert not result["ok"] and "is the app's database" in result["error"]
 
@@ -122,20 +164,37 @@ def test_a_target_that_got_in_is_refused_by_a_real_worker(team, start_worker):
     _, db_port, db_name = _app_db()
     before = _app_tables()
     plans = [
-        ("pgbench", {"name": "pg", "kind": "postgres", "host": "pg.invalid", "port": db_port,
-                     "user": "postgres", "database": db_name}, {"time": 1, "scale": 1},
-         "127.0.0.2", "the app's database"),
-        ("redis_benchmark", {"name": "cache", "kind": "redis", "host": "cache.invalid",
-                             "port": _broker_port()}, {"tests": "set", "requests": 1000},
-         "localhost", "the app's broker"),
+        (
+            "pgbench",
+            {
+                "name": "pg",
+                "kind": "postgres",
+                "host": "pg.invalid",
+                "port": db_port,
+                "user": "postgres",
+                "database": db_name,
+            },
+            {"time": 1, "scale": 1},
+            "127.0.0.2",
+            "the app's database",
+        ),
+        (
+            "redis_benchmark",
+            {"name": "cache", "kind": "redis", "host": "cache.invalid", "port": _broker_port()},
+            {"tests": "set", "requests": 1000},
+            "localhost",
+            "the app's broker",
+        ),
     ]
     start_worker("guard", BENCHBOARD_HEARTBEAT_SECONDS=1, BENCHBOARD_LEASE_SECONDS=6)
     runs = []
     for tool, target, params, loopback, _ in plans:
         with transaction.atomic():  # dispatch leaves on commit, after the rewrite
-            run = orchestration.start_run(team, {"name": tool, "tool": tool,
-                                                 "targets": [target], "params": params},
-                                          origin="api")
+            run = orchestration.start_run(
+                team,
+                {"name": tool, "tool": tool, "targets": [target], "params": params},
+                origin="api",
+            )
             for cell in Cell.objects.filter(run=run):
                 cell.spec["plan"]["targets"][0]["host"] = loopback
                 Cell.objects.filter(pk=cell.pk).update(spec=cell.spec)
@@ -144,8 +203,7 @@ def test_a_target_that_got_in_is_refused_by_a_real_worker(team, start_worker):
         wait_for(lambda run=run: finished(run), timeout=120)
         cells = list(run.cells.all())
         assert [c.status for c in cells] == [Cell.FAILED], [c.error for c in cells]
-        assert f"is {service}; a target may not point at the app's own services" in \
-            cells[0].error
+        assert f"is {service}; a target may not point at the app's own services" in cells[0].error
         assert loopback in cells[0].error
         assert not Artifact.objects.filter(cell__run=run).exists()  # no tool ran
     assert _app_tables() == before
@@ -156,9 +214,19 @@ def test_a_socket_on_this_machine_at_the_app_database_port_is_refused(member):
     client = APIClient()
     client.force_authenticate(member)
     port = _app_db()[1]
-    document = {"name": "p", "tool": "pgbench", "targets": [
-        {"name": "pg", "kind": "postgres", "socket": f"/run/postgresql/.s.PGSQL.{port}",
-         "port": port, "user": "postgres"}]}
+    document = {
+        "name": "p",
+        "tool": "pgbench",
+        "targets": [
+            {
+                "name": "pg",
+                "kind": "postgres",
+                "socket": f"/run/postgresql/.s.PGSQL.{port}",
+                "port": port,
+                "user": "postgres",
+            }
+        ],
+    }
     response = client.post("/api/plans/", {"document": document}, format="json")
     assert response.status_code == 400
     assert "is the app's database" in str(response.json())

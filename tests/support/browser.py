@@ -25,8 +25,15 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("BENCHBOARD_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -48,8 +55,7 @@ def browser(monkeypatch):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
-                                              headless=True)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
             yield chromium
         finally:

@@ -20,8 +20,12 @@ from runners.command import Command, Endpoint
 
 
 def _mariadb(sql: str) -> None:
-    subprocess.run(["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql], check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 @pytest.fixture
@@ -34,15 +38,25 @@ def mariadb_target():
     sql_password = password.replace("\\", "\\\\").replace("'", "\\'")
     statements = [f"CREATE DATABASE {database}"]
     for host in ("127.0.0.1", "localhost"):
-        statements += [f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{sql_password}'",
-                       f"GRANT ALL ON *.* TO '{user}'@'{host}'"]
+        statements += [
+            f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{sql_password}'",
+            f"GRANT ALL ON *.* TO '{user}'@'{host}'",
+        ]
     _mariadb("; ".join(statements))
     try:
-        yield Endpoint(kind="mysql", host="127.0.0.1", port=3306, user=user, database=database,
-                       password=password)
+        yield Endpoint(
+            kind="mysql",
+            host="127.0.0.1",
+            port=3306,
+            user=user,
+            database=database,
+            password=password,
+        )
     finally:
-        _mariadb(f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
-                 f"DROP USER IF EXISTS '{user}'@'localhost'; DROP DATABASE IF EXISTS mysqlslap_{suffix}")
+        _mariadb(
+            f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
+            f"DROP USER IF EXISTS '{user}'@'localhost'; DROP DATABASE IF EXISTS mysqlslap_{suffix}"
+        )
 
 
 @pytest.fixture
@@ -51,8 +65,9 @@ def postgres_target(private_postgres_server):
     server, database = private_postgres_server, f"bb_t_{secrets.token_hex(4)}"
     server.psql(f"CREATE DATABASE {database}")
     try:
-        yield Endpoint(kind="postgres", host=server.host, port=server.port, user="postgres",
-                       database=database)
+        yield Endpoint(
+            kind="postgres", host=server.host, port=server.port, user="postgres", database=database
+        )
     finally:
         server.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
@@ -64,7 +79,14 @@ def run_command(command: Command, workdir: str, timeout: float = 60) -> tuple[in
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, upload.mode), "wb") as fh:
             fh.write(upload.content)
     resolved = command.resolved(workdir)
-    proc = subprocess.run(resolved.argv, check=False, cwd=workdir, stdout=subprocess.PIPE,
-                          env={**os.environ, **resolved.env},
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    proc = subprocess.run(
+        resolved.argv,
+        check=False,
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **resolved.env},
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
     return proc.returncode, proc.stdout, resolved.argv

@@ -45,8 +45,9 @@ class Server:
     process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.argv, stdout=open(self.log, "a"),
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            self.argv, stdout=open(self.log, "a"), stderr=subprocess.STDOUT, start_new_session=True
+        )
         wait_port(self.port)
 
     def stop(self, sig=signal.SIGKILL) -> None:
@@ -63,8 +64,23 @@ class Server:
 def private_redis(tmp_path):
     """A throw-away redis-server (no persistence); `.url` is its broker URL."""
     port = free_port()
-    server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                     "--appendonly", "no", "--dir", str(tmp_path)], port, tmp_path / "redis.log")
+    server = Server(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        port,
+        tmp_path / "redis.log",
+    )
     server.start()
     server.url = f"redis://127.0.0.1:{port}/0"
     yield server
@@ -75,13 +91,34 @@ def private_redis(tmp_path):
 def private_mariadb(tmp_path):
     """A throw-away mariadbd (root without password) on its own port and datadir."""
     datadir, port = tmp_path / "mariadb", free_port()
-    subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
-                    "--auth-root-authentication-method=normal", "--skip-test-db"],
-                   check=True, capture_output=True, timeout=120)
-    server = Server(["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={datadir}",
-                     f"--port={port}", "--bind-address=127.0.0.1", "--user=root",
-                     f"--socket={tmp_path / 'mariadb.sock'}", "--skip-log-bin",
-                     f"--pid-file={tmp_path / 'mariadb.pid'}"], port, tmp_path / "mariadb.log")
+    subprocess.run(
+        [
+            "mariadb-install-db",
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--user=root",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    server = Server(
+        [
+            "/usr/sbin/mariadbd",
+            "--no-defaults",
+            f"--datadir={datadir}",
+            f"--port={port}",
+            "--bind-address=127.0.0.1",
+            "--user=root",
+            f"--socket={tmp_path / 'mariadb.sock'}",
+            "--skip-log-bin",
+            f"--pid-file={tmp_path / 'mariadb.pid'}",
+        ],
+        port,
+        tmp_path / "mariadb.log",
+    )
     server.start()
     yield server
     server.stop()
@@ -96,11 +133,22 @@ class ScriptedMariaDB:
         self.root, self.port = root, free_port()
         self.datadir, self.snapshot = root / "data", root / "snapshot"
         pid, sock, log = root / "mariadb.pid", root / "mariadb.sock", root / "mariadb.log"
-        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
-                        "--user=root", "--auth-root-authentication-method=normal",
-                        "--skip-test-db"], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={self.datadir}",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         self.start_script, self.stop_script = root / "start.sh", root / "stop.sh"
-        self.start_script.write_text(textwrap.dedent(f"""\
+        self.start_script.write_text(
+            textwrap.dedent(f"""\
             setsid /usr/sbin/mariadbd --no-defaults --datadir={self.datadir} \\
               --port={self.port} --bind-address=127.0.0.1 --user=root --socket={sock} \\
               --skip-log-bin --pid-file={pid} >>{log} 2>&1 </dev/null &
@@ -110,21 +158,37 @@ class ScriptedMariaDB:
               sleep 0.1
             done
             exit 1
-            """))
-        self.stop_script.write_text(textwrap.dedent(f"""\
+            """)
+        )
+        self.stop_script.write_text(
+            textwrap.dedent(f"""\
             [ -f {pid} ] || exit 0
             pid=$(cat {pid})
             kill "$pid"
             while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-            """))
+            """)
+        )
 
     def sh(self, script) -> None:
         subprocess.run(["sh", str(script)], check=True, timeout=60)
 
     def sql(self, statement: str) -> str:
-        return subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{self.port}",
-                               "-uroot", "-N", "-e", statement], check=True,
-                              capture_output=True, text=True, timeout=60).stdout
+        return subprocess.run(
+            [
+                "mariadb",
+                "--no-defaults",
+                "-h127.0.0.1",
+                f"-P{self.port}",
+                "-uroot",
+                "-N",
+                "-e",
+                statement,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
 
 
 @pytest.fixture
@@ -150,9 +214,27 @@ class PrivatePostgres:
     host: str = "127.0.0.1"
 
     def psql(self, sql: str, database: str = "postgres") -> str:
-        return subprocess.run(["psql", "-h", self.host, "-p", str(self.port), "-U", "postgres",
-                               "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql],
-                              check=True, capture_output=True, text=True, timeout=30).stdout
+        return subprocess.run(
+            [
+                "psql",
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-Atc",
+                sql,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
 
 
 def _as_postgres(argv: list[str]) -> None:
@@ -169,10 +251,22 @@ def private_postgres_server():
     if os.geteuid() == 0:
         shutil.chown(home, "postgres", "postgres")
     port, data = free_port(), home / "data"
-    _as_postgres([f"{PG_BIN}/initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
-                  "-E", "UTF8"])
-    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(data), "-l", str(home / "log"), "-w",
-                  "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1", "start"])
+    _as_postgres(
+        [f"{PG_BIN}/initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+    )
+    _as_postgres(
+        [
+            f"{PG_BIN}/pg_ctl",
+            "-D",
+            str(data),
+            "-l",
+            str(home / "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {home} -c listen_addresses=127.0.0.1",
+            "start",
+        ]
+    )
     try:
         yield PrivatePostgres(home, port)
     finally:

@@ -24,8 +24,9 @@ class WebhookReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                receiver.requests.append({"headers": dict(self.headers), "body": body,
-                                          "path": self.path})
+                receiver.requests.append(
+                    {"headers": dict(self.headers), "body": body, "path": self.path}
+                )
                 failing = receiver.failures > 0
                 receiver.failures -= 1
                 self.send_response(500 if failing else 200)
@@ -54,8 +55,9 @@ class MailReceiver:
         class Handler:
             async def handle_DATA(self, server, session, envelope):
                 message = message_from_bytes(envelope.original_content)
-                receiver.messages.append({"from": envelope.mail_from,
-                                          "to": list(envelope.rcpt_tos), "message": message})
+                receiver.messages.append(
+                    {"from": envelope.mail_from, "to": list(envelope.rcpt_tos), "message": message}
+                )
                 return "250 OK"
 
         self.port = _free_port()

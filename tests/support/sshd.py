@@ -134,8 +134,9 @@ def _keygen(path: Path) -> None:
     )
 
 
-def _wait_listening(port: int, process: subprocess.Popen, timeout: float = 10,
-                    log: Path | None = None) -> None:
+def _wait_listening(
+    port: int, process: subprocess.Popen, timeout: float = 10, log: Path | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

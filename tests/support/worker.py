@@ -26,9 +26,7 @@ def worker_env(**extra) -> dict:
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     if db["ENGINE"].endswith("postgresql"):
-        env["DATABASE_URL"] = (
-            f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-        )
+        env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -38,12 +36,29 @@ class Worker:
 
     def __init__(self, log_path: Path, env: dict, name: str, concurrency: int = 1):
         self.log_path = log_path
-        argv = [sys.executable, "-m", "celery", "-A", "benchapp", "worker",
-                "--loglevel=INFO", f"--concurrency={concurrency}", "-n", f"{name}@%h",
-                "--without-gossip", "--without-mingle"]
+        argv = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchapp",
+            "worker",
+            "--loglevel=INFO",
+            f"--concurrency={concurrency}",
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ]
         self.log = open(log_path, "w")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 60) -> None:
@@ -82,8 +97,9 @@ def start_worker(tmp_path):
     workers: list[Worker] = []
 
     def start(name: str = "w1", concurrency: int = 1, **extra_env) -> Worker:
-        worker = Worker(tmp_path / f"{name}-{len(workers)}.log", worker_env(**extra_env),
-                        name, concurrency)
+        worker = Worker(
+            tmp_path / f"{name}-{len(workers)}.log", worker_env(**extra_env), name, concurrency
+        )
         workers.append(worker)
         return worker
 

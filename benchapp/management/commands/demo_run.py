@@ -15,11 +15,25 @@ from benchapp.models import Team
 MARIADB_DEMO = {
     "name": "demo: mysqlslap load types on local MariaDB",
     "tool": "mysqlslap",
-    "targets": [{"name": "local-mariadb", "kind": "mysql", "host": "127.0.0.1", "port": 3306,
-                 "user": "root"}],
-    "params": {"auto_generate_sql": True, "add_autoincrement": True, "number_char_cols": 3,
-               "number_int_cols": 5, "number_of_queries": 500, "concurrency": 2,
-               "iterations": 2, "engine": "innodb"},
+    "targets": [
+        {
+            "name": "local-mariadb",
+            "kind": "mysql",
+            "host": "127.0.0.1",
+            "port": 3306,
+            "user": "root",
+        }
+    ],
+    "params": {
+        "auto_generate_sql": True,
+        "add_autoincrement": True,
+        "number_char_cols": 3,
+        "number_int_cols": 5,
+        "number_of_queries": 500,
+        "concurrency": 2,
+        "iterations": 2,
+        "engine": "innodb",
+    },
     "axes": {"load_type": ["read", "write", "key", "update", "mixed"]},
 }
 
@@ -29,8 +43,13 @@ def fio_demo(directory: str) -> dict:
         "name": "demo: fio on a temporary directory",
         "tool": "fio",
         "targets": [{"name": "local-disk", "kind": "host"}],
-        "params": {"directory": directory, "size": "16M", "bs": "4k", "runtime": 2,
-                   "time_based": True},
+        "params": {
+            "directory": directory,
+            "size": "16M",
+            "bs": "4k",
+            "runtime": 2,
+            "time_based": True,
+        },
         "axes": {"rw": ["read", "write", "randread", "randwrite"]},
     }
 
@@ -48,8 +67,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         team, _ = Team.objects.get_or_create(name="demo")
-        document = MARIADB_DEMO if mariadb_reachable() else fio_demo(
-            tempfile.mkdtemp(prefix="benchboard-demo-"))
+        document = (
+            MARIADB_DEMO
+            if mariadb_reachable()
+            else fio_demo(tempfile.mkdtemp(prefix="benchboard-demo-"))
+        )
         run = orchestration.start_run(team, document, origin="demo")
-        self.stdout.write(f"demo run #{run.pk} started: {document['name']} "
-                          f"({run.cells.count()} cells) — see it at /runs/{run.pk}/")
+        self.stdout.write(
+            f"demo run #{run.pk} started: {document['name']} "
+            f"({run.cells.count()} cells) — see it at /runs/{run.pk}/"
+        )

@@ -23,6 +23,5 @@ class Command(BaseCommand):
         if created or not user.check_password(password):
             user.set_password(password)
             user.save()
-        Membership.objects.get_or_create(team=team, user=user,
-                                         defaults={"role": Membership.OWNER})
+        Membership.objects.get_or_create(team=team, user=user, defaults={"role": Membership.OWNER})
         self.stdout.write(f"Log in as: demo / {password}")

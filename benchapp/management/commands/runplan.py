@@ -21,9 +21,12 @@ class Command(BaseCommand):
         parser.add_argument("file", help="plan file (YAML or JSON)")
         parser.add_argument("--team", help="team name (default: the only team, or 'default')")
         parser.add_argument("--wait", action="store_true", help="wait until the run finishes")
-        parser.add_argument("--json", action="store_true",
-                            help="with --wait: print the result document as JSON")
-        parser.add_argument("--timeout", type=float, default=None, help="give up waiting after S seconds")
+        parser.add_argument(
+            "--json", action="store_true", help="with --wait: print the result document as JSON"
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=None, help="give up waiting after S seconds"
+        )
 
     def handle(self, *args, **options):
         team = self._team(options["team"])
@@ -73,8 +76,11 @@ class Command(BaseCommand):
         width = 30
         filled = int(width * p["percent"] / 100)
         eta = f" ETA {p['eta_s']:.0f}s" if p["eta_s"] is not None else ""
-        self.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {p['done']}/{p['total']} "
-                          f"{p['phase'] or p['status']}{eta}   ", ending="")
+        self.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {p['done']}/{p['total']} "
+            f"{p['phase'] or p['status']}{eta}   ",
+            ending="",
+        )
         self.stderr.flush()
 
     def _table(self, run):
