@@ -186,6 +186,7 @@ class _CellRun:
         self._check_data(target)
         self._warmup()
         self._start_stress(target)
+        self._sample_nodes(target)
         execution, command = self._measure()
         self._stop_stress()
         self._collect(target, execution, command)
@@ -366,6 +367,19 @@ class _CellRun:
             self.outcome.stress_result = get_tool("stress_ng").parse(execution.output)
         except ParseError as exc:
             self.outcome.warnings.append(f"stress-ng output: {exc}")
+
+    def _sample_nodes(self, target: TargetSpec) -> None:
+        """Behind a balancer (via or nodes): the nodes that connections reach, before the measure."""
+        if target.kind != "mysql" or not (target.via or target.nodes):
+            return
+        from runners.facts import db_nodes
+
+        try:
+            nodes = db_nodes(self.client, self.endpoint, max(4, 2 * len(target.nodes)))
+        except RunnerError as exc:
+            self.outcome.facts["db_nodes_error"] = exc.message
+        else:
+            self.outcome.facts["db_nodes"] = nodes
 
     def _measure(self):
         from runners.facts import CpuSampler

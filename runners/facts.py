@@ -5,6 +5,8 @@ from /proc and /etc/os-release, so the same code works locally and over SSH.
 db_facts(): server version and the variables that explain a result
 (innodb_buffer_pool_size, max_connections; shared_buffers for PostgreSQL),
 read with the DB's own client and credentials in 0600 files, never in argv.
+db_nodes(): the MySQL servers that new connections to an endpoint reach
+(hostname, port, server_id): through a balancer, the nodes behind it.
 CpuSampler: the client's CPU utilisation over the measured phase, from
 /proc/stat, to flag client-bound cells.
 """
@@ -127,7 +129,7 @@ def mysql_option_file(endpoint: Endpoint) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def mysql_facts_command(endpoint: Endpoint) -> Command:
+def mysql_facts_command(endpoint: Endpoint, query: str = MYSQL_QUERY) -> Command:
     """mysql client reading its credentials from a 0600 option file."""
     return Command(
         argv=[
@@ -136,7 +138,7 @@ def mysql_facts_command(endpoint: Endpoint) -> Command:
             "--batch",
             "--skip-column-names",
             "-e",
-            MYSQL_QUERY,
+            query,
         ],
         uploads=[Upload("facts.my.cnf", mysql_option_file(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
@@ -205,6 +207,41 @@ def db_facts(executor, endpoint: Endpoint) -> dict:
             output=execution.output,
         )
     return {name: _int_or_text(value) for name, value in zip(names, values)}
+
+
+NODE_QUERY = "SELECT @@hostname, @@port, @@server_id"
+
+
+def db_nodes(executor, endpoint: Endpoint, connections: int = 4) -> list[dict]:
+    """The MySQL servers that `connections` new connections to endpoint reach.
+
+    Behind a balancer each connection may land on another node: the answer
+    lists every node seen, [{"host", "port", "server_id", "connections"}]
+    sorted by host and port ("connections": how many of them it answered).
+    A connection that fails is left out (a node going down is what this
+    shows); RunnerError, with the client's message, when none answered.
+    """
+    command = mysql_facts_command(endpoint, NODE_QUERY)
+    seen: dict[tuple, int] = {}
+    failure = ""
+    try:
+        for _ in range(connections):
+            execution = executor.run(command, timeout=30)
+            values = (execution.stdout.strip().splitlines() or [""])[0].split("\t")
+            if execution.exit_code != 0 or len(values) != 3:
+                failure = (execution.stderr.strip().splitlines() or [failure])[-1]
+                continue
+            node = (values[0], _int_or_text(values[1]), _int_or_text(values[2]))
+            seen[node] = seen.get(node, 0) + 1
+    finally:
+        executor.remove(f"{executor.workdir}/{command.uploads[0].name}")
+    if not seen:
+        raise RunnerError(f"mysql on {endpoint.host}: {failure or 'no answer'}")
+    found = [
+        {"host": host, "port": port, "server_id": server_id, "connections": count}
+        for (host, port, server_id), count in seen.items()
+    ]
+    return sorted(found, key=lambda node: (node["host"], str(node["port"]).zfill(10)))
 
 
 # -- client CPU ---------------------------------------------------------------------

@@ -5,8 +5,9 @@
 set -euo pipefail
 # bubblewrap: the sandbox every tool on the worker host runs in (docs/sandbox.md).
 TOOLS="sysbench fio stress-ng bubblewrap mariadb-client postgresql-client redis-tools"
-# postgresql: the tests start private servers as benchmark targets.
-PACKAGES="$TOOLS postgresql openssh-server chromium chromium-driver procps"
+# postgresql: the tests start private servers as benchmark targets; haproxy: the
+# balancer the S4 test puts in front of two private MariaDB servers.
+PACKAGES="$TOOLS postgresql openssh-server haproxy chromium chromium-driver procps"
 tools_only=""
 if [ "${1:-}" = "--tools" ]; then tools_only=1; PACKAGES="$TOOLS"; fi
 missing=""

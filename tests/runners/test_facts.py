@@ -15,6 +15,7 @@ from runners.facts import (
     CpuSampler,
     client_bound,
     db_facts,
+    db_nodes,
     host_facts,
     parse_cpuinfo,
     parse_os_release,
@@ -130,6 +131,24 @@ def test_db_facts_mysql_wrong_password_is_permanent(local):
         "mysql on 127.0.0.1: ERROR 1045 (28000): Access denied for user 'root'"
     )
     assert "wrong-pw-123" not in caught.value.message + caught.value.output
+
+
+def test_db_nodes_of_a_single_server_is_that_server_for_every_connection(local):
+    nodes = db_nodes(local, MYSQL, connections=3)
+    port = local.run(
+        Command(argv=["mysql", "-h127.0.0.1", "-uroot", "-N", "-e", "SELECT @@port"])
+    ).stdout
+    assert len(nodes) == 1 and nodes[0]["port"] == int(port) and nodes[0]["connections"] == 3
+    assert nodes[0]["host"] and isinstance(nodes[0]["server_id"], int)
+    assert os.listdir(local.workdir) == []
+
+
+def test_db_nodes_none_answering_is_an_error_with_the_clients_message(local):
+    wrong = Endpoint(kind="mysql", host="127.0.0.1", port=3306, user="root", password="no-such-pw")
+    with pytest.raises(RunnerError) as caught:
+        db_nodes(local, wrong, connections=2)
+    assert "Access denied" in caught.value.message and "no-such-pw" not in caught.value.message
+    assert os.listdir(local.workdir) == []
 
 
 def test_db_facts_postgres_reads_version_and_variables(local, private_postgres_server):
