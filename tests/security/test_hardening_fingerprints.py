@@ -27,7 +27,7 @@ def test_migration_recomputes_existing_fingerprints(team):
     cred = Credential.objects.create(
         team=team, name="db", kind="password", encrypted=crypto.encrypt("s3cret"), fingerprint=old
     )
-    migration = importlib.import_module("benchapp.migrations.0005_hardening_keyed_fingerprints")
+    migration = importlib.import_module("benchapp.migrations.0005_second_loop_data")
     migration.refingerprint(apps, None)
     cred.refresh_from_db()
     assert cred.fingerprint == crypto.fingerprint("s3cret") != old
