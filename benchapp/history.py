@@ -73,15 +73,6 @@ def history_plans(plan: Plan) -> list[int]:
     )
 
 
-def history_runs(plan: Plan) -> list[Run]:
-    """Finished runs of the history, oldest first (one query)."""
-    return list(
-        Run.objects.filter(plan_id__in=history_plans(plan), status__in=FINISHED)
-        .order_by("created_at", "pk")
-        .only("pk", "name", "created_at", "plan_id")
-    )
-
-
 def run_points(run: Run) -> list[RunSummary]:
     """The run's point of each series (unsaved RunSummary rows), from its
     measurements of each cell's latest attempt (one query)."""

@@ -164,10 +164,6 @@ def load_observations(
     return observations
 
 
-def metric_names(observations) -> list[str]:
-    return sorted({o.metric for o in observations})
-
-
 def axis_names(cells: dict) -> list[str]:
     """Axis names of the cells, in plan order."""
     names = []

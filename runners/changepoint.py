@@ -142,23 +142,6 @@ def energy_statistics(values: np.ndarray, min_size: int = DEFAULT_MIN_SIZE) -> n
     )
     out[:, tau] = q
     return out[0] if np.ndim(values) == 1 else out
-    distances = np.abs(x[:, :, None] - x[:, None, :])
-    prefix = distances.cumsum(axis=1).cumsum(axis=2)
-    tau = np.arange(min_size, n - min_size + 1)
-    total = prefix[:, n - 1, n - 1][:, None]
-    within_left = prefix[:, tau - 1, tau - 1]  # ordered pairs, i, j < tau
-    between = prefix[:, tau - 1, n - 1] - within_left
-    within_right = total - within_left - 2 * between
-    m = tau.astype(float)
-    k = (n - tau).astype(float)
-    q = (
-        m
-        * k
-        / (m + k)
-        * (2 * between / (m * k) - within_left / (m * (m - 1)) - within_right / (k * (k - 1)))
-    )
-    out[:, tau] = q
-    return out[0] if np.ndim(values) == 1 else out
 
 
 def _permutation_pvalue(
