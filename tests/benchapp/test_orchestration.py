@@ -15,19 +15,15 @@ from benchapp import orchestration
 from benchapp.models import Cell, Credential, Measurement, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {
-    "BENCHBOARD_HEARTBEAT_SECONDS": 1,
-    "BENCHBOARD_LEASE_SECONDS": 4,
-    "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5,
-}
+FAST = {**FAST_LEASES, "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 4
+    match_leases(settings, FAST)
 
 
 def fio_plan(directory, targets=("disk-a",), runtime=1, axes=None, **extra):
@@ -226,9 +222,9 @@ def test_plan_over_cell_limit_is_refused(team, settings):
 def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker):
     """A target whose credential is wrong fails its cells with the tool's message;
     the other target's cells succeed and the run ends "completed with failures"."""
-    from tests.support.dbtargets import _mariadb
+    from tests.support.dbtargets import mariadb_sql
 
-    _mariadb(
+    mariadb_sql(
         "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'localhost' IDENTIFIED BY 'right-pw';"
         "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'127.0.0.1' IDENTIFIED BY 'right-pw'"
     )
@@ -314,8 +310,10 @@ def test_a_run_waiting_on_a_busy_target_starts_when_the_target_is_released(
 ):
     """Two runs on one target: the second starts as soon as the first lets the
     target go, without waiting for the periodic reaper (no beat runs here)."""
-    start_worker("a", **FAST)
-    first = orchestration.start_run(team, fio_plan(tmp_path, axes={"rw": ["read"]}))
+    # Two worker processes: the second run's dispatch is handled (and finds
+    # the target taken) while the first run's cell still runs.
+    start_worker("a", concurrency=2, **FAST)
+    first = orchestration.start_run(team, fio_plan(tmp_path, runtime=4, axes={"rw": ["read"]}))
     wait_for(lambda: running_cell(first))
     second = orchestration.start_run(team, fio_plan(tmp_path, axes={"rw": ["write"]}))
     wait_for(lambda: finished(first))
