@@ -158,25 +158,9 @@ def _oltp_block(region: str, lines: int) -> list[dict] | None:
         return None
     if len(numbers) != lines * _OLTP_COLUMNS:
         return None
-    percents = set(numbers[7::_OLTP_COLUMNS])
+    # Each row's latency is named by its percentile (normally one for the run).
+    names = {pct: _latency_name(str(pct)) for pct in set(numbers[7::_OLTP_COLUMNS])}
     rows = zip(*[iter(numbers)] * _OLTP_COLUMNS)
-    if len(percents) > 1:
-        return [
-            {
-                "t": t,
-                "threads": thr,
-                "tps": tps,
-                "qps": qps,
-                "reads": r,
-                "writes": w,
-                "other": o,
-                _latency_name(str(pct)): lat,
-                "err_s": err,
-                "reconn_s": rc,
-            }
-            for t, thr, tps, qps, r, w, o, pct, lat, err, rc in rows
-        ]
-    lat_key = _latency_name(str(percents.pop()))
     return [
         {
             "t": t,
@@ -186,11 +170,11 @@ def _oltp_block(region: str, lines: int) -> list[dict] | None:
             "reads": r,
             "writes": w,
             "other": o,
-            lat_key: lat,
+            names[pct]: lat,
             "err_s": err,
             "reconn_s": rc,
         }
-        for t, thr, tps, qps, r, w, o, _pct, lat, err, rc in rows
+        for t, thr, tps, qps, r, w, o, pct, lat, err, rc in rows
     ]
 
 
