@@ -36,19 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CHROMIUM = os.environ.get("BENCHBOARD_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.support.browser import ARGS, CHROMIUM  # noqa: E402 (Chromium as the tests start it)
+
 GOALS = {"cold_s": 1.0, "warm_s": 0.5, "first_load_bytes": 1_000_000}
 SECRET_KEY = secrets.token_urlsafe(40)
-CHARTS = ("chart-sweep", "chart-bars", "chart-box", "chart-series")
 
 
 def _free_port() -> int:
@@ -167,11 +158,11 @@ def load(page, cdp_bytes: list, url: str) -> tuple[float, int]:
     cdp_bytes.clear()
     start = time.perf_counter()
     page.goto(url, wait_until="load")
-    for chart in CHARTS:
-        if page.locator(f"#{chart}").count():
-            page.wait_for_selector(
-                f"#{chart} .main-svg, #{chart}.chart-empty", state="attached", timeout=30_000
-            )
+    # Every chart the page has, drawn (or marked empty).
+    for chart in page.locator("div.chart[id]").evaluate_all("divs => divs.map(d => d.id)"):
+        page.wait_for_selector(
+            f"#{chart} .main-svg, #{chart}.chart-empty", state="attached", timeout=30_000
+        )
     elapsed = time.perf_counter() - start
     page.wait_for_load_state("networkidle")
     return elapsed, sum(cdp_bytes)
