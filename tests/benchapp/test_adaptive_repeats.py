@@ -10,36 +10,26 @@ therefore stops at min, the noisy one runs to max.
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
 from benchapp import orchestration
 from benchapp.models import Cell, Run
 from runners.repeats import CV, MAX
-from tests.support.dbtargets import _mariadb
+from tests.support.dbtargets import mariadb_database  # noqa: F401
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+FAST = FAST_LEASES
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 4
-
-
-@pytest.fixture
-def database():
-    name = f"bb_repeats_{secrets.token_hex(4)}"
-    _mariadb(f"CREATE DATABASE {name}")
-    yield name
-    _mariadb(f"DROP DATABASE IF EXISTS {name}")
+    match_leases(settings, FAST)
 
 
 def test_a_steady_cell_stops_at_min_and_a_noisy_one_at_max(
-    team, database, start_worker, owner_client
+    team, mariadb_database, start_worker, owner_client
 ):
     plan = {
         "name": "adaptive",
@@ -51,7 +41,7 @@ def test_a_steady_cell_stops_at_min_and_a_noisy_one_at_max(
                 "host": "127.0.0.1",
                 "port": 3306,
                 "user": "root",
-                "database": database,
+                "database": mariadb_database,
             }
         ],
         "params": {

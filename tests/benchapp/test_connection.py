@@ -5,24 +5,15 @@ PostgreSQL and a private Redis started here); never the app's own services."""
 from __future__ import annotations
 
 import secrets
-import subprocess
 
 import pytest
 
 from benchapp.connection import test_connection as check_target
 from tests.benchapp.ui_data import make_credential, make_target
+from tests.support.dbtargets import mariadb_sql
 from tests.support.private_services import free_port
 
 pytestmark = pytest.mark.django_db
-
-
-def _mariadb(sql: str) -> None:
-    subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
-        check=True,
-        capture_output=True,
-        timeout=30,
-    )
 
 
 @pytest.fixture
@@ -36,9 +27,9 @@ def limited_mariadb_user():
             f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{password}'",
             f"GRANT SELECT ON {database}.* TO '{user}'@'{host}'",
         ]
-    _mariadb("; ".join(statements))
+    mariadb_sql("; ".join(statements))
     yield database, user, password
-    _mariadb(
+    mariadb_sql(
         f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
         f"DROP USER IF EXISTS '{user}'@'localhost'"
     )

@@ -5,43 +5,27 @@ S4's prepare then failed with "Table 'sbtest1' already exists")."""
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 
 import pytest
 
 from benchapp import orchestration
 from benchapp.models import Artifact, Cell, Run
-from tests.support.dbtargets import _mariadb
+from tests.support.dbtargets import mariadb_database, mariadb_sql  # noqa: F401
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+FAST = FAST_LEASES
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 4
-
-
-@pytest.fixture
-def database():
-    name = f"bb_cleanup_{secrets.token_hex(4)}"
-    _mariadb(f"CREATE DATABASE {name}")
-    yield name
-    _mariadb(f"DROP DATABASE IF EXISTS {name}")
+    match_leases(settings, FAST)
 
 
 def tables(database: str) -> list[str]:
-    out = subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-N", "-e", f"SHOW TABLES FROM {database}"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    return out.stdout.split()
+    return mariadb_sql(f"SHOW TABLES FROM {database}").split()
 
 
 def sysbench_plan(database: str, axes: dict, seconds: int = 1) -> dict:
@@ -71,12 +55,12 @@ def sysbench_plan(database: str, axes: dict, seconds: int = 1) -> dict:
     }
 
 
-def test_tables_are_dropped_when_the_run_ends(team, database, start_worker):
+def test_tables_are_dropped_when_the_run_ends(team, mariadb_database, start_worker):
     start_worker("a", **FAST)
-    run = orchestration.start_run(team, sysbench_plan(database, {"threads": [1, 2]}))
+    run = orchestration.start_run(team, sysbench_plan(mariadb_database, {"threads": [1, 2]}))
     wait_for(lambda: finished(run))
     assert run.status == Run.SUCCEEDED
-    assert tables(database) == []
+    assert tables(mariadb_database) == []
     assert run.prepared_targets == []
     prepares = Artifact.objects.filter(cell__run=run, phase="prepare")
     assert [a.cell.index for a in prepares] == [1]  # once: the first cell only
@@ -85,42 +69,42 @@ def test_tables_are_dropped_when_the_run_ends(team, database, start_worker):
     assert "cleanup" in record.command and "sbtest1" in record.stdout
 
 
-def test_tables_are_dropped_when_a_cell_failed(team, database, start_worker):
+def test_tables_are_dropped_when_a_cell_failed(team, mariadb_database, start_worker):
     # The second cell reads sbtest2, which the first cell's prepare never made.
     start_worker("a", **FAST)
-    run = orchestration.start_run(team, sysbench_plan(database, {"tables": [1, 2]}))
+    run = orchestration.start_run(team, sysbench_plan(mariadb_database, {"tables": [1, 2]}))
     wait_for(lambda: finished(run))
     assert run.status == Run.PARTIAL
     failed = run.cells.get(status=Cell.FAILED)
     assert failed.axes == {"tables": 2} and "sbtest2" in failed.error
-    assert tables(database) == []
+    assert tables(mariadb_database) == []
 
 
-def test_tables_are_dropped_when_the_run_is_cancelled(team, database, start_worker):
+def test_tables_are_dropped_when_the_run_is_cancelled(team, mariadb_database, start_worker):
     start_worker("a", **FAST)
-    run = orchestration.start_run(team, sysbench_plan(database, {"threads": [1, 2]}, 60))
+    run = orchestration.start_run(team, sysbench_plan(mariadb_database, {"threads": [1, 2]}, 60))
     wait_for(lambda: run.cells.filter(status=Cell.RUNNING, phase="measure").exists())
-    assert tables(database) == ["sbtest1"]
+    assert tables(mariadb_database) == ["sbtest1"]
     orchestration.cancel_run(run)
     wait_for(lambda: finished(run), timeout=60)
     assert run.status == Run.CANCELLED
     assert set(run.cells.values_list("status", flat=True)) == {Cell.CANCELLED}
-    assert tables(database) == []
+    assert tables(mariadb_database) == []
 
 
-def test_cancel_between_cells_still_cleans_up(team, database):
+def test_cancel_between_cells_still_cleans_up(team, mariadb_database):
     """Nothing running when cancelled (the prepared cell is over, the next
     queued): cancel_run hands the run to the final cleanup, which a worker
     would run; here the task's function is called directly."""
     from benchapp import finalcleanup
 
-    run = orchestration.start_run(team, sysbench_plan(database, {"threads": [1, 2]}))
+    run = orchestration.start_run(team, sysbench_plan(mariadb_database, {"threads": [1, 2]}))
     subprocess.run(
         [
             "mariadb",
             "-h127.0.0.1",
             "-uroot",
-            database,
+            mariadb_database,
             "-e",
             "CREATE TABLE sbtest1 (id INT PRIMARY KEY)",
         ],
@@ -133,7 +117,7 @@ def test_cancel_between_cells_still_cleans_up(team, database):
     run.refresh_from_db()
     assert run.is_active and finalcleanup.pending(run) == ["maria"]
     assert finalcleanup.cleanup_run(run.pk) == ["maria"]
-    assert tables(database) == []
+    assert tables(mariadb_database) == []
     orchestration.dispatch(run.pk)
     run.refresh_from_db()
     assert run.status == Run.CANCELLED and run.prepared_targets == []

@@ -30,8 +30,9 @@ from benchapp import orchestration
 from benchapp.models import Cell, Credential, Run
 from tests.support.private_services import ScriptedMariaDB, Server, free_port
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 10}
+FAST = {**FAST_LEASES, "BENCHBOARD_LEASE_SECONDS": 10}
 PASSWORD = "s4-node-pw"
 TABLE_SIZE = 1000
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,8 +40,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 10
+    match_leases(settings, FAST)
 
 
 def start_node(root, server_id: int) -> ScriptedMariaDB:

@@ -14,15 +14,15 @@ from benchapp.models import Artifact, Credential, Run
 from tests.support.private_services import scripted_mariadb  # noqa: F401
 from tests.support.sshd import sshd  # noqa: F401
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 10}
+FAST = {**FAST_LEASES, "BENCHBOARD_LEASE_SECONDS": 10}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 10
+    match_leases(settings, FAST)
 
 
 def _secret(plain):

@@ -15,19 +15,15 @@ from benchapp import orchestration
 from benchapp.models import Artifact, Cell, Credential, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
+from tests.support.worker import FAST_LEASES, match_leases
 
-FAST = {
-    "BENCHBOARD_HEARTBEAT_SECONDS": 1,
-    "BENCHBOARD_LEASE_SECONDS": 4,
-    "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5,
-}
+FAST = {**FAST_LEASES, "BENCHBOARD_RETRY_BACKOFF_SECONDS": 0.5}
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 4
+    match_leases(settings, FAST)
 
 
 @pytest.fixture

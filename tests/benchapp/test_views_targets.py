@@ -4,7 +4,7 @@ real sshd) and trust on first use."""
 import pytest
 
 from benchapp.models import Credential, Target
-from tests.benchapp.ui_data import assert_no_canary, make_credential, make_target
+from tests.benchapp.ui_data import assert_no_canary, make_credential, make_target, target_post
 from tests.support.sshd import sshd  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -13,21 +13,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def target(team):
     return make_target(team, credential=None)
-
-
-def valid_post(**over):
-    data = {
-        "name": "db1",
-        "kind": "mysql",
-        "host": "127.0.0.1",
-        "port": "3306",
-        "user": "root",
-        "database": "",
-        "ssh_port": "22",
-        "provision": "",
-        "nodes": "",
-    }
-    return {**data, **over}
 
 
 @pytest.mark.parametrize("persona", ["owner_client", "member_client"])
@@ -76,14 +61,14 @@ def test_target_list_query_count(owner_client, team, django_assert_max_num_queri
 
 
 def test_target_create(owner_client, team):
-    response = owner_client.post("/targets/new/", valid_post(price_per_hour="0.25"))
+    response = owner_client.post("/targets/new/", target_post(price_per_hour="0.25"))
     target = Target.objects.get(team=team, name="db1")
     assert response.url == f"/targets/{target.pk}/"
     assert (target.host, target.port, str(target.price_per_hour)) == ("127.0.0.1", 3306, "0.2500")
 
 
 def test_target_create_errors_inline(owner_client, target):
-    response = owner_client.post("/targets/new/", valid_post(name="local-mariadb", host=""))
+    response = owner_client.post("/targets/new/", target_post(name="local-mariadb", host=""))
     html = response.content.decode()
     assert response.status_code == 200
     assert "already has a target with this name" in html
@@ -91,21 +76,21 @@ def test_target_create_errors_inline(owner_client, target):
 
 
 def test_target_create_refuses_bad_host_through_plan_rules(owner_client):
-    response = owner_client.post("/targets/new/", valid_post(host="db;rm -rf"))
+    response = owner_client.post("/targets/new/", target_post(host="db;rm -rf"))
     assert response.status_code == 200 and "has-error" in response.content.decode()
     assert not Target.objects.filter(name="db1").exists()
 
 
 def test_target_credential_choices_are_team_scoped(owner_client, team, outsider):
     other = make_credential(outsider.teams.first(), name="foreign")
-    response = owner_client.post("/targets/new/", valid_post(credential=str(other.pk)))
+    response = owner_client.post("/targets/new/", target_post(credential=str(other.pk)))
     assert "Select a valid choice" in response.content.decode()
 
 
 def test_target_provision_yaml_round_trips(owner_client, team):
     owner_client.post(
         "/targets/new/",
-        valid_post(
+        target_post(
             name="rds",
             host="",
             provision="{provider: aws_rds, engine: mysql, instance_class: db.t3.micro}",
@@ -117,7 +102,7 @@ def test_target_provision_yaml_round_trips(owner_client, team):
 
 
 def test_target_edit_and_delete(owner_client, target):
-    owner_client.post(f"/targets/{target.pk}/edit/", valid_post(name="renamed"))
+    owner_client.post(f"/targets/{target.pk}/edit/", target_post(name="renamed"))
     target.refresh_from_db()
     assert target.name == "renamed"
     assert owner_client.post(f"/targets/{target.pk}/delete/").status_code == 302
@@ -192,7 +177,7 @@ def test_team_switcher_scopes_the_lists(owner_client, owner, target):
     owner_client.post("/team/switch/", {"team": second.pk, "next": "/targets/"})
     html = owner_client.get("/targets/").content.decode()
     assert "beta-db" in html and "local-mariadb" not in html
-    owner_client.post("/targets/new/", valid_post(name="made-in-beta"))
+    owner_client.post("/targets/new/", target_post(name="made-in-beta"))
     assert Target.objects.get(name="made-in-beta").team == second
 
 
@@ -207,7 +192,7 @@ def test_target_test_connection_of_a_provisioned_target(owner_client, team):
 
 def test_target_create_host_needs_its_directory(owner_client):
     html = owner_client.post(
-        "/targets/new/", valid_post(name="disk", kind="host", host="", port="", user="")
+        "/targets/new/", target_post(name="disk", kind="host", host="", port="", user="")
     ).content.decode()
     assert "A host target needs the directory fio works in." in html
     assert not Target.objects.filter(name="disk").exists()
@@ -216,7 +201,7 @@ def test_target_create_host_needs_its_directory(owner_client):
 def test_target_create_local_host_directory_outside_data_dirs_says_operator(owner_client):
     html = owner_client.post(
         "/targets/new/",
-        valid_post(name="disk", kind="host", host="", port="", user="", directory="/srv/bench"),
+        target_post(name="disk", kind="host", host="", port="", user="", directory="/srv/bench"),
     ).content.decode()
     assert (
         "/srv/bench is not inside one of this target&#x27;s data directories (none yet): fio "
@@ -238,7 +223,7 @@ def test_target_host_directory_inside_operator_data_dir_is_saved(owner_client, t
     )
     response = owner_client.post(
         f"/targets/{target.pk}/edit/",
-        valid_post(
+        target_post(
             name="disk", kind="host", host="", port="", user="", directory=f"{tmp_path}/fio"
         ),
     )
@@ -261,7 +246,7 @@ def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
     )
     response = owner_client.post(
         f"/targets/{target.pk}/edit/",
-        valid_post(
+        target_post(
             name="box",
             kind="host",
             host="10.0.0.5",
@@ -289,7 +274,7 @@ def test_target_ssh_host_directory_is_a_path_on_that_host(owner_client, team):
 def test_target_directory_refuses_bad_paths(owner_client, directory, message):
     html = owner_client.post(
         "/targets/new/",
-        valid_post(name="disk", kind="host", host="", port="", user="", directory=directory),
+        target_post(name="disk", kind="host", host="", port="", user="", directory=directory),
     ).content.decode()
     assert message in html
     assert not Target.objects.filter(name="disk").exists()
@@ -300,7 +285,7 @@ def test_target_directory_refuses_bad_paths(owner_client, directory, message):
 )  # not the app's own
 def test_target_create_every_database_kind(owner_client, team, kind, port):
     response = owner_client.post(
-        "/targets/new/", valid_post(name="db", kind=kind, host="127.0.0.1", port=port, user="")
+        "/targets/new/", target_post(name="db", kind=kind, host="127.0.0.1", port=port, user="")
     )
     assert response.status_code == 302, response.content.decode()[:3000]
     assert Target.objects.get(team=team, name="db").kind == kind

@@ -33,6 +33,23 @@ def make_target(team, name="local-mariadb", **fields):
     return Target.objects.create(team=team, name=name, **values)
 
 
+def target_post(**fields) -> dict:
+    """The target form's POST as a browser sends it: every field, blank unless
+    given (by default a MariaDB target at 127.0.0.1:3306)."""
+    blank = ("database", "directory", "credential", "ssh_host", "ssh_user", "ssh_credential")
+    blank += ("via", "price_per_hour", "notes", "provision", "nodes")
+    data = {
+        "name": "db1",
+        "kind": "mysql",
+        "host": "127.0.0.1",
+        "port": "3306",
+        "user": "root",
+        "ssh_port": "22",
+        **dict.fromkeys(blank, ""),
+    }
+    return {**data, **fields}
+
+
 def form_data(form) -> dict:
     """The POST data a browser would send for an unbound form as rendered."""
     data = {}

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
-import subprocess
 import tempfile
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 from benchapp.models import Run, Target
 from benchapp.templates_plans import get_template
 from tests.support.browser import browser, login, page, screenshot  # noqa: F401
+from tests.support.dbtargets import mariadb_database  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,24 +30,6 @@ SCENARIOS = {
     "s4-managed-mysql-threads": 8,
     "s5-myisam-update": 6,
 }
-
-
-def _mariadb(sql: str) -> None:
-    subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
-        check=True,
-        capture_output=True,
-        timeout=30,
-    )
-
-
-@pytest.fixture
-def database():
-    """A fresh database on the local MariaDB for sysbench's tables."""
-    name = f"bb_e2e_{secrets.token_hex(4)}"
-    _mariadb(f"CREATE DATABASE {name}")
-    yield name
-    _mariadb(f"DROP DATABASE IF EXISTS {name}")
 
 
 @pytest.fixture
@@ -92,14 +73,14 @@ def test_scenario_from_template_to_results(
     owner,
     team,
     start_worker,  # noqa: F811
-    database,
+    mariadb_database,
     data_dir,
     slug,
 ):
     start_worker("templates")
     url = live_server.url
     login(page, live_server, owner)
-    _make_targets(page, url, team, database, data_dir)
+    _make_targets(page, url, team, mariadb_database, data_dir)
     template = get_template(slug)
 
     # The scenario: which target plays each role, and the quick preset.

@@ -14,7 +14,7 @@ import redis
 
 from benchapp import orchestration
 from benchapp.models import Cell, Credential
-from tests.support.dbtargets import _mariadb
+from tests.support.dbtargets import mariadb_sql
 
 CANARY = "Canary-7f3Q-pw"
 FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 6}
@@ -29,9 +29,9 @@ def canary_user():
             f"CREATE USER IF NOT EXISTS 'bb_canary'@'{host}' IDENTIFIED BY '{CANARY}'",
             f"GRANT ALL ON *.* TO 'bb_canary'@'{host}'",
         ]
-    _mariadb("; ".join(statements))
+    mariadb_sql("; ".join(statements))
     yield "bb_canary"
-    _mariadb(
+    mariadb_sql(
         "DROP USER IF EXISTS 'bb_canary'@'127.0.0.1'; DROP USER IF EXISTS "
         "'bb_canary'@'localhost'; DROP DATABASE IF EXISTS bb_canary_db"
     )
@@ -56,7 +56,7 @@ def test_canary_password_leaks_nowhere(team, owner_client, canary_user, start_wo
     cred = Credential(team=team, name="canary", kind=Credential.PASSWORD)
     cred.set_secret(CANARY)
     cred.save()
-    _mariadb("CREATE DATABASE IF NOT EXISTS bb_canary_db")
+    mariadb_sql("CREATE DATABASE IF NOT EXISTS bb_canary_db")
     plan = {
         "name": "canary",
         "tool": "mysqlslap",

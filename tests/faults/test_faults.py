@@ -21,16 +21,15 @@ from benchapp import orchestration
 from benchapp.models import Cell, Measurement, Run
 from tests.support.private_services import private_mariadb, private_redis  # noqa: F401
 from tests.support.waiting import finished, wait_for
-from tests.support.worker import ROOT, Worker, worker_env
+from tests.support.worker import FAST_LEASES, ROOT, Worker, match_leases, worker_env
 
-FAST = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+FAST = FAST_LEASES
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def fast_leases(settings):
-    settings.BENCHBOARD_HEARTBEAT_SECONDS = 1
-    settings.BENCHBOARD_LEASE_SECONDS = 4
+    match_leases(settings, FAST)
 
 
 def assert_clean(run, tool_pattern: str) -> None:

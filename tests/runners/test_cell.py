@@ -17,7 +17,7 @@ import pytest
 from runners.cell import cleanup_target, run_cell
 from runners.context import CellContext
 from runners.plan import expand, load_plan
-from tests.support.dbtargets import mariadb_target, postgres_target  # noqa: F401
+from tests.support.dbtargets import mariadb_sql, mariadb_target, postgres_target  # noqa: F401
 from tests.support.sshd import sshd  # noqa: F401
 
 PASSWORD_ENV = "BB_TEST_CELL_PASSWORD"
@@ -61,16 +61,6 @@ def _run_all(plan, **ctx_args):
 
 def _phases(outcome) -> list[str]:
     return [record.phase for record in outcome.phases]
-
-
-def _mariadb(sql: str) -> str:
-    return subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-uroot", "-N", "-e", sql],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    ).stdout
 
 
 def _children(pid: int) -> list[int]:
@@ -150,7 +140,9 @@ def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_targ
     assert outcome.result.series  # --report-interval=1
     assert mariadb_target.password not in repr(outcome)
     assert "password" not in outcome.command  # MYSQL_PWD, never argv
-    assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == ""  # cleanup dropped sbtest1
+    assert (
+        mariadb_sql(f"SHOW TABLES FROM {mariadb_target.database}") == ""
+    )  # cleanup dropped sbtest1
 
 
 def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monkeypatch):  # noqa: F811
@@ -172,12 +164,12 @@ def test_run_cell_prepare_once_prepares_the_first_cell_only(mariadb_target, monk
     with CellContext(plan) as ctx:
         outcomes = [run_cell(plan, cell, ctx) for cell in expand(plan)]
         assert ctx.prepared == {"db"}
-        assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == "sbtest1\n"
+        assert mariadb_sql(f"SHOW TABLES FROM {mariadb_target.database}") == "sbtest1\n"
         record = cleanup_target(plan, "db", ctx)
     assert [o.status for o in outcomes] == ["succeeded", "succeeded"]
     assert [_phases(o) for o in outcomes] == [["prepare", "measure"], ["measure"]]
     assert record.exit_code == 0 and ctx.prepared == set()
-    assert _mariadb(f"SHOW TABLES FROM {mariadb_target.database}") == ""
+    assert mariadb_sql(f"SHOW TABLES FROM {mariadb_target.database}") == ""
 
 
 def test_run_cell_fio_on_a_tmp_dir(sandbox_data_dir):

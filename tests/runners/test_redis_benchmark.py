@@ -13,7 +13,7 @@ from runners.command import Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.plan import load_plan
 from runners.tools import redis_benchmark as rb
-from tests.support.private_services import Server, free_port, private_redis  # noqa: F401
+from tests.support.private_services import private_redis, redis_server  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "redis_benchmark"
@@ -86,27 +86,8 @@ def test_a_redis_target_with_a_password_is_refused_when_the_plan_is_read(key, va
 def test_the_installed_redis_benchmark_ignores_rediscli_auth(tmp_path):
     """Why a password is refused: against a real redis-server with requirepass,
     redis-benchmark 7.0 given the password in REDISCLI_AUTH is not let in."""
-    port, password = free_port(), "s3cret-" + os.urandom(4).hex()
-    server = Server(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-            "--requirepass",
-            password,
-        ],
-        port,
-        tmp_path / "redis.log",
-    )
-    server.start()
+    password = "s3cret-" + os.urandom(4).hex()
+    server = redis_server(tmp_path, "--requirepass", password)
     try:
         proc = subprocess.run(
             [
@@ -114,7 +95,7 @@ def test_the_installed_redis_benchmark_ignores_rediscli_auth(tmp_path):
                 "-h",
                 "127.0.0.1",
                 "-p",
-                str(port),
+                str(server.port),
                 "-t",
                 "set",
                 "-n",

@@ -8,6 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from benchapp.models import Membership, Target
+from tests.benchapp.ui_data import target_post
 
 pytestmark = pytest.mark.django_db
 
@@ -15,26 +16,7 @@ STAFF_ONLY = "Only an operator (staff) may set a target&#x27;s data directories"
 
 
 def _post(**fields):
-    data = {
-        "name": "db",
-        "kind": "mysql",
-        "host": "db.example.invalid",
-        "port": "3306",
-        "user": "root",
-        "database": "",
-        "directory": "",
-        "credential": "",
-        "ssh_host": "",
-        "ssh_port": "22",
-        "ssh_user": "",
-        "ssh_credential": "",
-        "via": "",
-        "price_per_hour": "",
-        "notes": "",
-        "provision": "",
-        "nodes": "",
-    }
-    return {**data, **fields}
+    return target_post(**{"name": "db", "host": "db.example.invalid", **fields})
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from benchapp.models import Artifact, Cell, Plan, Target
 from runners.netguard import service_from_url
+from tests.benchapp.ui_data import target_post
 
 pytestmark = pytest.mark.django_db
 
@@ -28,26 +29,8 @@ def _broker_port() -> int:
 
 
 def _target_post(**fields):
-    data = {
-        "name": "sneaky",
-        "kind": "postgres",
-        "host": "127.0.0.1",
-        "port": "5432",
-        "user": "postgres",
-        "database": "",
-        "directory": "",
-        "credential": "",
-        "ssh_host": "",
-        "ssh_port": "22",
-        "ssh_user": "",
-        "ssh_credential": "",
-        "via": "",
-        "price_per_hour": "",
-        "notes": "",
-        "provision": "",
-        "nodes": "",
-    }
-    return {**data, **fields}
+    base = {"name": "sneaky", "kind": "postgres", "port": "5432", "user": "postgres"}
+    return target_post(**{**base, **fields})
 
 
 @pytest.mark.parametrize("host", LOOPBACKS)

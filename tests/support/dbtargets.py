@@ -19,13 +19,24 @@ import pytest
 from runners.command import Command, Endpoint
 
 
-def _mariadb(sql: str) -> None:
-    subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-e", sql],
+def mariadb_sql(sql: str) -> str:
+    """Run sql as root on the local MariaDB; its output without column names."""
+    return subprocess.run(
+        ["mariadb", "-h127.0.0.1", "-P3306", "-uroot", "-N", "-e", sql],
         check=True,
         capture_output=True,
+        text=True,
         timeout=30,
-    )
+    ).stdout
+
+
+@pytest.fixture
+def mariadb_database():
+    """The name of a fresh, empty database on the local MariaDB; dropped after."""
+    name = f"bb_db_{secrets.token_hex(4)}"
+    mariadb_sql(f"CREATE DATABASE {name}")
+    yield name
+    mariadb_sql(f"DROP DATABASE IF EXISTS {name}")
 
 
 @pytest.fixture
@@ -42,7 +53,7 @@ def mariadb_target():
             f"CREATE USER '{user}'@'{host}' IDENTIFIED BY '{sql_password}'",
             f"GRANT ALL ON *.* TO '{user}'@'{host}'",
         ]
-    _mariadb("; ".join(statements))
+    mariadb_sql("; ".join(statements))
     try:
         yield Endpoint(
             kind="mysql",
@@ -53,7 +64,7 @@ def mariadb_target():
             password=password,
         )
     finally:
-        _mariadb(
+        mariadb_sql(
             f"DROP DATABASE IF EXISTS {database}; DROP USER IF EXISTS '{user}'@'127.0.0.1'; "
             f"DROP USER IF EXISTS '{user}'@'localhost'; DROP DATABASE IF EXISTS mysqlslap_{suffix}"
         )

@@ -60,50 +60,38 @@ class Server:
         self.start()
 
 
+def redis_server(directory, *options: str) -> Server:
+    """A started throw-away redis-server (no persistence) in directory, with
+    extra command-line options; `.url` is its broker URL."""
+    port = free_port()
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    argv += ["--appendonly", "no", "--dir", str(directory), *options]
+    server = Server(argv, port, directory / "redis.log")
+    server.start()
+    server.url = f"redis://127.0.0.1:{port}/0"
+    return server
+
+
 @pytest.fixture
 def private_redis(tmp_path):
     """A throw-away redis-server (no persistence); `.url` is its broker URL."""
-    port = free_port()
-    server = Server(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        port,
-        tmp_path / "redis.log",
-    )
-    server.start()
-    server.url = f"redis://127.0.0.1:{port}/0"
+    server = redis_server(tmp_path)
     yield server
     server.stop()
+
+
+def install_mariadb(datadir) -> None:
+    """A new MariaDB data directory whose root logs in without a password."""
+    argv = ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root"]
+    argv += ["--auth-root-authentication-method=normal", "--skip-test-db"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=120)
 
 
 @pytest.fixture
 def private_mariadb(tmp_path):
     """A throw-away mariadbd (root without password) on its own port and datadir."""
     datadir, port = tmp_path / "mariadb", free_port()
-    subprocess.run(
-        [
-            "mariadb-install-db",
-            "--no-defaults",
-            f"--datadir={datadir}",
-            "--user=root",
-            "--auth-root-authentication-method=normal",
-            "--skip-test-db",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    install_mariadb(datadir)
     server = Server(
         [
             "/usr/sbin/mariadbd",
@@ -133,19 +121,7 @@ class ScriptedMariaDB:
         self.root, self.port = root, free_port()
         self.datadir, self.snapshot = root / "data", root / "snapshot"
         pid, sock, log = root / "mariadb.pid", root / "mariadb.sock", root / "mariadb.log"
-        subprocess.run(
-            [
-                "mariadb-install-db",
-                "--no-defaults",
-                f"--datadir={self.datadir}",
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        install_mariadb(self.datadir)
         self.start_script, self.stop_script = root / "start.sh", root / "stop.sh"
         self.start_script.write_text(
             textwrap.dedent(f"""\

@@ -16,6 +16,17 @@ from pathlib import Path
 
 import pytest
 
+# Short heartbeats and leases, for tests that kill or cancel a running cell.
+FAST_LEASES = {"BENCHBOARD_HEARTBEAT_SECONDS": 1, "BENCHBOARD_LEASE_SECONDS": 4}
+
+
+def match_leases(settings, env: dict) -> None:
+    """Give this test process the heartbeat and lease of a worker started with
+    env: the lease dispatch hands out is the one the worker renews."""
+    for name in FAST_LEASES:
+        setattr(settings, name, env[name])
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
