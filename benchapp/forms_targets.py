@@ -43,9 +43,9 @@ class CredentialForm(forms.ModelForm):
     class Meta:
         model = Credential
         fields = ("name", "kind", "username")
-        labels = {"username": "User / access key id"}  # noqa: RUF012
+        labels = {"username": "User / access key id"}
         help_texts = {
-            "name": "Plans refer to it by this name (credential: NAME).",  # noqa: RUF012
+            "name": "Plans refer to it by this name (credential: NAME).",
             "username": "Optional; the AWS access key id for AWS keys.",
         }
 
@@ -125,14 +125,14 @@ class TargetForm(forms.ModelForm):
         )
         labels = {
             "credential": "Database password",
-            "ssh_credential": "SSH key or password",  # noqa: RUF012
+            "ssh_credential": "SSH key or password",
             "ssh_host": "SSH host",
             "ssh_port": "SSH port",
             "ssh_user": "SSH user",
             "via": "Reached via",
             "price_per_hour": "Price per hour",
         }
-        help_texts = {  # noqa: RUF012
+        help_texts = {
             "name": "Plans refer to it by this name.",
             "host": "Address of the database or machine.",
             "directory": "Host targets: the directory fio works in (absolute). Over SSH a path "
@@ -143,7 +143,7 @@ class TargetForm(forms.ModelForm):
             "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
             "price_per_hour": "For price-performance and cost estimates.",
         }
-        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}  # noqa: RUF012
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args, team, user=None, **kwargs):
         super().__init__(*args, **kwargs)
