@@ -106,7 +106,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
         with cursor.cursor.copy(
             'COPY benchapp_cell (run_id, "index", key, repeat, axes, target_name, status, '
             "phase, attempt, worker, command, tool_version, facts, client_bound, error, "
-            "output_tail, error_kind, spec) FROM STDIN"
+            "output_tail, error_kind, spec, repeat_stop) FROM STDIN"
         ) as copy:
             for run in runs:
                 index = 0
@@ -138,6 +138,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
                                     "",
                                     "",
                                     "",
+                                    "{}",
                                     "{}",
                                 )
                             )
