@@ -94,7 +94,11 @@ class SSHServer:
 def _children(pid: int) -> list[int]:
     """Direct children of pid, read from /proc/<pid>/task/*/children."""
     found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # pid has exited meanwhile: no children left
+        return found
+    for task in tasks:
         try:
             found += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
