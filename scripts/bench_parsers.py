@@ -99,7 +99,7 @@ def measure(tool: str, size: int) -> str:
         result = module.parse(text)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         mb = len(text.encode()) / 1e6
-        extra = f"{len(result.series)} series rows, {len(result.groups)} groups, {cpu:.3f} s CPU"
+        extra = f"{len(result.series.get('t', []))} series rows, {len(result.groups)} groups, {cpu:.3f} s CPU"
         return f"{tool:10s} {mb:7.1f} MB in {elapsed:6.3f} s = {mb / elapsed:8.1f} MB/s  ({extra})"
     text = largest_capture(tool)
     if text is None:

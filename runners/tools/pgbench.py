@@ -20,7 +20,7 @@ from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.results import Result, rows_to_series
 
 NAME = "pgbench"
 BINARY = "pgbench"
@@ -323,7 +323,7 @@ def parse(text: str) -> Result:
     if not text.strip():
         raise ParseError("empty pgbench output")
     progress, other = _split(text)
-    series = [_point(m) for line in progress if (m := PROGRESS.match(line))]
+    series = rows_to_series([_point(m) for line in progress if (m := PROGRESS.match(line))])
     # The summary patterns only ever see the few non-progress lines: a long -P
     # run is almost all progress lines (55 MB parse in a few seconds).
     rest = "\n".join(other)

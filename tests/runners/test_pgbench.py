@@ -42,10 +42,10 @@ def test_pgbench_parse_summary_and_progress_series():
         "initial_connection_time_ms": 47.792,
     }
     assert result.groups == [{"labels": {}, "metrics": result.metrics}]
-    assert result.series[0] == {
+    assert {name: column[0] for name, column in result.series.items()} == {
         "t": 1.0, "tps": 613.9, "latency_avg_ms": 3.059, "latency_stddev_ms": 4.053, "failed": 0.0,
     }  # fmt: skip
-    assert [p["t"] for p in result.series] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert result.series["t"] == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert result.facts["version"] == "15.18"
 
 
@@ -225,7 +225,7 @@ def test_pgbench_real_init_and_run(pg_database, pg_port, tmp_path):
     assert result.errors == []
     assert result.metrics["tps"] > 0 and result.metrics["failed"] == 0
     assert result.metrics["transactions"] > 0 and result.metrics["latency_avg_ms"] > 0
-    assert [p["t"] for p in result.series][:2] == [1.0, 2.0]
+    assert result.series["t"][:2] == [1.0, 2.0]
     assert result.facts["clients"] == 2
 
 
