@@ -55,6 +55,19 @@ def series_to_rows(series: Series) -> list[dict]:
     ]
 
 
+def concat_series(parts: list[Series]) -> Series:
+    """One series of parts read one after the other (consecutive runs of
+    lines); a metric a part lacks is None on its lines."""
+    parts = [part for part in parts if part]
+    names = list(dict.fromkeys(name for part in parts for name in part))
+    series: Series = {name: [] for name in names}
+    for part in parts:
+        size = len(part["t"])
+        for name in names:
+            series[name] += part[name] if name in part else [None] * size
+    return series
+
+
 def series_points(series: Series) -> Iterator[tuple[float, str, float]]:
     """(t, metric, value) for every number in the series, metric by metric and
     in time order within each; missing values (None) are skipped."""

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
-from runners.results import Result, Series, rows_to_series, series_to_rows
+from runners.results import Result, Series, concat_series, rows_to_series
 from runners.tools.sysbench_header import error_lines, has_progress, header_end, read_header
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
@@ -193,22 +194,23 @@ def _oltp_columns(numbers: list) -> Series:
 def _mixed_series(region: str, skeletons: list[str]) -> Series:
     """Series for a region that is not all canonical 1.x OLTP lines.
 
-    Canonical lines still go through _oltp_numbers together; only the others
-    (0.4/0.5 formats, cpu/fileio, odd spacing) are matched one by one. Lines
-    not starting with "[" (interleaved FATAL: lines...) give no row.
+    Each run of consecutive canonical lines still goes through _oltp_numbers;
+    only the others (0.4/0.5 formats, cpu/fileio, odd spacing) are matched
+    one by one. Lines not starting with "[" (interleaved FATAL: lines...)
+    give no row.
     """
     texts = region.split("\n")
-    fast = [i for i, skeleton in enumerate(skeletons) if skeleton == _OLTP_SKELETON]
-    by_line: dict[int, dict] = {}
-    numbers = _oltp_numbers("\n".join([texts[i] for i in fast]), len(fast)) if fast else None
-    if numbers is not None:
-        by_line = dict(zip(fast, series_to_rows(_oltp_columns(numbers))))
-    rows = []
-    for i, line in enumerate(texts):
-        row = by_line.get(i) or _line_row(line)
-        if row:
-            rows.append(row)
-    return rows_to_series(rows)
+    parts = []
+    for canonical, indices in groupby(
+        range(len(texts)), key=lambda i: skeletons[i] == _OLTP_SKELETON
+    ):
+        block = [texts[i] for i in indices]
+        found = _oltp_numbers("\n".join(block), len(block)) if canonical else None
+        if found is not None:
+            parts.append(_oltp_columns(found))
+        else:
+            parts.append(rows_to_series([row for line in block if (row := _line_row(line))]))
+    return concat_series(parts)
 
 
 def _line_row(line: str) -> dict | None:
