@@ -86,7 +86,7 @@ def parse(text: str) -> Result:
     sysbench-shaped at all: no summary, no interval line, no error, no
     prepare/cleanup progress. Help text also gives ParseError.
     """
-    if not text or not text.strip():
+    if not text or text.isspace():
         raise ParseError("empty output")
     series, tail_start = _series(text)
     result = Result(series=series)
@@ -109,15 +109,18 @@ def parse(text: str) -> Result:
 # these from one fixed format ("[ %.0fs ] thds: %u tps: %4.2f ..."), so every
 # line of a long --report-interval run reduces to exactly this.
 _OLTP_SKELETON = "[ s ] thds:  tps: . qps: . (r/w/o: ././.) lat (ms,%): . err/s: . reconn/s: ."
-_OLTP_COLUMNS = 11  # t, thds, tps, qps, r, w, o, percentile, lat, err/s, reconn/s
+# t, thds, tps, qps, (a 0 for the "w" of r/w/o), r, w, o, percentile, lat, err/s, reconn/s
+_OLTP_COLUMNS = 12
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
-# Once "(r/w/o:" is replaced by ",", each of the 11 gaps between the numbers of
-# a skeleton line holds exactly one of `] p p , / / , % / / \n`; those become
-# the commas of one flat JSON array and every other non-number character goes.
+# The "w" of "(r/w/o:" becomes a 0 (a column of its own); then each gap
+# between two numbers of a skeleton line holds exactly one of
+# `] p p / / / / , % / / \n`: those become the commas of one flat JSON array
+# and every other non-number character goes.
 _TO_JSON = str.maketrans(
     {
-        **dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
+        **dict.fromkeys("abcdefghijklmnopqrstuvxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
         **dict.fromkeys("]p%/\n", ","),
+        "w": "0",
     }
 )
 
@@ -155,7 +158,7 @@ def _oltp_numbers(region: str, lines: int) -> list | None:
     call per value; ints ("[ 12s ]", "thds: 4") stay ints as they did.
     """
     try:
-        numbers = json.loads("[" + region.replace("(r/w/o:", ",").translate(_TO_JSON) + "]")
+        numbers = json.loads("[" + region.translate(_TO_JSON) + "]")
     except ValueError:  # e.g. "00.5" or "1." - let the per-line readers decide
         return None
     return numbers if len(numbers) == lines * _OLTP_COLUMNS else None
@@ -168,7 +171,7 @@ def _oltp_columns(numbers: list) -> Series:
     a line with another percentile has None in the others' columns).
     """
     column = [numbers[i::_OLTP_COLUMNS] for i in range(_OLTP_COLUMNS)]
-    t, threads, tps, qps, reads, writes, other, percents, latency, err_s, reconn_s = column
+    t, threads, tps, qps, _w, reads, writes, other, percents, latency, err_s, reconn_s = column
     latencies = {_latency_name(str(pct)): pct for pct in dict.fromkeys(percents)}
     if len(latencies) > 1:
         latencies = {
