@@ -24,7 +24,7 @@ from runners.frozen import thaw
 from runners.plan import CellSpec, expand, load_plan
 from runners.plan import Plan as PlanSpec
 from runners.planspec import read_target
-from runners.results import Result
+from runners.results import Result, series_points
 
 MASK = "****"
 
@@ -209,19 +209,13 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
 
 
 def series_rows(cell: Cell, attempt: int, result: Result | None):
+    """SeriesPoint rows of a Result's columnar series (runners.results.Series)."""
     if result is None:
         return []
-    rows = []
-    for point in result.series:
-        t = point.get("t")
-        for metric, value in point.items():
-            if metric != "t" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                rows.append(
-                    SeriesPoint(
-                        cell=cell, attempt=attempt, t=float(t), metric=metric, value=float(value)
-                    )
-                )
-    return rows
+    return [
+        SeriesPoint(cell=cell, attempt=attempt, t=t, metric=metric, value=value)
+        for t, metric, value in series_points(result.series)
+    ]
 
 
 def error_kind(outcome) -> str:

@@ -81,7 +81,7 @@ def cell_document(cell: CellSpec, outcome: CellOutcome) -> dict[str, Any]:
         "permanent": outcome.permanent,
         "metrics": result.metrics if result else {},
         "groups": result.groups if result else [],
-        "series": result.series if result else [],
+        "series": result.series if result else {},
         "errors": result.errors if result else [],
         "stress": stress.metrics if stress else None,
         "command": outcome.command,

@@ -212,16 +212,18 @@ def parse(text: str) -> Result:
         raise ParseError('JSON without a fio "jobs" list: not fio output')
     errors, notes = _messages(text[:start] + "\n" + text[end:])
     several = len({_groupid(job) for job in jobs}) > 1
+    # Each job's directions are read once, for its group and for the headline.
+    directions = [_directions(job) for job in jobs]
     groups = []
-    for jobnum, job in enumerate(jobs):
+    for jobnum, (job, job_directions) in enumerate(zip(jobs, directions)):
         labels = {"job": str(job.get("jobname", "")), "jobnum": jobnum}
         if several:
             labels["groupid"] = _groupid(job)
-        groups.append({"labels": labels, "metrics": _job_metrics(job)})
+        groups.append({"labels": labels, "metrics": _job_metrics(job_directions)})
         if _number(job.get("error")):
             errors.append(_job_error(job, jobnum))
     facts = _facts(doc, notes)
-    return Result(metrics=_headline(jobs), groups=groups, errors=errors, facts=facts)
+    return Result(metrics=_headline(jobs, directions), groups=groups, errors=errors, facts=facts)
 
 
 def _groupid(job: dict) -> int:
@@ -229,17 +231,17 @@ def _groupid(job: dict) -> int:
     return int(value) if value is not None else 0
 
 
-def _headline(jobs: list[dict]) -> dict[str, float]:
+def _headline(jobs: list[dict], directions: list[dict]) -> dict[str, float]:
     """Whole-output metrics: the jobs combined when they share one reporting
     group (they ran side by side); with several groups (stonewall, new_group:
     one group ran after the other), adding them up would invent a throughput
     nothing reached, so each group's combined figures are kept apart, named
     "group<id>_<metric>" (e.g. group1_read_iops), and no sum is given."""
     by_group: dict[int, list[dict]] = {}
-    for job in jobs:
-        by_group.setdefault(_groupid(job), []).append(job)
+    for job, job_directions in zip(jobs, directions):
+        by_group.setdefault(_groupid(job), []).append(job_directions)
     if len(by_group) <= 1:
-        return _combine(jobs)
+        return _combine(directions)
     metrics = {}
     for groupid, members in sorted(by_group.items()):
         metrics.update(
@@ -298,14 +300,17 @@ def _job_error(job: dict, jobnum: int) -> str:
     return f"job {job.get('jobname', '')!s} #{jobnum}: error {code} ({reason})"
 
 
-def _job_metrics(job: dict) -> dict[str, float]:
+def _directions(job: dict) -> dict[str, dict[str, float]]:
+    """{direction: _direction(job, direction)} for the directions that did I/O."""
+    found = {direction: _direction(job, direction) for direction in DIRECTIONS}
+    return {direction: stats for direction, stats in found.items() if stats is not None}
+
+
+def _job_metrics(directions: dict[str, dict[str, float]]) -> dict[str, float]:
     """Metrics of one job entry: per active direction, plus runtime_s."""
     metrics: dict[str, float] = {}
     runtimes = []
-    for direction in DIRECTIONS:
-        stats = _direction(job, direction)
-        if stats is None:
-            continue
+    for direction, stats in directions.items():
         for key, value in stats.items():
             if key not in ("runtime_ms", "samples"):
                 metrics[f"{direction}_{key}"] = value
@@ -341,8 +346,7 @@ def _direction(job: dict, direction: str) -> dict[str, float] | None:
     if _has_samples(lat, ios) and _number(lat.get("mean")) is not None:
         out["lat_mean_us"] = _us(_number(lat["mean"]), scale)
     if _has_samples(clat, ios):
-        for pct in (95, 99):
-            value = _percentile(clat.get("percentile"), pct)
+        for pct, value in _percentiles(clat.get("percentile"), (95, 99)).items():
             if value is not None:
                 out[f"clat_p{pct}_us"] = _us(value, scale)
     out["samples"] = float((lat or {}).get("N") or ios)
@@ -370,21 +374,26 @@ def _has_samples(block: dict, ios: float) -> bool:
     return bool(ios)  # fio 2.x has no N: trust blocks of directions that did I/O
 
 
-def _percentile(table: Any, pct: float) -> float | None:
-    """The value for pct in fio's {"95.000000": 1234, ...} table, if reported."""
+def _percentiles(table: Any, wanted: tuple[int, ...]) -> dict[int, float | None]:
+    """{pct: value} for the wanted pcts in fio's {"95.000000": 1234, ...} table
+    (the first key equal to each; None when the value is not a number); one
+    pass over the table, a pct it lacks is left out."""
+    found: dict[int, float | None] = {}
     if not isinstance(table, dict):
-        return None
+        return found
     for key, value in table.items():
         try:
-            if abs(float(key) - pct) < 1e-9:
-                return _number(value)
+            number = float(key)
         except ValueError:
             continue
-    return None
+        for pct in wanted:
+            if pct not in found and abs(number - pct) < 1e-9:
+                found[pct] = _number(value)
+    return {pct: found[pct] for pct in wanted if pct in found}
 
 
-def _combine(jobs: list[dict]) -> dict[str, float]:
-    """Whole-output metrics over all job entries.
+def _combine(directions: list[dict[str, dict[str, float]]]) -> dict[str, float]:
+    """Whole-output metrics over job entries (each one's _directions).
 
     iops and bw_kib_s: sums over jobs (jobs run at the same time).
     lat_mean_us: the mean over all I/Os, i.e. job means weighted by each
@@ -396,11 +405,8 @@ def _combine(jobs: list[dict]) -> dict[str, float]:
     sums: dict[str, float] = {}
     weighted: dict[str, list[tuple[float, float]]] = {}
     runtimes = []
-    for job in jobs:
-        for direction in DIRECTIONS:
-            stats = _direction(job, direction)
-            if stats is None:
-                continue
+    for job in directions:
+        for direction, stats in job.items():
             runtimes.append(stats["runtime_ms"])
             for key in ("iops", "bw_kib_s"):
                 name = f"{direction}_{key}"

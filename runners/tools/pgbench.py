@@ -16,11 +16,10 @@ import re
 
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
-from runners.cutshort import ends_mid_number
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.tools.pgbench_parse import parse  # noqa: F401 (the tool's parse)
 
 NAME = "pgbench"
 BINARY = "pgbench"
@@ -265,138 +264,6 @@ def parse_version(text: str) -> str:
     if not match:
         raise ParseError("no pgbench version found")
     return match.group(1)
-
-
-# ---------------------------------------------------------------- parsing
-
-SUMMARY = (  # (metric, pattern on a summary line); first match wins
-    ("tps", r"^tps = ([0-9.]+) \((?:without initial connection time|excluding conn)"),
-    ("tps_including_connections", r"^tps = ([0-9.]+) \(including connections establishing\)"),
-    ("transactions", r"^number of transactions actually processed: (\d+)"),
-    ("failed", r"^number of failed transactions: (\d+)"),
-    ("latency_avg_ms", r"^latency average\s*[=:]\s*([0-9.]+) ms"),
-    ("latency_stddev_ms", r"^latency stddev\s*[=:]\s*([0-9.]+) ms"),
-    ("initial_connection_time_ms", r"^initial connection time = ([0-9.]+) ms"),
-    ("skipped", r"^number of transactions skipped: (\d+)"),
-    ("late", r"^number of transactions above the [0-9.]+ ms latency limit: (\d+)"),
-    ("init_time_s", r"^done in ([0-9.]+) s"),
-)
-SUMMARY_RE = [(name, re.compile(pattern, re.MULTILINE)) for name, pattern in SUMMARY]
-PROGRESS = re.compile(
-    r"^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)"
-    r"(?:, lag ([0-9.]+) ms)?(?:, (\d+) skipped)?(?:, (\d+) failed)?",
-    re.MULTILINE,
-)
-ERROR = re.compile(
-    r"error:|fatal:|FATAL:|ERROR:|aborted|could not|failed:|"
-    r"need to do initialization|[Cc]onnection to database .* failed"
-)
-FACTS = (
-    ("version", r"^pgbench \((\d+(?:\.\d+)*)"),
-    ("transaction_type", r"^transaction type: (.+)$"),
-    ("scaling_factor", r"^scaling factor: (\d+)"),
-    ("query_mode", r"^query mode: (\w+)"),
-    ("clients", r"^number of clients: (\d+)"),
-    ("threads", r"^number of threads: (\d+)"),
-    ("duration_s", r"^duration: (\d+) s"),
-)
-
-
-def parse(text: str) -> Result:
-    """Read pgbench output: the summary (stdout) and -P progress lines (stderr).
-
-    Reads e.g. (PostgreSQL 15)::
-
-        progress: 1.0 s, 613.9 tps, lat 3.059 ms stddev 4.053, 0 failed
-        number of transactions actually processed: 3204
-        number of failed transactions: 0 (0.000%)
-        latency average = 3.090 ms
-        latency stddev = 3.462 ms
-        initial connection time = 47.792 ms
-        tps = 646.259731 (without initial connection time)
-
-    and before PostgreSQL 14 ``tps = 248.316242 (excluding connections
-    establishing)`` (that is `tps`; the "including" figure is
-    tps_including_connections). `pgbench -i` output gives init_time_s from
-    ``done in 0.30 s (...)``. FATAL/ERROR/aborted lines go to errors.
-    """
-    if not text.strip():
-        raise ParseError("empty pgbench output")
-    progress, other = _split(text)
-    series = [_point(m) for line in progress if (m := PROGRESS.match(line))]
-    # The summary patterns only ever see the few non-progress lines: a long -P
-    # run is almost all progress lines (55 MB parse in a few seconds).
-    rest = "\n".join(other)
-    metrics = _summary(rest)
-    errors = _errors(other) + _cut_short(text, metrics)
-    if not metrics and not errors:
-        if series or "pgbench" in rest or "transaction type:" in rest:
-            raise ParseError("pgbench output has no summary (truncated or interrupted run)")
-        raise ParseError("not pgbench output")
-    groups = [{"labels": {}, "metrics": dict(metrics)}] if metrics else []
-    return Result(metrics=metrics, groups=groups, series=series, errors=errors, facts=_facts(rest))
-
-
-def _cut_short(text: str, metrics: dict) -> list[str]:
-    """Errors for a run summary that stops before its "tps =" line (pgbench
-    prints it last; before PostgreSQL 14 the "excluding" one comes last)."""
-    run_figures = set(metrics) - {"init_time_s"}
-    if run_figures and "tps" not in metrics:
-        return ["pgbench summary cut short: no 'tps = ...' line (run interrupted or output cut)"]
-    cut = ends_mid_number(text) if metrics else ""
-    return [cut] if cut else []
-
-
-def _split(text: str) -> tuple[list[str], list[str]]:
-    """Stripped lines split into (progress lines, other non-empty lines)."""
-    progress: list[str] = []
-    other: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("progress:"):
-            progress.append(line)
-        elif line:
-            other.append(line)
-    return progress, other
-
-
-def _summary(text: str) -> dict[str, float]:
-    metrics: dict[str, float] = {}
-    for name, pattern in SUMMARY_RE:
-        match = pattern.search(text)
-        if match:
-            metrics[name] = float(match.group(1))
-    return metrics
-
-
-def _point(match: re.Match) -> dict[str, float]:
-    t, tps, lat, stddev, lag, skipped, failed = match.groups()
-    point = {"t": float(t), "tps": float(tps), "latency_avg_ms": float(lat)}
-    if stddev != "NaN":
-        point["latency_stddev_ms"] = float(stddev)
-    for name, value in (("lag_ms", lag), ("skipped", skipped), ("failed", failed)):
-        if value is not None:
-            point[name] = float(value)
-    return point
-
-
-def _errors(lines: list[str]) -> list[str]:
-    """Error lines, in order, without repeats (libpq repeats its FATAL line)."""
-    errors: list[str] = []
-    for line in lines:
-        if ERROR.search(line) and line not in errors:
-            errors.append(line)
-    return errors
-
-
-def _facts(text: str) -> dict:
-    facts: dict = {}
-    for name, pattern in FACTS:
-        match = re.search(pattern, text, re.MULTILINE)
-        if match:
-            value = match.group(1).strip()
-            facts[name] = int(value) if value.isdigit() else value
-    return facts
 
 
 # ================================================================ registry

@@ -194,6 +194,11 @@ ERROR = re.compile(
     r"^(?:Could not connect|NOAUTH|ERR |WRONGPASS|Error|Node .* replied with error|"
     r"Writing to socket|Reading from socket|Invalid option|Unrecognized option)"
 )
+# How an ERROR line starts (a str.startswith check before the pattern).
+ERROR_STARTS = (
+    "Could not connect", "NOAUTH", "ERR ", "WRONGPASS", "Error", "Node ",
+    "Writing to socket", "Reading from socket", "Invalid option", "Unrecognized option",
+)  # fmt: skip
 
 
 def parse(text: str) -> Result:
@@ -217,8 +222,11 @@ def parse(text: str) -> Result:
     A test whose summary is cut off is an error, not a partial figure.
     """
     whole, _, tail = text.rpartition("\n")
-    lines = [line for line in re.split(r"[\r\n]", whole) if line.strip()]
-    errors = [line.strip() for line in lines if ERROR.match(line.strip())]
+    # Progress lines end in "\r": it separates lines as "\n" does.
+    lines = [line for line in whole.replace("\r", "\n").split("\n") if line and not line.isspace()]
+    stripped = list(map(str.strip, lines))
+    starts = "\n" + "\n".join(stripped)  # each line's start follows a "\n"
+    errors = [line for line in stripped if line.startswith(ERROR_STARTS) and ERROR.match(line)]
     if any(e.startswith("NOAUTH") for e in errors):
         errors.append(
             "the server wants a password: redis-benchmark 7.0 reads it only "
@@ -226,9 +234,9 @@ def parse(text: str) -> Result:
         )
     if tail.strip():  # every complete output ends with a newline
         errors.append(f"output ends mid-line (cut off?): {tail.strip()[-80:]}")
-    if any(line.lstrip().startswith('"') for line in lines):
+    if '\n"' in starts:
         groups = _csv_groups(lines, errors)
-    elif any(SECTION.match(line) for line in lines):
+    elif any(line.startswith("====== ") and SECTION.match(line) for line in lines):
         groups = _plain_groups(lines, errors)
     else:
         groups = _quiet_groups(lines, errors)
@@ -258,12 +266,14 @@ def _csv_groups(lines: list[str], errors: list[str]) -> list[dict]:
 def _plain_groups(lines: list[str], errors: list[str]) -> list[dict]:
     groups, current = [], None
     for line in lines:
-        if match := SECTION.match(line):
+        # Cheap checks before each pattern: most lines are the percentile
+        # distribution ("50.000% <= 0.087 milliseconds ..."), none of these.
+        if line.startswith("====== ") and (match := SECTION.match(line)):
             _close(current, groups, errors)
             current = _group(match.group(1), {})
-        elif current is None:
+        elif current is None or "%" in line:
             continue
-        elif match := THROUGHPUT.match(line):
+        elif "requests per second" in line and (match := THROUGHPUT.match(line)):
             current["metrics"]["rps"] = float(match.group(1))
             # 7.x prints a latency table after its "throughput summary"
             current["needs_latency"] = "summary" in line

@@ -221,13 +221,15 @@ def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool]:
         if not match:
             continue
         seen = True
-        level, rest = match.group("level"), match.group("rest")
-        if HEADER.match(rest):
+        line, level, rest = match.group(0, "level", "rest")
+        # Cheap checks before each pattern (a row ends in a digit): most lines
+        # are none of these.
+        if "bogo ops" in rest and HEADER.match(rest):
             in_table = True
-        elif in_table and (row := ROW.match(rest)):
+        elif in_table and rest[-1:].isdigit() and (row := ROW.match(rest)):
             groups.append(_group(row))
         elif level in ERROR_LEVELS or "unsuccessful run" in rest:
-            errors.append(line.strip())
+            errors.append(line)
         elif level == "warn":
             facts.setdefault("warnings", []).append(rest)
         else:

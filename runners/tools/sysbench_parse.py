@@ -28,10 +28,10 @@ ALERT lines (into errors) and the prepare/cleanup progress lines (into facts).
 Speed (scripts/bench_parsers.py, 50 MB / ~370k 1.x interval lines): a
 region of lines that all have the canonical 1.x shape above is checked with
 one str.translate (digits dropped, compared with the expected skeleton) and
-converted by str.translate into one JSON array that json.loads reads in C; a
-Python loop only builds the row dicts. Lines of any other shape (0.4/0.5,
-cpu/fileio, odd spacing where every gap may be any run of spaces/tabs) are
-read one by one. The summary is only searched after the last interval line,
+converted by str.translate into one JSON array that json.loads reads in C;
+each series column is then one slice of that array (no Python code per
+line). Lines of any other shape (0.4/0.5, cpu/fileio, odd spacing where every
+gap may be any run of spaces/tabs) are read one by one. The summary is only searched after the last interval line,
 and error lines are found with str.find.
 """
 
@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
-from runners.results import Result
+from runners.results import Result, Series, concat_series, rows_to_series
 from runners.tools.sysbench_header import error_lines, has_progress, header_end, read_header
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
@@ -85,7 +86,7 @@ def parse(text: str) -> Result:
     sysbench-shaped at all: no summary, no interval line, no error, no
     prepare/cleanup progress. Help text also gives ParseError.
     """
-    if not text or not text.strip():
+    if not text or text.isspace():
         raise ParseError("empty output")
     series, tail_start = _series(text)
     result = Result(series=series)
@@ -108,30 +109,33 @@ def parse(text: str) -> Result:
 # these from one fixed format ("[ %.0fs ] thds: %u tps: %4.2f ..."), so every
 # line of a long --report-interval run reduces to exactly this.
 _OLTP_SKELETON = "[ s ] thds:  tps: . qps: . (r/w/o: ././.) lat (ms,%): . err/s: . reconn/s: ."
-_OLTP_COLUMNS = 11  # t, thds, tps, qps, r, w, o, percentile, lat, err/s, reconn/s
+# t, thds, tps, qps, (a 0 for the "w" of r/w/o), r, w, o, percentile, lat, err/s, reconn/s
+_OLTP_COLUMNS = 12
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
-# Once "(r/w/o:" is replaced by ",", each of the 11 gaps between the numbers of
-# a skeleton line holds exactly one of `] p p , / / , % / / \n`; those become
-# the commas of one flat JSON array and every other non-number character goes.
+# The "w" of "(r/w/o:" becomes a 0 (a column of its own); then each gap
+# between two numbers of a skeleton line holds exactly one of
+# `] p p / / / / , % / / \n`: those become the commas of one flat JSON array
+# and every other non-number character goes.
 _TO_JSON = str.maketrans(
     {
-        **dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
+        **dict.fromkeys("abcdefghijklmnopqrstuvxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:[() \t"),
         **dict.fromkeys("]p%/\n", ","),
+        "w": "0",
     }
 )
 
 
-def _series(text: str) -> tuple[list[dict], int]:
-    """Return (series rows, offset just after the last interval line).
+def _series(text: str) -> tuple[Series, int]:
+    """Return (series columns, offset just after the last interval line).
 
     The interval region runs from the first line starting with "[" to the end
     of the last one. When every line in it is a canonical 1.x OLTP line (the
     50 MB case) the whole region is read in a handful of C-speed passes
-    (_oltp_block); otherwise it goes line by line (_mixed_rows).
+    (_oltp_numbers); otherwise it goes line by line (_mixed_series).
     """
     first = 0 if text.startswith("[") else text.find("\n[") + 1
     if first == 0 and not text.startswith("["):
-        return [], 0
+        return {}, 0
     last = text.rfind("\n[") + 1
     end = text.find("\n", last)
     end = len(text) if end == -1 else end
@@ -139,64 +143,77 @@ def _series(text: str) -> tuple[list[dict], int]:
     skeleton = region.translate(_DROP_DIGITS)
     lines = skeleton.count("\n") + 1
     if skeleton == "\n".join([_OLTP_SKELETON] * lines):
-        rows = _oltp_block(region, lines)
-        if rows is not None:
-            return rows, end
-    return _mixed_rows(region, skeleton.split("\n")), end
+        numbers = _oltp_numbers(region, lines)
+        if numbers is not None:
+            return _oltp_columns(numbers), end
+    return _mixed_series(region, skeleton.split("\n")), end
 
 
-def _oltp_block(region: str, lines: int) -> list[dict] | None:
-    """Rows for `lines` canonical 1.x OLTP lines, or None if a number is malformed.
+def _oltp_numbers(region: str, lines: int) -> list | None:
+    """The numbers of `lines` canonical 1.x OLTP lines, row after row (11 per
+    line), or None if a number is malformed.
 
     str.translate turns the block into one JSON array of numbers, so json's C
     scanner does the float conversion (the bulk of the cost) without a Python
     call per value; ints ("[ 12s ]", "thds: 4") stay ints as they did.
     """
     try:
-        numbers = json.loads("[" + region.replace("(r/w/o:", ",").translate(_TO_JSON) + "]")
+        numbers = json.loads("[" + region.translate(_TO_JSON) + "]")
     except ValueError:  # e.g. "00.5" or "1." - let the per-line readers decide
         return None
-    if len(numbers) != lines * _OLTP_COLUMNS:
-        return None
-    # Each row's latency is named by its percentile (normally one for the run).
-    names = {pct: _latency_name(str(pct)) for pct in set(numbers[7::_OLTP_COLUMNS])}
-    rows = zip(*[iter(numbers)] * _OLTP_COLUMNS)
-    return [
-        {
-            "t": t,
-            "threads": thr,
-            "tps": tps,
-            "qps": qps,
-            "reads": r,
-            "writes": w,
-            "other": o,
-            names[pct]: lat,
-            "err_s": err,
-            "reconn_s": rc,
+    return numbers if len(numbers) == lines * _OLTP_COLUMNS else None
+
+
+def _oltp_columns(numbers: list) -> Series:
+    """Series columns from _oltp_numbers: each column is one slice of the list.
+
+    The latency column is named by its percentile (one per run in practice;
+    a line with another percentile has None in the others' columns).
+    """
+    column = [numbers[i::_OLTP_COLUMNS] for i in range(_OLTP_COLUMNS)]
+    t, threads, tps, qps, _w, reads, writes, other, percents, latency, err_s, reconn_s = column
+    latencies = {_latency_name(str(pct)): pct for pct in dict.fromkeys(percents)}
+    if len(latencies) > 1:
+        latencies = {
+            name: [lat if p == pct else None for p, lat in zip(percents, latency)]
+            for name, pct in latencies.items()
         }
-        for t, thr, tps, qps, r, w, o, pct, lat, err, rc in rows
-    ]
+    else:
+        latencies = dict.fromkeys(latencies, latency)
+    return {
+        "t": t,
+        "threads": threads,
+        "tps": tps,
+        "qps": qps,
+        "reads": reads,
+        "writes": writes,
+        "other": other,
+        **latencies,
+        "err_s": err_s,
+        "reconn_s": reconn_s,
+    }
 
 
-def _mixed_rows(region: str, skeletons: list[str]) -> list[dict]:
-    """Rows for a region that is not all canonical 1.x OLTP lines.
+def _mixed_series(region: str, skeletons: list[str]) -> Series:
+    """Series for a region that is not all canonical 1.x OLTP lines.
 
-    Canonical lines still go through _oltp_block together; only the others
-    (0.4/0.5 formats, cpu/fileio, odd spacing) are matched one by one. Lines
-    not starting with "[" (interleaved FATAL: lines...) give no row.
+    Each run of consecutive canonical lines still goes through _oltp_numbers;
+    only the others (0.4/0.5 formats, cpu/fileio, odd spacing) are matched
+    one by one. Lines not starting with "[" (interleaved FATAL: lines...)
+    give no row.
     """
     texts = region.split("\n")
-    fast = [i for i, skeleton in enumerate(skeletons) if skeleton == _OLTP_SKELETON]
-    by_line: dict[int, dict] = {}
-    block = _oltp_block("\n".join([texts[i] for i in fast]), len(fast)) if fast else None
-    if block is not None:
-        by_line = dict(zip(fast, block))
-    rows = []
-    for i, line in enumerate(texts):
-        row = by_line.get(i) or _line_row(line)
-        if row:
-            rows.append(row)
-    return rows
+    parts = []
+    for canonical, indices in groupby(
+        range(len(texts)), key=lambda i: skeletons[i] == _OLTP_SKELETON
+    ):
+        block = [texts[i] for i in indices]
+        found = _oltp_numbers("\n".join(block), len(block)) if canonical else None
+        if found is not None:
+            parts.append(_oltp_columns(found))
+        else:
+            parts.append(rows_to_series([row for line in block if (row := _line_row(line))]))
+    return concat_series(parts)
 
 
 def _line_row(line: str) -> dict | None:

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from psycopg import sql
 
 from runners.command import WORKDIR, Command, Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.results import rows_to_series
 from runners.tools import pgbench
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "pgbench"
@@ -42,11 +45,62 @@ def test_pgbench_parse_summary_and_progress_series():
         "initial_connection_time_ms": 47.792,
     }
     assert result.groups == [{"labels": {}, "metrics": result.metrics}]
-    assert result.series[0] == {
+    assert {name: column[0] for name, column in result.series.items()} == {
         "t": 1.0, "tps": 613.9, "latency_avg_ms": 3.059, "latency_stddev_ms": 4.053, "failed": 0.0,
     }  # fmt: skip
-    assert [p["t"] for p in result.series] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert result.series["t"] == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert result.facts["version"] == "15.18"
+
+
+SUMMARY = read("pgbench_run_c2_j2_T5_progress1_latency").split("transaction type:")[0]
+SUMMARY = read("pgbench_run_c2_j2_T5_progress1_latency")[len(SUMMARY) :]
+ABORTED = "pgbench: error: client 1 aborted in command 4 (SQL) of script 0; ERROR:  deadlock"
+progress_numbers = st.lists(st.tuples(*[st.integers(0, 10**7)] * 7), min_size=1, max_size=40)
+
+
+def _progress_line(numbers: tuple, lag: bool, skipped: bool, failed: bool) -> tuple[str, dict]:
+    """A progress line as pgbench prints it and the row it stands for."""
+    t, tps, lat, stddev, lag_ms, skip, fail = numbers
+    fields = {"t": f"{t / 10:.1f}", "tps": f"{tps / 10:.1f}", "latency_avg_ms": f"{lat / 1000:.3f}",
+              "latency_stddev_ms": f"{stddev / 1000:.3f}"}  # fmt: skip
+    line = "progress: {t} s, {tps} tps, lat {latency_avg_ms} ms stddev {latency_stddev_ms}"
+    if lag:
+        fields["lag_ms"] = f"{lag_ms / 1000:.3f}"
+        line += ", lag {lag_ms} ms"
+    for name, value, wanted in (("skipped", skip, skipped), ("failed", fail, failed)):
+        if wanted:
+            fields[name] = str(value)
+            line += f", {{{name}}} {name}"
+    return line.format(**fields), {name: float(value) for name, value in fields.items()}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    numbers=progress_numbers,
+    shape=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+    odd=st.sampled_from(["", "aborted", "nan", "indented", "crlf", "malformed"]),
+    where=st.integers(0, 40),
+)
+def test_pgbench_progress_series_equals_the_lines_read_one_by_one(numbers, shape, odd, where):
+    """A run's progress lines are read in one pass (all of one shape) or line by
+    line (anything odd among them): the series is the same either way."""
+    lines, rows = map(list, zip(*[_progress_line(n, *shape) for n in numbers]))
+    where = min(where, len(lines) - 1)
+    if odd == "aborted":
+        lines.insert(where, ABORTED)
+    elif odd == "nan":
+        lines[where] = lines[where].replace(
+            f"stddev {rows[where].pop('latency_stddev_ms'):.3f}", "stddev NaN"
+        )
+    elif odd == "indented":
+        lines[where] = "  " + lines[where]
+    elif odd == "malformed":  # not JSON, still a number: the per-line reader takes it
+        lines[where] = lines[where].replace("progress: ", "progress: 0", 1)
+    ending = "\r\n" if odd == "crlf" else "\n"
+    result = pgbench.parse("starting vacuum...end.\n" + ending.join(lines) + ending + SUMMARY)
+    assert result.series == rows_to_series(rows)
+    assert (ABORTED in result.errors) == (odd == "aborted")
+    assert result.metrics["tps"] == 646.259731
 
 
 @pytest.mark.parametrize(
@@ -225,7 +279,7 @@ def test_pgbench_real_init_and_run(pg_database, pg_port, tmp_path):
     assert result.errors == []
     assert result.metrics["tps"] > 0 and result.metrics["failed"] == 0
     assert result.metrics["transactions"] > 0 and result.metrics["latency_avg_ms"] > 0
-    assert [p["t"] for p in result.series][:2] == [1.0, 2.0]
+    assert result.series["t"][:2] == [1.0, 2.0]
     assert result.facts["clients"] == 2
 
 

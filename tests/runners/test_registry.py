@@ -58,8 +58,7 @@ def _fixture_metrics(name):
         names |= set(result.metrics)
         for group in result.groups:
             names |= set(group["metrics"])
-        for point in result.series:
-            names |= set(point) - {"t"}
+        names |= set(result.series) - {"t"}
     return names
 
 

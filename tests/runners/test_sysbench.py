@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from runners.command import WORKDIR, Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.results import series_to_rows
 from runners.tools import get_tool, sysbench
 from tests.support.dbtargets import mariadb_target, postgres_target, run_command  # noqa: F401
 
@@ -203,8 +204,8 @@ SERIES = {
 @pytest.mark.parametrize("name", sorted(SERIES))
 def test_parse_interval_lines_become_series(name):
     count, first = SERIES[name]
-    series = sysbench.parse(read(name)).series
-    assert (len(series), series[0]) == (count, first)
+    rows = series_to_rows(sysbench.parse(read(name)).series)
+    assert (len(rows), rows[0]) == (count, first)
 
 
 def test_parse_collapsed_spacing_still_matches():
@@ -214,7 +215,7 @@ def test_parse_collapsed_spacing_still_matches():
     )
     collapsed = line.replace(": ", ":").replace("  ", " ")
     assert sysbench.parse(collapsed).series == sysbench.parse(line).series
-    assert sysbench.parse(line).series[0]["latency_p95_ms"] == 1234.56
+    assert sysbench.parse(line).series["latency_p95_ms"] == [1234.56]
 
 
 def test_parse_odd_lines_among_canonical_ones_keep_every_row():
@@ -226,10 +227,10 @@ def test_parse_odd_lines_among_canonical_ones_keep_every_row():
     ]
     odd = lines[2].replace(": ", ":  ")  # extra spaces: not the canonical shape
     mixed = "\n".join([lines[0], lines[1], "FATAL: something in between", odd, *lines[3:]]) + "\n"
-    one_by_one = [sysbench.parse(line).series[0] for line in lines]
-    assert sysbench.parse(mixed).series == one_by_one
-    assert sysbench.parse("\n".join(lines)).series == one_by_one
-    assert [list(row) for row in sysbench.parse(mixed).series] == [list(one_by_one[0])] * len(lines)
+    one_by_one = [series_to_rows(sysbench.parse(line).series)[0] for line in lines]
+    assert series_to_rows(sysbench.parse(mixed).series) == one_by_one
+    assert series_to_rows(sysbench.parse("\n".join(lines)).series) == one_by_one
+    assert list(sysbench.parse(mixed).series) == list(one_by_one[0])
 
 
 @pytest.mark.parametrize("number", ["00.5", "1."])
@@ -238,20 +239,18 @@ def test_parse_malformed_number_in_canonical_shape_is_not_misread(number):
         f"[ 1s ] thds: 2 tps: {number} qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 "
         "err/s: 0.00 reconn/s: 0.00\n"
     )
-    assert sysbench.parse(line).series == [
-        {
-            "t": 1,
-            "threads": 2,
-            "tps": float(number),
-            "qps": 1.0,
-            "reads": 1.0,
-            "writes": 0.0,
-            "other": 0.0,
-            "latency_p95_ms": 1.0,
-            "err_s": 0.0,
-            "reconn_s": 0.0,
-        }
-    ]
+    assert sysbench.parse(line).series == {
+        "t": [1],
+        "threads": [2],
+        "tps": [float(number)],
+        "qps": [1.0],
+        "reads": [1.0],
+        "writes": [0.0],
+        "other": [0.0],
+        "latency_p95_ms": [1.0],
+        "err_s": [0.0],
+        "reconn_s": [0.0],
+    }
 
 
 def test_parse_histogram_goes_to_facts():
@@ -303,7 +302,7 @@ def test_parse_prepare_fatal_with_exit_0_keeps_every_thread_error():
 def test_parse_server_shutdown_midrun_keeps_intervals_and_errors():
     result = sysbench.parse(read("sysbench_oltp_read_write_server_shutdown_midrun"))
     assert result.metrics == {}
-    assert [row["tps"] for row in result.series] == [513.83, 714.37]
+    assert result.series["tps"] == [513.83, 714.37]
     assert len(result.errors) == 3 and all("2013" in e for e in result.errors)
 
 
@@ -627,7 +626,7 @@ def test_real_sysbench_mysql_read_only_prepare_run_cleanup(mariadb_target, tmp_p
     assert outputs["prepare"].facts["rows_inserted"] == 1000
     run = outputs["run"]
     assert run.errors == [] and run.metrics["writes"] == 0 and run.metrics["tps"] > 0
-    assert 1.9 < run.metrics["total_time_s"] < 3.5 and len(run.series) >= 1
+    assert 1.9 < run.metrics["total_time_s"] < 3.5 and len(run.series["t"]) >= 1
     assert outputs["cleanup"].facts["tables_dropped"] == 1
 
 
