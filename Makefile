@@ -68,8 +68,12 @@ run: setup-app
 dev: setup-app
 	@BENCHBOARD_DEV=1 $(PY) scripts/run.py
 
+# Two pytest processes (pytest-xdist): most tests wait on real workers, tools and
+# browsers rather than on the CPU. Each process has its own test database and
+# Celery queue (tests/conftest.py, tests/support/isolation.py). TEST_WORKERS=0: one.
+TEST_WORKERS ?= 2
 test: system services setup
-	$(TEST_ENV) $(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check benchapp runners tests bench scripts

@@ -4,8 +4,12 @@ process a Celery queue of its own before Django reads its settings.
 Several test sessions on one machine share the broker's Redis database; with
 one queue name they would take each other's tasks and look the ids up in the
 wrong test database. The worker processes a test starts inherit the variable.
+Under pytest-xdist (`make test` runs two processes) each process inherits the
+controller's environment, so each adds its own worker id to the name.
 """
 
 import os
 
 os.environ.setdefault("BENCHBOARD_QUEUE", f"test-{os.getpid()}")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["BENCHBOARD_QUEUE"] += "-" + os.environ["PYTEST_XDIST_WORKER"]
