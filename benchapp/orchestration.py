@@ -189,10 +189,14 @@ def _lease() -> timezone.datetime:
 
 
 def _take_lock(team_id: int, cell: Cell) -> bool:
-    """Compare-and-set the target's lock to `cell`; True when taken."""
+    """Compare-and-set the target's lock to `cell`; True when taken.
+
+    A lock `cell` already holds is not free: only two dispatches of one run
+    at once (a cell finishing on each of two workers) both find its target
+    free, and the one that loses the race must not send the cell again."""
     TargetLock.objects.get_or_create(team_id=team_id, target_name=cell.target_name)
     now = timezone.now()
-    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now) | Q(holder=cell)
+    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
     return bool(
         TargetLock.objects.filter(free, team_id=team_id, target_name=cell.target_name).update(
             holder=cell, lease_expires_at=_lease()

@@ -74,3 +74,13 @@ def test_a_released_target_wakes_each_waiting_run_once(
     assert sorted(sent(broker)) == sorted(
         [(DISPATCH_RUN, running.pk)] + [(DISPATCH_RUN, run.pk) for run in waiting]
     )
+
+
+def test_a_cell_is_sent_once_when_two_dispatches_race(team):
+    """Two dispatches of one run that both read the target as free (each on
+    a worker whose cell just finished): the one that takes the lock second
+    finds it taken, even by the very cell it would send."""
+    run = orchestration.start_run(team, fio_plan(["disk"]))
+    cell = run.cells.get()
+    assert orchestration._take_lock(team.pk, cell)  # the first dispatch
+    assert not orchestration._take_lock(team.pk, cell)  # the second
