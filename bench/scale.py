@@ -1,8 +1,9 @@
 """Scale: cells per minute with 1, 2 and 4 workers over 8 targets (`make bench`).
 
 The cells wait rather than burn the CPU: fio capped by rate_iops spends its
-runtime asleep on its rate limiter, so what limits the throughput is
-Benchboard's dispatch and per-cell cost, not this machine's two cores. The
+runtime asleep on its rate limiter (~0.15 s of CPU per cell), so what
+limits the throughput is Benchboard's dispatch and per-cell cost, not this
+machine's two cores. The
 plan is one a plan from the web may run (a relative file in the cell's work
 dir, options from fio's allow-list); the 8 targets are all this host, and
 one target never runs two cells at once, so 8 targets leave every worker a
@@ -16,11 +17,13 @@ own: from its creation (start_run) to its end (finish_run).
 
 Besides cells per minute, each run reports what its workers did with the
 time, to show where a missing speedup went:
-- cell_s: median wall time of a cell, claim to record (the tool's 2 s plus
-  the harness);
+- cell_s: median wall time of a cell, from its claim to the end of its
+  last phase (the tool's 2 s, fio's start-up and the harness);
 - idle_s_per_cell: worker time not spent in any cell, per cell
-  ((workers x run time - sum of cell times) / cells): dispatch latency,
-  the broker, the first and the last cell's ramp.
+  ((workers x run time - sum of cell times) / cells): recording the
+  outcome, dispatch tasks and latency, the broker, the first and the last
+  cell's ramp;
+- load_avg: the machine's 1-minute load average at the run's end.
 """
 
 from __future__ import annotations
