@@ -3,11 +3,14 @@
 
 Prints, for an fio plan of each size (one target, no tool run):
 - start: seconds for orchestration.start_run (validate, expand, freeze and
-  store every cell);
+  store every cell), REPEATS times per size (the sizes interleaved): the
+  median and the range; the goal is 2 s at 2,000 cells;
 - dispatch per cell: the median over SAMPLES cells of what the lifecycle
   does around a tool run — dispatch (take the target's lock), claim,
   thaw the frozen cell and apply provisioned endpoints, finish and release.
 Both should not grow with the plan except start_run's linear part.
+
+`--json` prints the figures as one line of JSON last (bench/run.py reads it).
 
 Uses its own throwaway database (created next to DATABASE_URL's and dropped
 after) and a private Celery queue nobody consumes (deleted after).
@@ -15,6 +18,7 @@ after) and a private Celery queue nobody consumes (deleted after).
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -36,6 +40,8 @@ from django.db import connection  # noqa: E402
 
 SIZES = (10, 200, 2000)
 SAMPLES = 20
+REPEATS = 3
+GOAL_START_S = {2000: 2.0}
 
 
 def fio_plan(cells: int) -> dict:
@@ -55,31 +61,63 @@ def fio_plan(cells: int) -> dict:
     }
 
 
-def measure(team) -> list[tuple[int, float, float]]:
+def start(team, size: int):
+    """A started run of `size` cells and the seconds start_run took."""
+    from benchapp import orchestration
+
+    began = time.perf_counter()
+    run = orchestration.start_run(team, fio_plan(size), concurrency=1)
+    seconds = time.perf_counter() - began
+    assert run.cells.count() == size, run.cells.count()
+    return run, seconds
+
+
+def dispatch_cost(run) -> float:
+    """Median seconds of the lifecycle around one cell of run, over SAMPLES cells."""
     from benchapp import orchestration, provisioning, recording
     from benchapp.models import Cell
 
-    rows = []
-    for size in SIZES:
-        started = time.perf_counter()
-        run = orchestration.start_run(team, fio_plan(size), concurrency=1)
-        start_s = time.perf_counter() - started
-        assert run.cells.count() == size, run.cells.count()
-        costs = []
-        for _ in range(min(SAMPLES, size)):
-            began = time.perf_counter()
-            sent = orchestration.dispatch(run.pk)
-            assert len(sent) == 1, (sent, list(run.cells.values_list("status", flat=True)[:3]))
-            cell_id = sent[0]
-            cell = orchestration.claim(cell_id)
-            plan, spec = recording.frozen_cell(cell)
-            plan = provisioning.runtime_plan(cell.run, plan)
-            provisioning.runtime_overrides(cell.run, plan, spec)
-            Cell.objects.filter(pk=cell.pk).update(status=Cell.SUCCEEDED)
-            orchestration._finish_cell(cell, Cell.SUCCEEDED, record=False)
-            costs.append(time.perf_counter() - began)
-        rows.append((size, start_s, statistics.median(costs)))
-    return rows
+    costs = []
+    for _ in range(min(SAMPLES, run.cells.count())):
+        began = time.perf_counter()
+        (cell_id,) = orchestration.dispatch(run.pk)
+        cell = orchestration.claim(cell_id)
+        plan, spec = recording.frozen_cell(cell)
+        plan = provisioning.runtime_plan(cell.run, plan)
+        provisioning.runtime_overrides(cell.run, plan, spec)
+        Cell.objects.filter(pk=cell.pk).update(status=Cell.SUCCEEDED)
+        orchestration._finish_cell(cell, Cell.SUCCEEDED, record=False)
+        costs.append(time.perf_counter() - began)
+    return statistics.median(costs)
+
+
+def measure(team) -> dict:
+    """start_run seconds per size (REPEATS, interleaved) and dispatch ms per cell."""
+    from benchapp import orchestration
+
+    starts = {size: [] for size in SIZES}
+    dispatch_ms = {}
+    for repeat in range(REPEATS):
+        for size in SIZES:
+            run, seconds = start(team, size)
+            starts[size].append(seconds)
+            if repeat == REPEATS - 1:
+                dispatch_ms[size] = round(1000 * dispatch_cost(run), 2)
+            # Its queued cells would wait on the target of the next runs.
+            orchestration.cancel_run(run)
+    return {
+        str(size): {
+            "start_run_s": {
+                "median": round(statistics.median(values), 3),
+                "min": round(min(values), 3),
+                "max": round(max(values), 3),
+                "n": len(values),
+            },
+            "goal_start_s": GOAL_START_S.get(size),
+            "dispatch_per_cell_ms": dispatch_ms[size],
+        }
+        for size, values in starts.items()
+    }
 
 
 def main() -> int:
@@ -92,14 +130,18 @@ def main() -> int:
     name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
         team = Team.objects.create(name="bench-lifecycle")
-        rows = measure(team)
+        figures = measure(team)
     finally:
         connection.creation.destroy_test_db(name, verbosity=0)
         with app.connection_for_write() as conn:
             conn.default_channel.queue_delete(QUEUE)
-    print(f"{'cells':>6}  {'start_run s':>11}  {'dispatch per cell ms':>20}")
-    for size, start_s, cell_s in rows:
-        print(f"{size:>6}  {start_s:>11.3f}  {cell_s * 1000:>20.2f}")
+    print(f"{'cells':>6}  {'start_run s (median, min-max)':>30}  {'dispatch per cell ms':>20}")
+    for size, row in figures.items():
+        s = row["start_run_s"]
+        start_s = f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f})"
+        print(f"{size:>6}  {start_s:>30}  {row['dispatch_per_cell_ms']:>20.2f}")
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(figures))
     return 0
 
 

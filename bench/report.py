@@ -32,11 +32,8 @@ def print_table(results: dict, written_to) -> None:
             f"{ssh['first_cell_s']:.2f} s, further cells median {rest['median']:.2f} s "
             f"(min {rest['min']:.2f}, max {rest['max']:.2f}, n={rest['n']})  goal <= 0.50 s"
         )
-    for name, row in results["cell_throughput"].items():
-        print(
-            f"cell throughput, {name.replace('_', ' ')}: {row['cells_per_min']} cells/min "
-            f"({row['cells']} cells in {row['seconds']} s)"
-        )
+    if results.get("scale"):
+        print_scale(results["scale"])
     if results.get("parsers"):
         print("parsers:", json.dumps(results["parsers"]))
     if results.get("pages"):
@@ -46,3 +43,36 @@ def print_table(results: dict, written_to) -> None:
 
         print_figures(results["browser_pages"])
     print(f"written to {written_to}")
+
+
+def print_scale(scale: dict) -> None:
+    """Cells per minute per worker count and the 2,000-cell start, next to their goals."""
+    tp = scale["cell_throughput"]
+    print(
+        f"scale: {tp['cells']} fio cells of {tp['cell_runtime_s']} s that wait on a rate limit, "
+        f"{tp['targets']} targets, {tp['rounds']} interleaved rounds (median, min-max):"
+    )
+    print(
+        f"{'workers':>8} {'cells/min':>22} {'speedup':>20} {'goal':>8} {'cell s':>7} "
+        f"{'idle s/cell':>11} {'load':>5}"
+    )
+    for workers, row in tp["workers"].items():
+        per_min, rounds = row["cells_per_min"], row["speedup_per_round"]
+        goal = row["goal_speedup"] if workers != "1" else None
+        verdict = "" if goal is None else ("met" if row["speedup"] >= goal else "NOT met")
+        print(
+            f"{workers:>8} {per_min['median']:>8.1f} ({per_min['min']:.1f}-{per_min['max']:.1f}) "
+            f"{row['speedup']:>6.2f} ({rounds['min']:.2f}-{rounds['max']:.2f}) "
+            f"{'' if goal is None else f'>= {goal:.1f}':>8} {row['cell_s']['median']:>7.2f} "
+            f"{row['idle_s_per_cell']['median']:>11.3f} {row['load_avg']['median']:>5.1f} {verdict}"
+        )
+    start = (scale.get("lifecycle") or {}).get("2000")
+    if start:
+        s, goal = start["start_run_s"], start["goal_start_s"]
+        print(
+            f"starting a 2,000-cell plan: {s['median']:.2f} s ({s['min']:.2f}-{s['max']:.2f}, "
+            f"n={s['n']})  goal <= {goal:.1f} s {'met' if s['median'] <= goal else 'NOT met'}; "
+            f"dispatch per cell {start['dispatch_per_cell_ms']:.1f} ms"
+        )
+    else:
+        print("starting a 2,000-cell plan: not measured (bench/lifecycle.py failed)")

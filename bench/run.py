@@ -9,7 +9,9 @@ Prints a table and writes bench/results.json with:
 - per-cell overhead (cell wall time minus the tool's own run time), local
   and over SSH;
 - dispatch latency: from start_run to the first tool process;
-- cell throughput with 1, 2 and 4 workers over 4 targets;
+- scale: cells per minute with 1, 2 and 4 workers over 8 targets (cells
+  that wait, not burn the CPU; bench/scale.py) and the time to start a
+  2,000-cell plan (bench/lifecycle.py);
 - parser throughput (scripts/bench_parsers.py) and the results pages'
   server time (scripts/bench_results.py) when those scripts are present;
 - harness cost per cell over SSH with the plan's own phases excluded;
@@ -48,7 +50,8 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from bench.report import print_table  # noqa: E402
+from bench import scale  # noqa: E402
+from bench.report import print_scale, print_table  # noqa: E402
 from benchapp import orchestration  # noqa: E402
 from benchapp.models import Artifact, Credential, Measurement, Run, Team  # noqa: E402
 from runners.command import Endpoint  # noqa: E402
@@ -347,39 +350,14 @@ def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
     return statistics.median(cell_overheads(run))
 
 
-def cell_throughput(team, workdir: Path, log_dir: Path, env: dict) -> dict:
-    """Cells per minute with 1, 2 and 4 workers over 4 targets (fio, 1 s cells)."""
-    params = {
-        "rw": "read",
-        "bs": "4k",
-        "size": "4M",
-        "runtime": 1,
-        "time_based": True,
-        "filename": "bench.data",
-    }  # in the cell's work dir
-    targets = ("d1", "d2", "d3", "d4")
-    plan = plan_for(
-        "fio", params, targets=targets, axes={"target": list(targets), "iodepth": [1, 2, 4]}
-    )
-    out = {}
-    for count in (1, 2, 4):
-        workers = [
-            Worker(log_dir / f"tp{count}-{i}.log", env, f"tp{count}-{i}") for i in range(count)
-        ]
-        try:
-            start = time.monotonic()
-            run = through_benchboard(team, plan)
-            elapsed = time.monotonic() - start
-        finally:
-            for worker in workers:
-                worker.stop()
-        out[f"{count}_workers"] = {
-            "cells": run.cells.count(),
-            "seconds": round(elapsed, 2),
-            "cells_per_min": round(60 * run.cells.count() / elapsed, 1),
-        }
-        log(f"  {count} worker(s): {out[f'{count}_workers']}")
-    return out
+def scale_figures(team, workdir: Path, rounds: int) -> dict:
+    """Cells per minute with 1, 2 and 4 workers over 8 targets (bench/scale.py),
+    and the run lifecycle's cost up to 2,000 cells (bench/lifecycle.py: its
+    own process and throwaway database)."""
+    return {
+        "cell_throughput": scale.cell_throughput(team, workdir, dict(os.environ), rounds, log),
+        "lifecycle": script_figures("bench/lifecycle.py", "--json"),
+    }
 
 
 def script_figures(script: str, *args: str) -> dict | None:
@@ -408,7 +386,7 @@ def main() -> int:
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     parser.add_argument(
         "--only",
-        choices=["ssh-overhead", "pages"],
+        choices=["ssh-overhead", "pages", "scale"],
         help="measure one thing and print it (nothing written)",
     )
     args = parser.parse_args()
@@ -440,8 +418,8 @@ def main() -> int:
         finally:
             worker.stop()
             stop_sshd(server)
-        log("cell throughput over 4 targets:")
-        results["cell_throughput"] = cell_throughput(team, workdir, workdir, env)
+        log("scale: cells per minute with 1, 2 and 4 workers over 8 targets; plan start:")
+        results["scale"] = scale_figures(team, workdir, rounds=1 if quick else 3)
     log("parser throughput:")
     results["parsers"] = script_figures("bench_parsers.py")
     if not args.skip_pages:
@@ -459,9 +437,18 @@ def main() -> int:
 
 
 def only(what: str) -> int:
-    """`--only ssh-overhead|pages`: one measurement, printed as JSON."""
+    """`--only ssh-overhead|pages|scale`: one measurement, printed as JSON."""
     if what == "pages":  # its own process, see main()
         return subprocess.call([sys.executable, str(ROOT / "bench" / "pages.py")])
+    if what == "scale":
+        ensure_database()
+        call_command("migrate", verbosity=0)
+        team, _ = Team.objects.get_or_create(name="bench")
+        with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
+            figures = scale_figures(team, Path(tmp), rounds=3)
+        print(json.dumps(figures, indent=2))
+        print_scale(figures)
+        return 0
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
         workdir = Path(tmp)
         team, server = prepare_environment(workdir)

@@ -155,7 +155,7 @@ def test_cancel_mid_run_kills_the_tool_and_cancels_cells(team, tmp_path, start_w
         team, fio_plan(marker, runtime=60, axes={"rw": ["read", "write"]})
     )
     wait_for(lambda: running_cell(run))
-    assert fio_processes(marker)
+    wait_for(lambda: fio_processes(marker))  # the phase is set just before fio starts
     orchestration.cancel_run(run)
     wait_for(lambda: finished(run), timeout=30)
     assert run.status == Run.CANCELLED

@@ -1,0 +1,86 @@
+"""Dispatch at the database level: which cells a dispatch sends and which runs
+a released target wakes, read back as the messages that reach Redis (no
+worker runs here, so they stay in the queue)."""
+
+import json
+
+import pytest
+import redis
+from django.conf import settings
+
+from benchapp import orchestration
+from benchapp.dispatch import DISPATCH_RUN, EXECUTE_CELL
+from benchapp.models import Cell
+
+
+@pytest.fixture
+def broker():
+    """The Redis database of CELERY_BROKER_URL, emptied of this session's queue."""
+    conn = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    conn.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    yield conn
+    conn.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def sent(broker) -> list[tuple[str, int]]:
+    """(task name, first argument) of each message in the queue, oldest first."""
+    raw = broker.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)
+    headers = [json.loads(message)["headers"] for message in reversed(raw)]
+    return [(h["task"], int(h["argsrepr"].strip("(),"))) for h in headers]
+
+
+def fio_plan(targets, repeat=1) -> dict:
+    return {
+        "name": "dispatch",
+        "tool": "fio",
+        "targets": [{"name": name, "kind": "host"} for name in targets],
+        "params": {"filename": "fio.data", "size": "1M", "runtime": 1, "time_based": True},
+        "axes": {"target": list(targets)},
+        "repeat": repeat,
+        "order": "interleaved",
+    }
+
+
+def test_dispatch_sends_the_first_queued_cell_of_each_target(
+    team, broker, django_capture_on_commit_callbacks
+):
+    run = orchestration.start_run(team, fio_plan(["a", "b", "c"], repeat=3))
+    first_of = {
+        target: run.cells.filter(target_name=target).order_by("index").first().pk
+        for target in "abc"
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = orchestration.dispatch(run.pk)
+        again = orchestration.dispatch(run.pk)  # every target is held: nothing more
+    assert ids == [first_of["a"], first_of["b"], first_of["c"]]
+    assert again == []
+    assert sent(broker) == [(EXECUTE_CELL, cell_id) for cell_id in ids]
+
+
+def test_a_released_target_wakes_each_waiting_run_once(
+    team, broker, django_capture_on_commit_callbacks
+):
+    """Runs queued behind a busy target get one dispatch each when it is
+    released, however many of their cells wait on it."""
+    running = orchestration.start_run(team, fio_plan(["disk"]))
+    waiting = [orchestration.start_run(team, fio_plan(["disk"], repeat=4)) for _ in range(2)]
+    with django_capture_on_commit_callbacks(execute=True):
+        (cell_id,) = orchestration.dispatch(running.pk)
+        assert [orchestration.dispatch(run.pk) for run in waiting] == [[], []]
+    cell = orchestration.claim(cell_id)
+    broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    with django_capture_on_commit_callbacks(execute=True):
+        orchestration._finish_cell(cell, Cell.SUCCEEDED)
+    assert sorted(sent(broker)) == sorted(
+        [(DISPATCH_RUN, running.pk)] + [(DISPATCH_RUN, run.pk) for run in waiting]
+    )
+
+
+def test_a_cell_is_sent_once_when_two_dispatches_race(team):
+    """Two dispatches of one run that both read the target as free (each on
+    a worker whose cell just finished): the one that takes the lock second
+    finds it taken, even by the very cell it would send."""
+    run = orchestration.start_run(team, fio_plan(["disk"]))
+    cell = run.cells.get()
+    assert orchestration._take_lock(team.pk, cell)  # the first dispatch
+    assert not orchestration._take_lock(team.pk, cell)  # the second
