@@ -132,8 +132,18 @@ def dispatch(run_id: int) -> list[int]:
     Cells are taken in index order per target. A cell is "sent" once it holds
     its target's lock; the lock's lease covers the time until a worker claims
     it, so a lost message is recovered by `reap` like a dead worker.
+
+    One dispatch of a run at a time (its row is locked for the transaction):
+    two at once (a cell finishing on each of two workers) would each count
+    the free slots from its own snapshot and together exceed the run's
+    concurrency.
     """
-    run = Run.objects.filter(pk=run_id).first()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        return _dispatch_locked(run_id, run)
+
+
+def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
     if run is None or run.status not in Run.ACTIVE:
         return []
     if run.cancel_requested:
@@ -197,11 +207,22 @@ def _take_lock(team_id: int, cell: Cell) -> bool:
     TargetLock.objects.get_or_create(team_id=team_id, target_name=cell.target_name)
     now = timezone.now()
     free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
-    return bool(
-        TargetLock.objects.filter(free, team_id=team_id, target_name=cell.target_name).update(
+    # A lock row another transaction is changing counts as taken (SKIP
+    # LOCKED): waiting on it could deadlock two runs' dispatches that take
+    # shared targets in different orders. Whoever changes it either takes
+    # the target or releases it, and a release wakes the waiting runs.
+    with transaction.atomic():
+        lock = (
+            TargetLock.objects.select_for_update(skip_locked=True)
+            .filter(free, team_id=team_id, target_name=cell.target_name)
+            .first()
+        )
+        if lock is None:
+            return False
+        taken = TargetLock.objects.filter(free, pk=lock.pk).update(
             holder=cell, lease_expires_at=_lease()
         )
-    )
+    return bool(taken)
 
 
 def _release_lock(cell: Cell) -> None:

@@ -3,14 +3,17 @@ a released target wakes, read back as the messages that reach Redis (no
 worker runs here, so they stay in the queue)."""
 
 import json
+import threading
+import time
 
 import pytest
 import redis
 from django.conf import settings
+from django.db import connection, transaction
 
 from benchapp import orchestration
 from benchapp.dispatch import DISPATCH_RUN, EXECUTE_CELL
-from benchapp.models import Cell
+from benchapp.models import Cell, Run, TargetLock
 
 
 @pytest.fixture
@@ -84,3 +87,44 @@ def test_a_cell_is_sent_once_when_two_dispatches_race(team):
     cell = run.cells.get()
     assert orchestration._take_lock(team.pk, cell)  # the first dispatch
     assert not orchestration._take_lock(team.pk, cell)  # the second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_dispatches_of_one_run_at_once_keep_its_concurrency(team):
+    """A run limited to one cell at a time, two targets: while one dispatch
+    is taking target a (its transaction not yet committed), a second
+    dispatch of the same run must not count a as free and send b too."""
+    run = orchestration.start_run(team, fio_plan(["a", "b"]), concurrency=1)
+    Run.objects.filter(pk=run.pk).update(status=Run.RUNNING)  # as after its first dispatch
+    first = run.cells.get(target_name="a")
+    holding, release = threading.Event(), threading.Event()
+    second: list[list[int]] = []
+
+    def first_dispatch():  # what a dispatch does, paused before its commit
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=run.pk)
+                assert orchestration._take_lock(team.pk, first)
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def second_dispatch():
+        try:
+            second.append(orchestration.dispatch(run.pk))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first_dispatch), threading.Thread(target=second_dispatch)]
+    threads[0].start()
+    assert holding.wait(10)
+    threads[1].start()
+    time.sleep(0.5)  # the second dispatch reads while the first is open
+    release.set()
+    for thread in threads:
+        thread.join(20)
+    assert second == [[]]
+    assert list(TargetLock.objects.exclude(holder=None).values_list("target_name", flat=True)) == [
+        "a"
+    ]
