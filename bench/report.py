@@ -35,9 +35,9 @@ def print_table(results: dict, written_to) -> None:
     if results.get("scale"):
         print_scale(results["scale"])
     if results.get("parsers"):
-        print("parsers:", json.dumps(results["parsers"]))
+        print_parsers(results["parsers"])
     if results.get("pages"):
-        print("pages:", json.dumps(results["pages"]))
+        print_server_pages(results["pages"])
     if results.get("browser_pages", {}).get("pages"):
         from bench.pages import print_figures
 
@@ -76,3 +76,36 @@ def print_scale(scale: dict) -> None:
         )
     else:
         print("starting a 2,000-cell plan: not measured (bench/lifecycle.py failed)")
+
+
+def print_parsers(parsers: dict) -> None:
+    """MB/s per tool (wall and CPU) next to the 50 MB/s goal."""
+    if "tools" not in parsers:  # the script failed: show what it printed
+        print("parsers:", json.dumps(parsers))
+        return
+    goal = parsers["goal_mb_s"]
+    print(f"parsers on ~50 MB outputs, load average {parsers['load_average']}:")
+    for tool, row in parsers["tools"].items():
+        verdict = "met" if row["cpu_mb_s"] >= goal else "NOT met"
+        print(
+            f"  {tool:<22} {row['mb_s']:>7.1f} MB/s wall {row['cpu_mb_s']:>7.1f} MB/s CPU  "
+            f"goal >= {goal:.0f} (CPU) {verdict}  [{row['input']}]"
+        )
+
+
+def print_server_pages(pages: dict) -> None:
+    """Server time of the results pages per database size, the comparison page's budget."""
+    print("results pages, server time (Django test client):")
+    for size, figures in pages.items():
+        if not figures or "pages" not in figures:
+            print(f"  {size} measurements: not measured {json.dumps(figures)[:200]}")
+            continue
+        for row in figures["pages"]:
+            goal = ""
+            if row["page"] == "comparison page":
+                ok = row["p95_ms"] <= 200 and row["queries"] <= 10
+                goal = f"  goal p95 <= 200 ms, <= 10 queries {'met' if ok else 'NOT met'}"
+            print(
+                f"  {figures['measurements']:>9,} {row['page']:<24} p50 {row['p50_ms']:>6.1f} ms "
+                f"p95 {row['p95_ms']:>6.1f} ms {row['queries']:>2} queries{goal}"
+            )
