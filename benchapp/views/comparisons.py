@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
 from benchapp import comparisons, results
@@ -83,11 +84,13 @@ def comparison_detail(request, pk):
     )
 
 
+@gzip_page
 @login_required
 def comparison_json(request, pk):
     return JsonResponse(_chart_json(get_comparison(request, pk), request))
 
 
+@gzip_page
 @login_required
 def comparison_series(request, pk):
     return JsonResponse(_series(get_comparison(request, pk), request))
@@ -192,12 +195,14 @@ def shared(request, token):
 
 
 @_private
+@gzip_page
 def shared_json(request, token):
     comparison = comparisons.by_share_token(token)
     return JsonResponse(Redactor(comparison.team).data(_chart_json(comparison, request)))
 
 
 @_private
+@gzip_page
 def shared_series(request, token):
     comparison = comparisons.by_share_token(token)
     return JsonResponse(Redactor(comparison.team).data(_series(comparison, request)))

@@ -109,9 +109,8 @@
     return Plotly.newPlot(div, traces(chart), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
-  // SVG lines, even where the payload suggests "scattergl": the server
-  // downsamples each series to 2 x the chart's width, and the vendored Plotly
-  // bundle (cartesian) has no WebGL traces.
+  // SVG lines: the server downsamples each series to 2 x the chart's width,
+  // and the vendored Plotly bundle (cartesian) has no WebGL traces.
   function series(div, payload, metric) {
     const traces = payload.traces.map((t) => ({
       type: "scatter", mode: "lines", name: t.label, x: t.x, y: t.y,

@@ -1,5 +1,8 @@
 """Comparisons: side by side, deltas, diff, save, share links."""
 
+import gzip
+import json
+
 import pytest
 
 from benchapp import comparisons
@@ -337,3 +340,12 @@ def test_saved_view_is_what_the_page_and_the_share_link_show(
     # The URL overrides the saved view, one key at a time.
     response = owner_client.get(f"/comparisons/{comparison.pk}/?statistic=min")
     assert shown(response) == {**chosen, "statistic": "min"}
+
+
+def test_comparison_json_is_gzipped_for_browsers_that_accept_it(owner_client, comparison, client):
+    token = _share(owner_client, comparison)
+    for c, url in ((owner_client, f"/comparisons/{comparison.pk}/"), (client, f"/share/{token}/")):
+        gzipped = c.get(url + "results.json", HTTP_ACCEPT_ENCODING="gzip")
+        assert gzipped["Content-Encoding"] == "gzip"
+        assert json.loads(gzip.decompress(gzipped.content)) == c.get(url + "results.json").json()
+        assert not c.get(url, HTTP_ACCEPT_ENCODING="gzip").has_header("Content-Encoding")
