@@ -10,11 +10,17 @@ from django.shortcuts import redirect, render
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
-from benchapp import comparisons, results
+from benchapp import comparisons
 from benchapp.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.redact import Redactor
 from benchapp.views.archive import SearchForm
-from benchapp.views.results import _requested, pivot_form, series_payload, view_query
+from benchapp.views.results import (
+    _requested,
+    charts_payload,
+    pivot_form,
+    series_payload,
+    view_query,
+)
 
 
 class NewComparisonForm(forms.Form):
@@ -80,6 +86,7 @@ def comparison_detail(request, pk):
             "data": data,
             "form": pivot_form(data),
             "view_query": view_query(data),
+            "charts": charts_payload(data, True),
         },
     )
 
@@ -180,6 +187,7 @@ def shared(request, token):
     # view names, which are the plan's axis and metric names.
     form, query = pivot_form(data), view_query(data)
     redactor = Redactor(comparison.team)
+    charts = redactor.data(charts_payload(data, True))
     data = redactor.data({k: v for k, v in data.items() if k != "runs"})
     return render(
         request,
@@ -190,6 +198,7 @@ def shared(request, token):
             "token": token,
             "form": form,
             "view_query": query,
+            "charts": charts,
         },
     )
 
@@ -210,11 +219,7 @@ def shared_series(request, token):
 
 def _chart_json(comparison, request) -> dict:
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return {
-        "view": data["view"],
-        "chart": data["chart"],
-        "cells": results.cell_choices(data["cells"], True),
-    }
+    return charts_payload(data, True)
 
 
 def _series(comparison, request) -> dict:

@@ -51,8 +51,25 @@ def run_results_page(request, pk):
     return render(
         request,
         "results/run.html",
-        {"run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)},
+        {
+            "run": run,
+            "data": data,
+            "form": pivot_form(data),
+            "view_query": view_query(data),
+            "charts": charts_payload(data, False),
+        },
     )
+
+
+def charts_payload(data: dict, several_runs: bool) -> dict:
+    """What a page's charts draw: the view, the results chart and the series
+    picker's cells. The page carries it (json_script: no second computation
+    and round trip before the first chart); results.json serves the same."""
+    return {
+        "view": data["view"],
+        "chart": data["chart"],
+        "cells": results.cell_choices(data["cells"], several_runs),
+    }
 
 
 @gzip_page
@@ -61,13 +78,7 @@ def run_results_json(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
     return JsonResponse(
-        {
-            "run": run.pk,
-            "view": data["view"],
-            "chart": data["chart"],
-            "table": results.pivot_json(data["table"]),
-            "cells": results.cell_choices(data["cells"], False),
-        }
+        {"run": run.pk, **charts_payload(data, False), "table": results.pivot_json(data["table"])}
     )
 
 

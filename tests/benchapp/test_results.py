@@ -8,7 +8,7 @@ import pytest
 
 from benchapp import results
 from benchapp.models import Cell, Measurement
-from tests.benchapp.results_data import add_series, make_run
+from tests.benchapp.results_data import add_series, embedded_charts, make_run
 
 
 def _obs(rows):
@@ -199,6 +199,15 @@ def test_series_json_downsamples_to_twice_the_width(owner_client, team):
         f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps&width=1000"
     ).json()
     assert data["max_points"] == 2000 and len(data["traces"][0]["x"]) == 2000
+
+
+def test_results_page_carries_what_results_json_serves(owner_client, team):
+    run = _s2_run(team)
+    for query in ("", "?metric=qps&rows=repeat&columns=stress.cpu&chart=box"):
+        page = owner_client.get(f"/runs/{run.pk}/results/{query}")
+        served = owner_client.get(f"/runs/{run.pk}/results.json{query}").json()
+        assert embedded_charts(page) == {k: served[k] for k in ("view", "chart", "cells")}
+    assert embedded_charts(page)["chart"]["type"] == "box"
 
 
 def test_json_is_gzipped_for_browsers_that_accept_it_pages_are_not(owner_client, team):
