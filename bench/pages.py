@@ -19,9 +19,10 @@ Pages: a run's results page (500 cells) and the comparison of 2 runs ×
 encodedDataLength: compressed bodies plus headers), summed over every
 request of the load. Goals: cold <= 1.0 s, warm <= 0.5 s, first load <= 1 MB.
 Each row also gives where the time went (medians, ms from the navigation's
-start, the page's own clock): the HTML received, Plotly received, the
-page's scripts run (DOMContentLoaded), the first JSON request asked and the
-last one answered (none when the page asks for no JSON), every chart drawn. Prints JSON on its last line.
+start, the page's own clock): the HTML received, Plotly received, every
+script run, Plotly included (DOMContentLoaded), the first JSON request
+asked and the last one answered (none when the page asks for no JSON),
+every chart drawn. Prints JSON on its last line.
 """
 
 from __future__ import annotations
