@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """Results pages in a real browser: load time and bytes on the wire, cold and warm.
 
-    .venv/bin/python bench/pages.py [--loads 5]
+    .venv/bin/python bench/pages.py [--loads 5] [--database sqlite|postgresql]
 
-Serves the app the way `make run` and production do (DEBUG off, collectstatic
-into a private static root, gunicorn with 2 workers, whitenoise) on a
-database of 2 runs × 500 cells × 20 metrics (scripts/bench_results.py makes
-it once), and drives Debian's chromium through Playwright:
+Serves the app the way `make run` and production do (DEBUG off, collectstatic,
+gunicorn with 2 workers, whitenoise) on a database of 2 runs × 500 cells ×
+20 metrics (scripts/bench_results.py makes it once), on each database: the
+embedded default (SQLite under a var/ directory, no DATABASE_URL, as `make
+run` starts it) and PostgreSQL (DATABASE_URL's server, database
+benchboard_bench_2). It drives Debian's chromium through Playwright:
 
 - cold: a new browser context (empty cache) loads the page until its charts
   are drawn (every chart's SVG attached);
@@ -16,7 +18,11 @@ Pages: a run's results page (500 cells) and the comparison of 2 runs ×
 10,000 measurements. Bytes are what crossed the network (Chromium's
 encodedDataLength: compressed bodies plus headers), summed over every
 request of the load. Goals: cold <= 1.0 s, warm <= 0.5 s, first load <= 1 MB.
-Prints JSON on its last line.
+Each row also gives where the time went (medians, ms from the navigation's
+start, the page's own clock): the HTML received, Plotly received, every
+script run, Plotly included (DOMContentLoaded), the first JSON request
+asked and the last one answered (none when the page asks for no JSON),
+every chart drawn. Prints JSON on its last line.
 """
 
 from __future__ import annotations
@@ -48,14 +54,53 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def prepare_data(database_url: str) -> dict:
+DATABASES = {"sqlite": "the embedded default (SQLite)", "postgresql": "PostgreSQL"}
+# The embedded default's var/ directory: its SQLite file is made once and kept.
+SQLITE_VAR_DIR = ROOT / "var" / "bench" / "pages-sqlite"
+
+
+def environment(database: str, var_dir: Path) -> dict:
+    """The server's environment, DEBUG off; SQLite as `make run` has it (no DATABASE_URL)."""
+    env = {
+        **os.environ,
+        "DJANGO_DEBUG": "False",
+        "BENCHBOARD_VAR_DIR": str(var_dir),
+        # The server's key: the session's auth hash is signed with it.
+        "DJANGO_SECRET_KEY": SECRET_KEY,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "False",
+    }
+    env.setdefault("BENCHBOARD_FERNET_KEYS", _fernet_key())
+    if database == "sqlite":
+        env.pop("DATABASE_URL", None)
+        env["BENCHBOARD_EMBEDDED"] = "1"
+    else:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import bench_results
+
+        env["DATABASE_URL"] = bench_results.database_url(2)
+        bench_results.create_database(env["DATABASE_URL"])
+    return env
+
+
+def prepared(env: dict) -> dict:
+    """prepare_data in a process of its own, on the server's environment."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--prepare"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def prepare_data() -> dict:
     """The 2-run database (made once), a user's session and the page URLs."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import bench_results
 
-    os.environ["DATABASE_URL"] = database_url
-    # The server's key: the session's auth hash is signed with it.
-    os.environ["DJANGO_SECRET_KEY"] = SECRET_KEY
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
     import django
 
@@ -93,18 +138,9 @@ def prepare_data(database_url: str) -> dict:
 
 
 @contextlib.contextmanager
-def server(database_url: str, var_dir: Path):
+def server(env: dict):
     """gunicorn as `make run` starts it, DEBUG off, static files collected."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_DEBUG": "False",
-        "BENCHBOARD_VAR_DIR": str(var_dir),
-        "DJANGO_SECRET_KEY": SECRET_KEY,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_SECURE_SSL_REDIRECT": "False",
-    }
-    env.setdefault("BENCHBOARD_FERNET_KEYS", _fernet_key())
+    var_dir = Path(env["BENCHBOARD_VAR_DIR"])
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
         cwd=ROOT,
@@ -153,19 +189,35 @@ def _fernet_key() -> str:
     return Fernet.generate_key().decode()
 
 
-def load(page, cdp_bytes: list, url: str) -> tuple[float, int]:
-    """Seconds until every chart on the page is drawn, and the bytes received meanwhile."""
+# The page's clock (ms since navigation) when every chart is drawn (or marked empty).
+ALL_DRAWN = """() => [...document.querySelectorAll("div.chart[id]")].every(
+    (d) => d.querySelector(".main-svg") || d.classList.contains("chart-empty")
+) && performance.now()"""
+# Where the time went, from the page's resource timing.
+TIMING = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const res = performance.getEntriesByType("resource");
+  const json = res.filter((r) => /[.]json/.test(r.name));
+  return {
+    html_ms: nav.responseEnd,
+    plotly_ms: Math.max(0, ...res.filter((r) => /plotly/.test(r.name)).map((r) => r.responseEnd)),
+    scripts_run_ms: nav.domContentLoadedEventStart,
+    json_asked_ms: json.length ? Math.min(...json.map((r) => r.startTime)) : null,
+    json_answered_ms: json.length ? Math.max(...json.map((r) => r.responseEnd)) : null,
+  };
+}"""
+
+
+def load(page, cdp_bytes: list, url: str) -> tuple[float, int, dict]:
+    """Seconds until every chart on the page is drawn, the bytes received
+    meanwhile, and the page's own timeline (ms)."""
     cdp_bytes.clear()
     start = time.perf_counter()
     page.goto(url, wait_until="load")
-    # Every chart the page has, drawn (or marked empty).
-    for chart in page.locator("div.chart[id]").evaluate_all("divs => divs.map(d => d.id)"):
-        page.wait_for_selector(
-            f"#{chart} .main-svg, #{chart}.chart-empty", state="attached", timeout=30_000
-        )
+    drawn = page.wait_for_function(ALL_DRAWN, timeout=30_000).json_value()
     elapsed = time.perf_counter() - start
     page.wait_for_load_state("networkidle")
-    return elapsed, sum(cdp_bytes)
+    return elapsed, sum(cdp_bytes), {**page.evaluate(TIMING), "drawn_ms": drawn}
 
 
 def spread(values: list[float], digits: int = 3) -> dict:
@@ -189,7 +241,13 @@ def warm_server(base: str, data: dict) -> None:
                 response.read()
 
 
-def measure(base: str, data: dict, loads: int) -> dict:
+def timeline(loads: list[dict]) -> dict:
+    """Median of each step over the loads, in ms (steps a page does not take left out)."""
+    steps = {key: [t[key] for t in loads if t[key] is not None] for key in loads[0]}
+    return {key: round(statistics.median(values)) for key, values in steps.items() if values}
+
+
+def measure(base: str, data: dict, loads: int, database: str) -> dict:
     from playwright.sync_api import sync_playwright
 
     warm_server(base, data)
@@ -199,6 +257,7 @@ def measure(base: str, data: dict, loads: int) -> dict:
         try:
             for name, path in data["pages"].items():
                 cold, warm, cold_bytes, warm_bytes, encodings = [], [], [], [], {}
+                steps = {"cold": [], "warm": []}
                 for _ in range(loads):
                     context = browser.new_context(viewport={"width": 1280, "height": 900})
                     context.add_cookies(
@@ -219,40 +278,45 @@ def measure(base: str, data: dict, loads: int) -> dict:
                             r.headers.get("content-encoding", "identity"),
                         ),
                     )
-                    seconds, size = load(page, got, base + path)
-                    if "/login/" in page.url:
-                        raise RuntimeError(f"{path}: not logged in")
-                    cold.append(seconds)
-                    cold_bytes.append(size)
-                    seconds, size = load(page, got, base + path)
-                    warm.append(seconds)
-                    warm_bytes.append(size)
+                    for times, sizes, key in (
+                        (cold, cold_bytes, "cold"),
+                        (warm, warm_bytes, "warm"),
+                    ):
+                        seconds, size, steps_ms = load(page, got, base + path)
+                        if "/login/" in page.url:
+                            raise RuntimeError(f"{path}: not logged in")
+                        times.append(seconds)
+                        sizes.append(size)
+                        steps[key].append(steps_ms)
                     context.close()
-                out[name] = {
+                out[f"{name} on {DATABASES[database]}"] = {
                     "cold_s": spread(cold),
                     "warm_s": spread(warm),
                     "first_load_bytes": spread(cold_bytes, 0),
                     "warm_load_bytes": spread(warm_bytes, 0),
                     "content_encoding": encodings,
+                    "cold_timeline_ms": timeline(steps["cold"]),
+                    "warm_timeline_ms": timeline(steps["warm"]),
                 }
         finally:
             browser.close()
     return out
 
 
-def page_figures(loads: int = 5) -> dict:
+def page_figures(loads: int = 5, databases=tuple(DATABASES)) -> dict:
     """Figures for `make bench` (bench/run.py): see the module docstring."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import bench_results
-
-    url = bench_results.database_url(2)
-    bench_results.create_database(url)
-    data = prepare_data(url)
-    with (
-        tempfile.TemporaryDirectory(prefix="benchboard-pages-") as tmp,
-        server(url, Path(tmp)) as base,
-    ):
-        figures = measure(base, data, loads)
+    figures = {}
+    for database in databases:
+        with contextlib.ExitStack() as stack:
+            if database == "sqlite":
+                var_dir = SQLITE_VAR_DIR
+                var_dir.mkdir(parents=True, exist_ok=True)
+            else:
+                var_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bb-pages-")))
+            env = environment(database, var_dir)
+            data = prepared(env)
+            base = stack.enter_context(server(env))
+            figures.update(measure(base, data, loads, database))
     return {"goals": GOALS, "pages": figures}
 
 
@@ -267,13 +331,22 @@ def print_figures(figures: dict) -> None:
                 f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
                 f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}"
             )
+        for key in ("cold_timeline_ms", "warm_timeline_ms"):
+            if key in row:
+                steps = ", ".join(f"{k[:-3]} {v}" for k, v in row[key].items())
+                print(f"  {key:<17} {steps} (ms, medians)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--database", choices=DATABASES, action="append", help="default: both")
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    figures = page_figures(args.loads)
+    if args.prepare:  # the child process of `prepared`
+        print(json.dumps(prepare_data()))
+        return 0
+    figures = page_figures(args.loads, args.database or tuple(DATABASES))
     print_figures(figures)
     print(json.dumps(figures))
     return 0

@@ -21,6 +21,7 @@ import secrets
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from benchapp.models import Measurement, Membership, Run, Team
+    from benchapp.models import Cell, Measurement, Membership, Run, Team
 
     if regenerate:
         Run.objects.all().delete()
@@ -101,76 +102,96 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
         )
         for i in range(runs_wanted)
     )
-    pg = connection.connection  # the psycopg connection under Django's
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(
-            'COPY benchapp_cell (run_id, "index", key, repeat, axes, target_name, status, '
-            "phase, attempt, worker, command, tool_version, facts, client_bound, error, "
-            "output_tail, error_kind, spec, repeat_stop) FROM STDIN"
-        ) as copy:
-            for run in runs:
-                index = 0
-                for t in range(TARGETS):
-                    for threads in THREADS:
-                        for rep in range(1, REPEATS + 1):
-                            index += 1
-                            axes = {"target": f"db{t}", "threads": threads}
-                            facts = {
-                                "client": {"cpus": 8, "kernel": "6.1.0"},
-                                "client_cpu_busy_pct": 40 + rep,
-                            }
-                            copy.write_row(
-                                (
-                                    run.pk,
-                                    index,
-                                    f"target=db{t},threads={threads}",
-                                    rep,
-                                    json.dumps(axes),
-                                    f"db{t}",
-                                    "succeeded",
-                                    "",
-                                    1,
-                                    "",
-                                    "sysbench oltp_read_write --mysql-password=****",
-                                    "1.0.20",
-                                    json.dumps(facts),
-                                    False,
-                                    "",
-                                    "",
-                                    "",
-                                    "{}",
-                                    "{}",
-                                )
-                            )
-        cursor.execute(
-            "SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id", [runs[0].pk]
+    if connection.vendor == "postgresql":
+        cells = _copy(runs)
+    else:  # the embedded default (SQLite) has no COPY; 20,000 rows take a few seconds
+        Cell.objects.bulk_create((Cell(**row) for run in runs for row in _cells(run)), 2000)
+        cells = list(Cell.objects.filter(run__in=runs).order_by("pk").values_list("pk", "run_id"))
+        Measurement.objects.bulk_create(
+            (Measurement(**row) for row in _measurements(cells)), batch_size=5000
         )
-        cells = cursor.fetchall()
-        with cursor.cursor.copy(
-            'COPY benchapp_measurement (run_id, cell_id, attempt, iteration, "group", '
-            "metric, value, unit) FROM STDIN"
-        ) as copy:
-            for n, (cell_id, run_id) in enumerate(cells):
-                for m, metric in enumerate(METRICS):
-                    copy.write_row(
-                        (
-                            run_id,
-                            cell_id,
-                            1,
-                            0,
-                            "",
-                            metric,
-                            1000.0 + (n % 500) * 3.0 + m + (n % 7),
-                            "",
-                        )
-                    )
-        cursor.execute("ANALYZE benchapp_measurement")
-        cursor.execute("ANALYZE benchapp_cell")
-    del pg
     print(
         f"generated {len(runs)} runs, {len(cells)} cells, "
         f"{len(cells) * len(METRICS):,} measurements in {time.perf_counter() - started:.1f} s"
     )
+
+
+def _cells(run) -> Iterator[dict]:
+    """The run's cells as field values: every target × threads × repeat, succeeded."""
+    index = 0
+    for t in range(TARGETS):
+        for threads in THREADS:
+            for rep in range(1, REPEATS + 1):
+                index += 1
+                yield {
+                    "run_id": run.pk,
+                    "index": index,
+                    "key": f"target=db{t},threads={threads}",
+                    "repeat": rep,
+                    "axes": {"target": f"db{t}", "threads": threads},
+                    "target_name": f"db{t}",
+                    "status": "succeeded",
+                    "phase": "",
+                    "attempt": 1,
+                    "worker": "",
+                    "command": "sysbench oltp_read_write --mysql-password=****",
+                    "tool_version": "1.0.20",
+                    "facts": {
+                        "client": {"cpus": 8, "kernel": "6.1.0"},
+                        "client_cpu_busy_pct": 40 + rep,
+                    },
+                    "client_bound": False,
+                    "error": "",
+                    "output_tail": "",
+                    "error_kind": "",
+                    "spec": {},
+                    "repeat_stop": {},
+                }
+
+
+def _measurements(cells: list[tuple[int, int]]) -> Iterator[dict]:
+    """One value per metric of each (cell id, run id), in cell order."""
+    for n, (cell_id, run_id) in enumerate(cells):
+        for m, metric in enumerate(METRICS):
+            yield {
+                "run_id": run_id,
+                "cell_id": cell_id,
+                "attempt": 1,
+                "iteration": 0,
+                "group": "",
+                "metric": metric,
+                "value": 1000.0 + (n % 500) * 3.0 + m + (n % 7),
+                "unit": "",
+            }
+
+
+def _copy(runs) -> list[tuple[int, int]]:
+    """COPY the cells and measurements into PostgreSQL (1,000,000 rows in seconds)."""
+    from django.db import connection
+
+    def columns(row: dict) -> str:
+        return ", ".join(f'"{name}"' for name in row)
+
+    def values(row: dict) -> tuple:
+        return tuple(json.dumps(v) if isinstance(v, dict) else v for v in row.values())
+
+    first = next(_cells(runs[0]))
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY benchapp_cell ({columns(first)}) FROM STDIN") as copy:
+            for run in runs:
+                for row in _cells(run):
+                    copy.write_row(values(row))
+        cursor.execute(
+            "SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id", [runs[0].pk]
+        )
+        cells = cursor.fetchall()
+        first = next(_measurements(cells[:1]))
+        with cursor.cursor.copy(f"COPY benchapp_measurement ({columns(first)}) FROM STDIN") as copy:
+            for row in _measurements(cells):
+                copy.write_row(values(row))
+        cursor.execute("ANALYZE benchapp_measurement")
+        cursor.execute("ANALYZE benchapp_cell")
+    return cells
 
 
 def timed(client, url: str, requests: int) -> tuple[list[float], int, int]:

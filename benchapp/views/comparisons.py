@@ -7,13 +7,20 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
-from benchapp import comparisons, results
+from benchapp import comparisons
 from benchapp.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.redact import Redactor
 from benchapp.views.archive import SearchForm
-from benchapp.views.results import _requested, pivot_form, series_payload, view_query
+from benchapp.views.results import (
+    _requested,
+    charts_payload,
+    pivot_form,
+    series_payload,
+    view_query,
+)
 
 
 class NewComparisonForm(forms.Form):
@@ -79,15 +86,18 @@ def comparison_detail(request, pk):
             "data": data,
             "form": pivot_form(data),
             "view_query": view_query(data),
+            "charts": charts_payload(data, True),
         },
     )
 
 
+@gzip_page
 @login_required
 def comparison_json(request, pk):
     return JsonResponse(_chart_json(get_comparison(request, pk), request))
 
 
+@gzip_page
 @login_required
 def comparison_series(request, pk):
     return JsonResponse(_series(get_comparison(request, pk), request))
@@ -177,6 +187,7 @@ def shared(request, token):
     # view names, which are the plan's axis and metric names.
     form, query = pivot_form(data), view_query(data)
     redactor = Redactor(comparison.team)
+    charts = redactor.data(charts_payload(data, True))
     data = redactor.data({k: v for k, v in data.items() if k != "runs"})
     return render(
         request,
@@ -187,17 +198,20 @@ def shared(request, token):
             "token": token,
             "form": form,
             "view_query": query,
+            "charts": charts,
         },
     )
 
 
 @_private
+@gzip_page
 def shared_json(request, token):
     comparison = comparisons.by_share_token(token)
     return JsonResponse(Redactor(comparison.team).data(_chart_json(comparison, request)))
 
 
 @_private
+@gzip_page
 def shared_series(request, token):
     comparison = comparisons.by_share_token(token)
     return JsonResponse(Redactor(comparison.team).data(_series(comparison, request)))
@@ -205,11 +219,7 @@ def shared_series(request, token):
 
 def _chart_json(comparison, request) -> dict:
     data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return {
-        "view": data["view"],
-        "chart": data["chart"],
-        "cells": results.cell_choices(data["cells"], True),
-    }
+    return charts_payload(data, True)
 
 
 def _series(comparison, request) -> dict:

@@ -1,9 +1,15 @@
-"""Run results: pivot table, charts and their JSON endpoints."""
+"""Run results: pivot table, charts and their JSON endpoints.
+
+The JSON endpoints are gzipped when the browser accepts it (gzip_page); the
+pages are not: they carry a CSRF token beside what the URL asks for, which
+compression would let an attacker guess (BREACH).
+"""
 
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
+from django.views.decorators.gzip import gzip_page
 
 from benchapp import defaults, results
 from benchapp.access import get_run
@@ -45,25 +51,38 @@ def run_results_page(request, pk):
     return render(
         request,
         "results/run.html",
-        {"run": run, "data": data, "form": pivot_form(data), "view_query": view_query(data)},
+        {
+            "run": run,
+            "data": data,
+            "form": pivot_form(data),
+            "view_query": view_query(data),
+            "charts": charts_payload(data, False),
+        },
     )
 
 
+def charts_payload(data: dict, several_runs: bool) -> dict:
+    """What a page's charts draw: the view, the results chart and the series
+    picker's cells. The page carries it (json_script: no second computation
+    and round trip before the first chart); results.json serves the same."""
+    return {
+        "view": data["view"],
+        "chart": data["chart"],
+        "cells": results.cell_choices(data["cells"], several_runs),
+    }
+
+
+@gzip_page
 @login_required
 def run_results_json(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
     return JsonResponse(
-        {
-            "run": run.pk,
-            "view": data["view"],
-            "chart": data["chart"],
-            "table": results.pivot_json(data["table"]),
-            "cells": results.cell_choices(data["cells"], False),
-        }
+        {"run": run.pk, **charts_payload(data, False), "table": results.pivot_json(data["table"])}
     )
 
 
+@gzip_page
 @login_required
 def run_series_json(request, pk):
     run = get_run(request, pk)
@@ -78,12 +97,7 @@ def series_payload(query, runs, allowed_cells=None) -> dict:
     cells = results.cell_infos(runs, ids[:MAX_SERIES_CELLS] or [-1])
     width = min(max(_int(query.get("width"), 800), 100), 4000)
     traces = results.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
-    points = max((len(t["x"]) for t in traces), default=0)
-    return {
-        "traces": traces,
-        "type": "scattergl" if points > 1000 else "scatter",
-        "max_points": 2 * width,
-    }
+    return {"traces": traces, "max_points": 2 * width}
 
 
 def _int(value, default):

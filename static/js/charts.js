@@ -1,5 +1,5 @@
 // Small chart helpers shared by the results, comparison and share pages.
-// Data comes from the pages' JSON endpoints (benchapp.results.chart_data).
+// Data comes with the page (benchapp.charts.chart_data) and from series.json.
 (function () {
   "use strict";
   const CONFIG = { responsive: true, displaylogo: false };
@@ -109,9 +109,8 @@
     return Plotly.newPlot(div, traces(chart), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
-  // SVG lines, even where the payload suggests "scattergl": the server
-  // downsamples each series to 2 x the chart's width, and the vendored Plotly
-  // bundle (cartesian) has no WebGL traces.
+  // SVG lines: the server downsamples each series to 2 x the chart's width,
+  // and the vendored Plotly bundle (cartesian) has no WebGL traces.
   function series(div, payload, metric) {
     const traces = payload.traces.map((t) => ({
       type: "scatter", mode: "lines", name: t.label, x: t.x, y: t.y,
@@ -141,34 +140,40 @@
     });
   }
 
-  // Wire a page's #charts section: results JSON -> three charts and the
-  // series form's cell list; then the first cell's series.
+  // The pages load Plotly with `defer`, after their own scripts: those ask
+  // for the series while Plotly compiles. Deferred scripts have run by
+  // DOMContentLoaded.
+  const plotlyReady = new Promise((resolve) => {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve);
+    else resolve();
+  });
+
+  // Wire a page's #charts section: the results chart from the data the page
+  // carries (#charts-data, what results.json serves), the series form's cell
+  // list and the first cell's series from series.json, asked for first.
   function wire(section) {
-    const query = window.location.search;
+    const data = JSON.parse(document.getElementById("charts-data").textContent);
     const form = section.querySelector(".series-form");
-    getJSON(section.dataset.resultsUrl + query).then((data) => {
-      if (form) {
-        fillCells(form.cells, data.cells || []);
-        plot();
-      }
-      const chart = data.chart;
-      const div = document.getElementById("chart-main");
-      if (!chart || !chart.rows.length) return empty(div, "No measurements to chart.");
-      main(div, chart).then(() => { div.dataset.ready = "1"; });
-    });
+    if (form) {
+      fillCells(form.cells, data.cells || []);
+      form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
+      plot();
+    }
+    const div = document.getElementById("chart-main");
+    if (!data.chart || !data.chart.rows.length) empty(div, "No measurements to chart.");
+    else plotlyReady.then(() => main(div, data.chart)).then(() => { div.dataset.ready = "1"; });
     function plot() {
       const cells = Array.from(form.cells.selectedOptions).map((o) => o.value).join(",");
       const div = document.getElementById("chart-series");
       const width = Math.max(div.clientWidth || 800, 100);
       const params = new URLSearchParams({ cells, metric: form.metric.value, width });
-      getJSON(section.dataset.seriesUrl + "?" + params).then((payload) => {
+      Promise.all([getJSON(section.dataset.seriesUrl + "?" + params), plotlyReady]).then(([payload]) => {
         if (!payload.traces.some((t) => t.x.length)) return empty(div, "No per-second values for this metric.");
         div.classList.remove("chart-empty");
         div.textContent = "";
         series(div, payload, form.metric.value);
       });
     }
-    if (form) form.addEventListener("submit", (e) => { e.preventDefault(); plot(); });
     section.querySelectorAll("button.png").forEach((b) =>
       b.addEventListener("click", () => png(b.dataset.png)));
   }

@@ -1,5 +1,7 @@
 """Builders of runs with known measurements for the results tests."""
 
+import json
+
 from benchapp.models import Cell, Measurement, Run, SeriesPoint
 
 
@@ -38,3 +40,11 @@ def add_series(cell, metric, values, attempt=None):
         )
         for t, v in enumerate(values, 1)
     )
+
+
+def embedded_charts(response) -> dict:
+    """The #charts-data block a results page carries (json_script)."""
+    html = response.content.decode()
+    start = html.index('<script id="charts-data" type="application/json">')
+    body = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    return json.loads(body)

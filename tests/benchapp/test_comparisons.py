@@ -1,10 +1,13 @@
 """Comparisons: side by side, deltas, diff, save, share links."""
 
+import gzip
+import json
+
 import pytest
 
 from benchapp import comparisons
 from benchapp.models import Comparison
-from tests.benchapp.results_data import make_run
+from tests.benchapp.results_data import embedded_charts, make_run
 
 
 def _threads_run(team, name, base, version="1.0.20", cpus=8):
@@ -337,3 +340,32 @@ def test_saved_view_is_what_the_page_and_the_share_link_show(
     # The URL overrides the saved view, one key at a time.
     response = owner_client.get(f"/comparisons/{comparison.pk}/?statistic=min")
     assert shown(response) == {**chosen, "statistic": "min"}
+
+
+def test_pages_carry_what_results_json_serves_redacted_on_share(owner_client, team, client):
+    runs = [
+        make_run(
+            team,
+            name=n,
+            cells=[({"target": "db1.internal", "threads": t}, 1, {"tps": t}) for t in (1, 4)],
+        )
+        for n in ("a", "b")
+    ]
+    comparison = comparisons.save_comparison(team, "hosts", runs)
+    served = owner_client.get(f"/comparisons/{comparison.pk}/results.json").json()
+    assert embedded_charts(owner_client.get(f"/comparisons/{comparison.pk}/")) == served
+    assert any("db1.internal" in label for _id, label in served["cells"])
+    token = _share(owner_client, comparison)
+    owner_client.logout()
+    page = client.get(f"/share/{token}/")
+    assert "db1.internal" not in page.content.decode()
+    assert embedded_charts(page) == client.get(f"/share/{token}/results.json").json()
+
+
+def test_comparison_json_is_gzipped_for_browsers_that_accept_it(owner_client, comparison, client):
+    token = _share(owner_client, comparison)
+    for c, url in ((owner_client, f"/comparisons/{comparison.pk}/"), (client, f"/share/{token}/")):
+        gzipped = c.get(url + "results.json", HTTP_ACCEPT_ENCODING="gzip")
+        assert gzipped["Content-Encoding"] == "gzip"
+        assert json.loads(gzip.decompress(gzipped.content)) == c.get(url + "results.json").json()
+        assert not c.get(url, HTTP_ACCEPT_ENCODING="gzip").has_header("Content-Encoding")

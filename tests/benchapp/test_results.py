@@ -1,12 +1,14 @@
 """Pivot statistics, default views, downsampling and the run results pages."""
 
+import gzip
+import json
 import math
 
 import pytest
 
 from benchapp import results
 from benchapp.models import Cell, Measurement
-from tests.benchapp.results_data import add_series, make_run
+from tests.benchapp.results_data import add_series, embedded_charts, make_run
 
 
 def _obs(rows):
@@ -192,8 +194,32 @@ def test_series_json_downsamples_to_twice_the_width(owner_client, team):
     ).json()
     (trace,) = data["traces"]
     assert trace["total"] == 3000 and len(trace["x"]) <= 600 and max(trace["y"]) == 96.0
-    assert data["type"] == "scatter"
+    assert data["max_points"] == 600
     data = owner_client.get(
         f"/runs/{run.pk}/series.json?cells={cell.pk}&metric=tps&width=1000"
     ).json()
-    assert data["type"] == "scattergl" and len(data["traces"][0]["x"]) == 2000
+    assert data["max_points"] == 2000 and len(data["traces"][0]["x"]) == 2000
+
+
+def test_results_page_carries_what_results_json_serves(owner_client, team):
+    run = _s2_run(team)
+    for query in ("", "?metric=qps&rows=repeat&columns=stress.cpu&chart=box"):
+        page = owner_client.get(f"/runs/{run.pk}/results/{query}")
+        served = owner_client.get(f"/runs/{run.pk}/results.json{query}").json()
+        assert embedded_charts(page) == {k: served[k] for k in ("view", "chart", "cells")}
+    assert embedded_charts(page)["chart"]["type"] == "box"
+
+
+def test_json_is_gzipped_for_browsers_that_accept_it_pages_are_not(owner_client, team):
+    run = _s2_run(team)
+    cell = run.cells.first()
+    add_series(cell, "tps", [float(i % 97) for i in range(300)])
+    for url in ("results.json", f"series.json?cells={cell.pk}&metric=tps"):
+        plain = owner_client.get(f"/runs/{run.pk}/{url}")
+        assert not plain.has_header("Content-Encoding")
+        gzipped = owner_client.get(f"/runs/{run.pk}/{url}", HTTP_ACCEPT_ENCODING="gzip")
+        assert gzipped["Content-Encoding"] == "gzip"
+        assert json.loads(gzip.decompress(gzipped.content)) == plain.json()
+    # The page holds a CSRF token beside what the URL asks for (BREACH): never compressed.
+    page = owner_client.get(f"/runs/{run.pk}/results/?metric=tps", HTTP_ACCEPT_ENCODING="gzip")
+    assert page.status_code == 200 and not page.has_header("Content-Encoding")

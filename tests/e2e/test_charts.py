@@ -39,6 +39,8 @@ def _traces(page, div_id) -> int:  # noqa: F811
 def test_results_page_charts_render_and_png_downloads(page, live_server, owner, team):  # noqa: F811
     run = _runs(team)[0]
     login(page, live_server, owner)
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
     page.goto(f"{live_server.url}/runs/{run.pk}/results/")
     assert _traces(page, "chart-main") >= 1
     # The y axis title comes from the metric catalog, unit included.
@@ -46,6 +48,9 @@ def test_results_page_charts_render_and_png_downloads(page, live_server, owner, 
     # 1,500 points: drawn as an SVG line (the vendored cartesian bundle has no WebGL traces).
     page.wait_for_selector("#chart-series .scatterlayer .trace", state="attached")
     assert page.locator("#chart-series .scatterlayer .trace path.js-line").count() >= 1
+    # The results chart's data comes with the page; only the series is asked for.
+    (json_asked,) = [u for u in asked if ".json" in u]
+    assert f"/runs/{run.pk}/series.json?" in json_asked
     with page.expect_download() as info:
         page.click("button[data-png=chart-main]")
     download = info.value
