@@ -45,7 +45,7 @@ node_modules/.installed: package.json
 	@npm ci --no-audit --no-fund --silent >>$(INSTALL_LOG) 2>&1 || { tail -20 $(INSTALL_LOG); exit 1; }
 	@touch $@
 
-static/vendor/plotly.min.js: node_modules/.installed
+static/vendor/plotly.min.js: node_modules/.installed scripts/vendor.sh scripts/plotly-entry.js
 	@scripts/vendor.sh
 
 setup: $(VENV)/.installed static/vendor/plotly.min.js
