@@ -45,7 +45,7 @@ def test_results_page_charts_render_and_png_downloads(page, live_server, owner, 
     assert _traces(page, "chart-main") >= 1
     # The y axis title comes from the metric catalog, unit included.
     assert page.locator("#chart-main .g-ytitle").text_content() == "Transactions per second (tps)"
-    # 1,500 points: drawn as an SVG line (the vendored cartesian bundle has no WebGL traces).
+    # 1,500 points: drawn as an SVG line (the vendored Plotly build has no WebGL traces).
     page.wait_for_selector("#chart-series .scatterlayer .trace", state="attached")
     assert page.locator("#chart-series .scatterlayer .trace path.js-line").count() >= 1
     # The results chart's data comes with the page; only the series is asked for.
