@@ -110,7 +110,7 @@
   }
 
   // SVG lines: the server downsamples each series to 2 x the chart's width,
-  // and the vendored Plotly bundle (cartesian) has no WebGL traces.
+  // and the vendored Plotly build (scatter, bar, box) has no WebGL traces.
   function series(div, payload, metric) {
     const traces = payload.traces.map((t) => ({
       type: "scatter", mode: "lines", name: t.label, x: t.x, y: t.y,
