@@ -219,9 +219,8 @@ def _as_postgres(argv: list[str]) -> None:
     subprocess.run([*prefix, *argv], check=True, capture_output=True, timeout=120)
 
 
-@pytest.fixture(scope="session")
-def private_postgres_server():
-    """One throw-away PostgreSQL for the session, on a free port (never 5432)."""
+def start_private_postgres() -> PrivatePostgres:
+    """Start a throw-away PostgreSQL on a free port (never 5432); stop_private_postgres() ends it."""
     # Not under pytest's tmp_path: its base directory is private to root.
     home = Path(tempfile.mkdtemp(prefix="bb-pg-"))
     if os.geteuid() == 0:
@@ -243,8 +242,20 @@ def private_postgres_server():
             "start",
         ]
     )
+    return PrivatePostgres(home, port)
+
+
+def stop_private_postgres(server: PrivatePostgres) -> None:
+    """Stop the server at once and remove its files."""
+    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(server.home / "data"), "-m", "immediate", "stop"])
+    shutil.rmtree(server.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def private_postgres_server():
+    """One throw-away PostgreSQL for the session, on a free port (never 5432)."""
+    server = start_private_postgres()
     try:
-        yield PrivatePostgres(home, port)
+        yield server
     finally:
-        _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"])
-        shutil.rmtree(home, ignore_errors=True)
+        stop_private_postgres(server)
