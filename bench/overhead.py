@@ -76,9 +76,6 @@ def jobs(quick: bool, scratch: Path) -> list[Job]:
                 "number_of_queries": 50000 if quick else 1000000,  # over all clients
                 "concurrency": 2,
                 "iterations": 1,
-                # Its own schema: mysqlslap drops it at the end, and other
-                # runs on this server use the default one (`mysqlslap`).
-                "create_schema": "benchboard_overhead_slap",
             },
             "qps",
             "mysql",
@@ -184,10 +181,11 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...]) -> d
     hand = recorded_command(stage, job, board_run(stage, job))
     stage.board_runs = []
     values: dict[str, list[float]] = {arm: [] for arm in arms}
-    orders = []
+    orders, loads = [], []
     for i in range(pairs):
         order = arms[i % len(arms) :] + arms[: i % len(arms)]
         orders.append(order)
+        loads.append(round(os.getloadavg()[0], 2))
         for arm in order:
             values[arm].append(ARM_FUNCTIONS[arm](stage, job, hand))
         shown = ", ".join(f"{arm} {values[arm][-1]:.1f}" for arm in arms)
@@ -204,6 +202,7 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...]) -> d
         "env": sorted(hand.env),
         "values": {arm: [round(v, 2) for v in vs] for arm, vs in values.items()},
         "orders": orders,
+        "load_average_per_pair": loads,  # the machine's 1-minute load as each pair began
         "cv": {arm: cv(vs) for arm, vs in values.items()},
         "ratios": ratios,
         "cell_beyond_measure_s": beyond_measure(stage.board_runs),

@@ -31,7 +31,11 @@ from runners.cell import masked
 from runners.command import WORKDIR, Endpoint, Upload
 from runners.sandbox import Sandbox, drop_privileges, unavailable
 from runners.tools import get_tool
-from tests.support.private_services import start_private_postgres, stop_private_postgres
+from tests.support.private_services import (
+    mariadb_server,
+    start_private_postgres,
+    stop_private_postgres,
+)
 from tests.support.worker import Worker
 
 ARMS = ("hand", "sandbox", "ssh", "board")
@@ -60,6 +64,9 @@ class Stage:
     team: object
     server: object  # tests.support.sshd.SSHServer
     workdir: Path
+    # The targets' own servers, private to the study: the machine's shared
+    # MariaDB also serves other runs, whose load (or dropped schema) would be ours.
+    mariadb: object = None  # tests.support.private_services.Server
     postgres: object = None  # tests.support.private_services.PrivatePostgres
     worker: Worker | None = None
     ssh_argv: list[str] = field(default_factory=list)
@@ -71,7 +78,7 @@ class Stage:
 
     def endpoint(self, job: Job) -> Endpoint:
         if job.kind == "mysql":
-            return Endpoint("mysql", "127.0.0.1", 3306, "root", MARIADB_DB)
+            return Endpoint("mysql", "127.0.0.1", self.mariadb.port, "root", MARIADB_DB)
         if job.kind == "postgres":
             return Endpoint(
                 "postgres", "127.0.0.1", self.postgres.port, "postgres", "bench", PG_PASSWORD
@@ -92,7 +99,7 @@ class Stage:
             },
         }
         if job.kind == "mysql":
-            entry.update(host="127.0.0.1", port=3306, user="root", database=MARIADB_DB)
+            entry.update(host="127.0.0.1", port=self.mariadb.port, user="root", database=MARIADB_DB)
         elif job.kind == "postgres":
             entry.update(
                 host="127.0.0.1",
@@ -109,8 +116,11 @@ def set_up(team, server, workdir: Path) -> Stage:
     stage = Stage(team, server, workdir)
     stage.scratch = Path(tempfile.mkdtemp(prefix="benchboard-overhead-"))
     (stage.scratch / "fio").mkdir()
+    (workdir / "mariadb-home").mkdir()
+    stage.mariadb = mariadb_server(workdir / "mariadb-home")
     subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-uroot", "-e", f"CREATE DATABASE IF NOT EXISTS {MARIADB_DB}"],
+        ["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{stage.mariadb.port}", "-uroot"]
+        + ["-e", f"CREATE DATABASE {MARIADB_DB}"],
         check=True,
     )
     stage.postgres = start_private_postgres()
@@ -144,12 +154,10 @@ def tear_down(stage: Stage) -> None:
         stage.worker.stop()
     if stage.postgres is not None:
         stop_private_postgres(stage.postgres)
+    if stage.mariadb is not None:
+        stage.mariadb.stop()
     if stage.scratch is not None:
         shutil.rmtree(stage.scratch, ignore_errors=True)
-    subprocess.run(
-        ["mariadb", "-h127.0.0.1", "-uroot", "-e", f"DROP DATABASE IF EXISTS {MARIADB_DB}"],
-        check=False,
-    )
 
 
 def prepare_data(stage: Stage, job: Job) -> None:
