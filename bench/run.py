@@ -2,13 +2,12 @@
 """`make bench`: figures a user can check, produced by the project itself.
 
 Prints a table and writes bench/results.json with:
-- overhead_ratio per tool: the same sysbench oltp_read_only, mysqlslap and
-  fio jobs run by hand (subprocess on this machine) and through Benchboard
-  (a real worker, the tool run over SSH on a loopback sshd), interleaved,
-  PAIRS pairs each; the median of benchboard/hand throughput;
+- the harness overhead study (bench/overhead.py): sysbench, mysqlslap, fio
+  and pgbench, the very command Benchboard records run by hand, by hand in
+  the sandbox, by hand over SSH and through Benchboard, PAIRS interleaved
+  pairs; each ratio with its 95 % interval, the by-hand CV, a CPU profile;
 - per-cell overhead (cell wall time minus the tool's own run time), local
-  and over SSH;
-- dispatch latency: from start_run to the first tool process;
+  and over SSH (the study's cells), and the dispatch latency;
 - scale: cells per minute with 1, 2 and 4 workers over 8 targets (cells
   that wait, not burn the CPU; bench/scale.py) and the time to start a
   2,000-cell plan (bench/lifecycle.py);
@@ -18,7 +17,7 @@ Prints a table and writes bench/results.json with:
 - the results and comparison pages in chromium (bench/pages.py): cold and
   warm load time and bytes on the wire, next to their goals.
 
-BENCH_QUICK=1 runs one pair per tool and skips the 1 M row page bench, so
+BENCH_QUICK=1 runs two short pairs per tool and skips the 1 M row page bench, so
 the whole script can be smoke-tested in a few minutes; results.json then
 says "quick": true and its figures are not results.
 
@@ -50,12 +49,10 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from bench import scale  # noqa: E402
-from bench.report import print_scale, print_table  # noqa: E402
+from bench import overhead, scale  # noqa: E402
+from bench.report import print_overhead, print_scale, print_table  # noqa: E402
 from benchapp import orchestration  # noqa: E402
-from benchapp.models import Artifact, Credential, Measurement, Run, Team  # noqa: E402
-from runners.command import Endpoint  # noqa: E402
-from runners.tools import get_tool  # noqa: E402
+from benchapp.models import Artifact, Credential, Run, Team  # noqa: E402
 from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
 from tests.support.worker import Worker  # noqa: E402
 
@@ -67,30 +64,6 @@ MARIADB = {
     "port": 3306,
     "user": "root",
     "database": "benchboard_bench",
-}
-
-# The jobs compared by hand and through Benchboard: params and the
-# throughput metric read from each.
-JOBS = {
-    "sysbench": (
-        {"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2, "time": 3},
-        "tps",
-    ),
-    "mysqlslap": (
-        {
-            "auto_generate_sql": True,
-            "add_autoincrement": True,
-            "load_type": "key",
-            "number_of_queries": 30000,
-            "concurrency": 2,
-            "iterations": 1,
-        },
-        "qps",
-    ),
-    "fio": (
-        {"rw": "randread", "bs": "4k", "size": "32M", "runtime": 3, "time_based": True},
-        "read_iops",
-    ),
 }
 
 
@@ -181,29 +154,6 @@ def plan_for(tool: str, params: dict, server=None, targets=("t1",), axes=None) -
 # ------------------------------------------------------------ measurements
 
 
-def by_hand(tool: str, params: dict, workdir: Path) -> float:
-    """Run the tool directly (prepare/cleanup untimed) and return its throughput."""
-    module = get_tool(tool)
-    endpoint = (
-        Endpoint(kind="host") if tool == "fio" else Endpoint(**{k: v for k, v in MARIADB.items()})
-    )
-    phases = [p for p in ("prepare", "run", "cleanup") if p in module.PHASES]
-    value = None
-    for phase in phases:
-        command = module.build(params, endpoint, phase=phase).resolved(str(workdir))
-        for upload in command.uploads:
-            path = workdir / upload.name
-            path.write_bytes(upload.content)
-            path.chmod(upload.mode)
-        env = {**os.environ, **command.env}
-        proc = subprocess.run(
-            command.argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=300
-        )
-        if phase == "run":
-            value = module.parse(proc.stdout + proc.stderr).metrics[JOBS[tool][1]]
-    return value
-
-
 def through_benchboard(team, plan: dict, timeout: float = 300) -> Run:
     run = orchestration.start_run(team, plan, origin="bench")
     deadline = time.monotonic() + timeout
@@ -283,58 +233,6 @@ def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
     }
 
 
-def dispatch_latency(run: Run) -> float | None:
-    first = Artifact.objects.filter(cell__run=run).order_by("started_at").first()
-    if first is None or first.started_at is None:
-        return None
-    return (first.started_at - run.created_at).total_seconds()
-
-
-def metric(run: Run, name: str) -> float | None:
-    row = Measurement.objects.filter(run=run, metric=name, group="").first()
-    return row.value if row else None
-
-
-def overhead(team, server, pairs: int, workdir: Path) -> dict:
-    """Interleaved hand/Benchboard pairs per tool; median throughput ratio."""
-    out = {}
-    for tool, (params, name) in JOBS.items():
-        board_params = params
-        if tool == "fio":
-            # By hand in the bench's dir; through Benchboard in the cell's work dir
-            # (a plan from outside the CLI may only name relative paths).
-            params, board_params = (
-                {**params, "directory": str(workdir)},
-                {**params, "filename": "bench.data"},
-            )
-        ratios, hand, board, over_ssh, harness, latencies = [], [], [], [], [], []
-        for i in range(pairs):
-            h = by_hand(tool, params, workdir)
-            run = through_benchboard(team, plan_for(tool, board_params, server))
-            b = metric(run, name)
-            if run.status != Run.SUCCEEDED or b is None:
-                raise RuntimeError(
-                    f"{tool} through Benchboard: {run.status} {[c.error for c in run.cells.all()]}"
-                )
-            hand.append(h)
-            board.append(b)
-            ratios.append(b / h)
-            over_ssh += cell_overheads(run)
-            harness += harness_overheads(run)
-            latencies.append(dispatch_latency(run))
-            log(f"  {tool} pair {i + 1}/{pairs}: by hand {h:.1f}, Benchboard {b:.1f} {name}")
-        out[tool] = {
-            "metric": name,
-            "overhead_ratio": statistics.median(ratios),
-            "by_hand": hand,
-            "benchboard": board,
-            "cell_overhead_ssh_s": statistics.median(over_ssh),
-            "harness_overhead_ssh_s": spread(harness),
-            "dispatch_latency_s": statistics.median(latencies),
-        }
-    return out
-
-
 def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
     params = {
         "rw": "read",
@@ -382,19 +280,21 @@ def script_figures(script: str, *args: str) -> dict | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=7, help="overhead study: pairs per tool")
+    parser.add_argument("--quick", action="store_true", help="overhead study: short jobs")
+    parser.add_argument("--tools", nargs="+", help="overhead study: only these tools")
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     parser.add_argument(
         "--only",
-        choices=["ssh-overhead", "pages", "scale"],
+        choices=["overhead", "ssh-overhead", "pages", "scale"],
         help="measure one thing and print it (nothing written)",
     )
     args = parser.parse_args()
     if args.only:
-        return only(args.only)
+        return only(args)
     quick = os.environ.get("BENCH_QUICK") == "1"
     if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
-        args.pairs, args.skip_pages = 1, True
+        args.pairs, args.quick, args.skip_pages = 2, True, True
     results = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": quick,
@@ -408,15 +308,20 @@ def main() -> int:
         workdir = Path(tmp)
         team, server = prepare_environment(workdir)
         env = {**os.environ, **FAST}
-        worker = Worker(workdir / "worker.log", env, "bench")
+        worker = None
         try:
-            log("harness overhead (by hand vs Benchboard over SSH), interleaved pairs:")
-            results["overhead"] = overhead(team, server, args.pairs, workdir)
+            log("harness overhead: by hand, in the sandbox, over SSH, through Benchboard:")
+            # The study starts its own worker, with the heartbeat a user gets.
+            results["overhead"] = overhead.study(
+                team, server, workdir, args.pairs, args.quick, args.tools
+            )
+            worker = Worker(workdir / "worker.log", env, "bench")
             results["cell_overhead_local_s"] = local_cell_overhead(team, workdir)
             log("harness cost per cell over SSH (fio, one host, one run):")
             results["ssh_harness_overhead"] = ssh_cell_overhead(team, server, workdir)
         finally:
-            worker.stop()
+            if worker is not None:
+                worker.stop()
             stop_sshd(server)
         log("scale: cells per minute with 1, 2 and 4 workers over 8 targets; plan start:")
         results["scale"] = scale_figures(team, workdir, rounds=1 if quick else 3)
@@ -436,11 +341,11 @@ def main() -> int:
     return 0
 
 
-def only(what: str) -> int:
-    """`--only ssh-overhead|pages|scale`: one measurement, printed as JSON."""
-    if what == "pages":  # its own process, see main()
+def only(args) -> int:
+    """`--only overhead|ssh-overhead|pages|scale`: one measurement, printed (nothing written)."""
+    if args.only == "pages":  # its own process, see main()
         return subprocess.call([sys.executable, str(ROOT / "bench" / "pages.py")])
-    if what == "scale":
+    if args.only == "scale":
         ensure_database()
         call_command("migrate", verbosity=0)
         team, _ = Team.objects.get_or_create(name="bench")
@@ -452,13 +357,20 @@ def only(what: str) -> int:
     with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
         workdir = Path(tmp)
         team, server = prepare_environment(workdir)
-        worker = Worker(workdir / "worker.log", {**os.environ, **FAST}, "bench")
         try:
-            figures = ssh_cell_overhead(team, server, workdir)
+            if args.only == "overhead":
+                figures = overhead.study(team, server, workdir, args.pairs, args.quick, args.tools)
+            else:
+                worker = Worker(workdir / "worker.log", {**os.environ, **FAST}, "bench")
+                try:
+                    figures = ssh_cell_overhead(team, server, workdir)
+                finally:
+                    worker.stop()
         finally:
-            worker.stop()
             stop_sshd(server)
     print(json.dumps(figures, indent=2))
+    if args.only == "overhead":
+        print_overhead(figures)
     return 0
 
 

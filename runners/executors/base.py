@@ -25,8 +25,10 @@ OnOutput = Callable[[str, str], None]
 # Size of the in-memory tail a live view may read while a process runs; the
 # whole output is still kept for Execution.stdout/stderr.
 TAIL_BYTES = 64 * 1024
-# How often waiting loops wake up to check timeouts, cancels and connections.
-POLL = 0.1
+# How often a waiting run wakes up to check its connection (a timeout is kept
+# to the moment; a cancel kills from the cancelling thread). Long: on a 2-core
+# client every wake-up competes with the tool being measured.
+CHECK_EVERY = 1.0
 
 
 @dataclass
@@ -264,9 +266,15 @@ class Executor:
     def _wait(self, bg: Background, timeout: float | None) -> None:
         """Wait for bg to end; on timeout kill it and mark it timed out."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not bg.done.wait(POLL):
+        while True:
+            wait = CHECK_EVERY
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - time.monotonic()))
+            if bg.done.wait(wait):
+                return
             self._check_alive(bg)
-            if deadline is not None and time.monotonic() > deadline and not bg.timed_out:
+            if deadline is not None and time.monotonic() >= deadline:
+                deadline = None
                 bg.timed_out = True
                 self._kill(bg, self.grace)
 

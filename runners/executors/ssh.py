@@ -24,6 +24,7 @@ import hashlib
 import io
 import itertools
 import secrets
+import select
 import socket
 import stat
 import threading
@@ -33,7 +34,13 @@ import paramiko
 
 from runners.errors import RunnerError
 from runners.executors import remote
-from runners.executors.base import Background, Executor, check_upload_name, not_installed
+from runners.executors.base import (
+    CHECK_EVERY,
+    Background,
+    Executor,
+    check_upload_name,
+    not_installed,
+)
 from runners.executors.pool import Connection, SSHPool, pool_key
 
 READ_SIZE = 65536
@@ -41,6 +48,10 @@ READ_SIZE = 65536
 MAX_RUNTIME = 6 * 3600.0
 # Extra seconds the remote backstop waits beyond the client's own timeout.
 BACKSTOP_MARGIN = 5.0
+# paramiko's transport thread reads its socket with a 0.1 s timeout, waking ten
+# times a second per connection (pooled idle ones too) only to check for a due
+# keepalive; once a second is enough for keepalives of several seconds.
+TRANSPORT_WAKE = 1.0
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -214,6 +225,7 @@ class SSHExecutor(Executor):
         except (OSError, EOFError) as exc:
             client.close()
             raise RunnerError(f"cannot reach {self.where}: {exc}") from None
+        client.get_transport().sock.settimeout(TRANSPORT_WAKE)
         return client
 
     def _drop_connection(self) -> None:
@@ -310,30 +322,22 @@ class SSHExecutor(Executor):
         threading.Thread(target=self._pump, args=(bg, chan, transport), daemon=True).start()
 
     def _pump(self, bg: Background, chan: paramiko.Channel, transport: paramiko.Transport) -> None:
-        """Stream a run's channel into bg until the run ends or the connection dies."""
-        while True:
-            got = False
-            while chan.recv_ready():
-                bg.stdout.feed(chan.recv(READ_SIZE))
-                got = True
-            while chan.recv_stderr_ready():
-                bg.stderr.feed(chan.recv_stderr(READ_SIZE))
-                got = True
-            if got:
+        """Stream a run's channel into bg until the run ends or the connection dies.
+
+        Sleeps on the channel's pipe, which paramiko makes readable when
+        output, the EOF or the channel's close arrives: the worker wakes when
+        there is something to read, not on a timer (the remote side already
+        hands output over in batches: tail -f reads R.out every 0.2 s).
+        """
+        while not (chan.eof_received or chan.closed) and transport.is_active():
+            select.select([chan], [], [], CHECK_EVERY)
+            if self._drain(bg, chan):
                 self._last_seen = time.monotonic()
-            elif chan.exit_status_ready() and (chan.eof_received or chan.closed):
-                break
-            elif chan.closed or not transport.is_active():
-                bg.finish(None, self._lost(bg))
-                return
-            else:
-                time.sleep(0.05)
-        # Data and EOF may have landed between the last drain and the checks.
-        while chan.recv_ready():
-            bg.stdout.feed(chan.recv(READ_SIZE))
-        while chan.recv_stderr_ready():
-            bg.stderr.feed(chan.recv_stderr(READ_SIZE))
-        code = chan.recv_exit_status()
+        self._drain(bg, chan)
+        # The exit status comes with the EOF; a connection that ends sets the event too.
+        while not chan.status_event.wait(CHECK_EVERY) and transport.is_active():
+            pass
+        code = chan.exit_status if chan.exit_status_ready() else -1
         chan.close()
         if code == -1:
             # paramiko's "closed without an exit status": the session died.
@@ -341,6 +345,18 @@ class SSHExecutor(Executor):
             return
         missing = code == 127 and remote.MISSING_MARKER in bg.stderr.text()
         bg.finish(code, not_installed(bg.command, self.host) if missing else None)
+
+    @staticmethod
+    def _drain(bg: Background, chan: paramiko.Channel) -> bool:
+        """Feed whatever the channel holds into bg; True if there was any."""
+        got = False
+        while chan.recv_ready():
+            bg.stdout.feed(chan.recv(READ_SIZE))
+            got = True
+        while chan.recv_stderr_ready():
+            bg.stderr.feed(chan.recv_stderr(READ_SIZE))
+            got = True
+        return got
 
     def _lost(self, bg: Background) -> RunnerError:
         return RunnerError(

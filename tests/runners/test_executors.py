@@ -18,6 +18,7 @@ import pytest
 from runners.command import Command, Upload
 from runners.errors import RunnerError
 from runners.executors import LocalExecutor, SSHExecutor, trust_on_first_use
+from runners.executors.base import CHECK_EVERY
 from tests.support.sshd import sshd, sshd_disposable  # noqa: F401
 
 GRACE = 1.0
@@ -115,6 +116,40 @@ def test_executor_run_streams_chunks_as_they_arrive(executor):
 def test_executor_run_keeps_whole_large_output(executor):
     result = executor.run(Command(argv=["seq", "1", "200000"]))
     assert result.stdout == "".join(f"{i}\n" for i in range(1, 200001))
+
+
+def test_executor_killed_tool_keeps_its_whole_output_and_tail(executor):
+    # A burst of output, then silence until the tool is killed: every line is
+    # kept, in the Execution, in what on_output saw and in the live tail.
+    script = f"seq 1 3000; echo printed >&2; exec sleep {marker()}"
+    whole = "".join(f"{i}\n" for i in range(1, 3001))
+    seen = []
+    result = executor.run(
+        Command(argv=["sh", "-c", script]),
+        timeout=2,
+        on_output=lambda stream, text: seen.append((stream, text)),
+    )
+    assert (result.timed_out, result.stdout, result.stderr) == (True, whole, "printed\n")
+    assert "".join(text for stream, text in seen if stream == "stdout") == whole
+    bg = executor.start(Command(argv=["sh", "-c", script]))
+    assert wait_until(lambda: "printed" in bg.stderr.text(), 10)
+    tail = bg.tail()
+    result = executor.stop(bg, grace=GRACE)
+    assert (result.stdout, result.stderr) == (whole, "printed\n")
+    assert "3000\n" in tail and "printed\n" in tail
+
+
+def test_ssh_run_wakes_on_output_not_on_a_timer(server, monkeypatch):
+    # The reader sleeps on the channel: a silent 2 s tool wakes it about once
+    # a second (the liveness check), where a 50 ms poll woke it 40 times.
+    wakes = []
+    drain = SSHExecutor._drain
+    monkeypatch.setattr(
+        SSHExecutor, "_drain", staticmethod(lambda bg, chan: wakes.append(1) or drain(bg, chan))
+    )
+    with make_ssh(server) as ex:
+        assert ex.run(Command(argv=["sh", "-c", "sleep 2; echo end"])).stdout == "end\n"
+    assert len(wakes) <= 2 / CHECK_EVERY + 4
 
 
 def test_executor_run_passes_env_and_resolves_workdir(executor):

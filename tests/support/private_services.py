@@ -87,10 +87,10 @@ def install_mariadb(datadir) -> None:
     subprocess.run(argv, check=True, capture_output=True, timeout=120)
 
 
-@pytest.fixture
-def private_mariadb(tmp_path):
-    """A throw-away mariadbd (root without password) on its own port and datadir."""
-    datadir, port = tmp_path / "mariadb", free_port()
+def mariadb_server(directory: Path) -> Server:
+    """A started throw-away mariadbd (root without password) with its datadir,
+    socket and log in directory, on a free port."""
+    datadir, port = directory / "mariadb", free_port()
     install_mariadb(datadir)
     server = Server(
         [
@@ -100,17 +100,24 @@ def private_mariadb(tmp_path):
             f"--port={port}",
             "--bind-address=127.0.0.1",
             "--user=root",
-            f"--socket={tmp_path / 'mariadb.sock'}",
+            f"--socket={directory / 'mariadb.sock'}",
             "--skip-log-bin",
-            f"--pid-file={tmp_path / 'mariadb.pid'}",
+            f"--pid-file={directory / 'mariadb.pid'}",
         ],
         port,
-        tmp_path / "mariadb.log",
+        directory / "mariadb.log",
     )
     server.start()
+    return server
+
+
+@pytest.fixture
+def private_mariadb(tmp_path):
+    """A throw-away mariadbd (root without password) on its own port and datadir."""
+    server = mariadb_server(tmp_path)
     yield server
     server.stop()
-    shutil.rmtree(datadir, ignore_errors=True)
+    shutil.rmtree(tmp_path / "mariadb", ignore_errors=True)
 
 
 class ScriptedMariaDB:
@@ -219,9 +226,8 @@ def _as_postgres(argv: list[str]) -> None:
     subprocess.run([*prefix, *argv], check=True, capture_output=True, timeout=120)
 
 
-@pytest.fixture(scope="session")
-def private_postgres_server():
-    """One throw-away PostgreSQL for the session, on a free port (never 5432)."""
+def start_private_postgres() -> PrivatePostgres:
+    """Start a throw-away PostgreSQL on a free port (never 5432); stop_private_postgres() ends it."""
     # Not under pytest's tmp_path: its base directory is private to root.
     home = Path(tempfile.mkdtemp(prefix="bb-pg-"))
     if os.geteuid() == 0:
@@ -243,8 +249,20 @@ def private_postgres_server():
             "start",
         ]
     )
+    return PrivatePostgres(home, port)
+
+
+def stop_private_postgres(server: PrivatePostgres) -> None:
+    """Stop the server at once and remove its files."""
+    _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(server.home / "data"), "-m", "immediate", "stop"])
+    shutil.rmtree(server.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def private_postgres_server():
+    """One throw-away PostgreSQL for the session, on a free port (never 5432)."""
+    server = start_private_postgres()
     try:
-        yield PrivatePostgres(home, port)
+        yield server
     finally:
-        _as_postgres([f"{PG_BIN}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"])
-        shutil.rmtree(home, ignore_errors=True)
+        stop_private_postgres(server)
