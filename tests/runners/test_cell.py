@@ -122,7 +122,7 @@ def test_run_cell_sysbench_prepares_warms_up_measures_and_cleans_up(mariadb_targ
             "tables": 1,
             "table_size": 500,
             "threads": 2,
-            "time": 1,
+            "time": 2,  # a 1 s run may end before its first 1 s report
             "report_interval": 1,
             "forced_shutdown": 5,
         },
