@@ -42,7 +42,8 @@ def test_ui_flow_build_run_and_watch(page, live_server, owner, start_worker):  #
     page.select_option("#id_tool", "mysqlslap")
     page.check("input[name=targets][value=local-mariadb]")
     page.select_option("#id_param-mysqlslap-auto_generate_sql_add_autoincrement", "true")
-    page.fill("#id_param-mysqlslap-number_of_queries", "20")
+    # Enough queries that the average is not 0.000 s (then mysqlslap gives no q/s).
+    page.fill("#id_param-mysqlslap-number_of_queries", "2000")
     page.fill("#id_param-mysqlslap-create_schema", f"bb_e2e_{secrets.token_hex(3)}")
     page.fill("#id_axis-0-name", "load_type")
     page.fill("#id_axis-0-values", "read, bogus")
