@@ -38,6 +38,8 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
+from bench.report import spread  # noqa: E402
+
 SIZES = (10, 200, 2000)
 SAMPLES = 20
 REPEATS = 3
@@ -107,12 +109,7 @@ def measure(team) -> dict:
             orchestration.cancel_run(run)
     return {
         str(size): {
-            "start_run_s": {
-                "median": round(statistics.median(values), 3),
-                "min": round(min(values), 3),
-                "max": round(max(values), 3),
-                "n": len(values),
-            },
+            "start_run_s": spread(values),
             "goal_start_s": GOAL_START_S.get(size),
             "dispatch_per_cell_ms": dispatch_ms[size],
         }

@@ -42,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.report import spread  # noqa: E402
 from tests.support.browser import ARGS, CHROMIUM  # noqa: E402 (Chromium as the tests start it)
 
 GOALS = {"cold_s": 1.0, "warm_s": 0.5, "first_load_bytes": 1_000_000}
@@ -218,15 +219,6 @@ def load(page, cdp_bytes: list, url: str) -> tuple[float, int, dict]:
     elapsed = time.perf_counter() - start
     page.wait_for_load_state("networkidle")
     return elapsed, sum(cdp_bytes), {**page.evaluate(TIMING), "drawn_ms": drawn}
-
-
-def spread(values: list[float], digits: int = 3) -> dict:
-    return {
-        "median": round(statistics.median(values), digits),
-        "min": round(min(values), digits),
-        "max": round(max(values), digits),
-        "n": len(values),
-    }
 
 
 def warm_server(base: str, data: dict) -> None:

@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 import json
+import statistics
+
+
+def spread(values: list[float], digits: int = 3) -> dict:
+    """The median and range every figure of the bench is reported with."""
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "n": len(values),
+    }
+
 
 # The harness overhead goal: through Benchboard / by hand within 1 %.
 OVERHEAD_GOAL = (0.99, 1.01)

@@ -50,7 +50,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from bench import overhead, scale  # noqa: E402
-from bench.report import print_overhead, print_scale, print_table  # noqa: E402
+from bench.report import print_overhead, print_scale, print_table, spread  # noqa: E402
 from benchapp import orchestration  # noqa: E402
 from benchapp.models import Artifact, Credential, Run, Team  # noqa: E402
 from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
@@ -193,15 +193,6 @@ def harness_overheads(run: Run) -> list[float]:
         if cell.duration is not None and spans:
             out.append(cell.duration - sum(spans))
     return out
-
-
-def spread(values: list[float]) -> dict:
-    return {
-        "median": round(statistics.median(values), 3),
-        "min": round(min(values), 3),
-        "max": round(max(values), 3),
-        "n": len(values),
-    }
 
 
 def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:

@@ -33,6 +33,7 @@ import statistics
 import time
 from pathlib import Path
 
+from bench.report import spread
 from benchapp import orchestration
 from benchapp.models import Run
 from tests.support.worker import Worker
@@ -95,15 +96,6 @@ def run_once(team, workers: int, log_dir: Path, env: dict, label: str) -> dict:
         "cell_s": round(statistics.median(busy), 3),
         "idle_s_per_cell": round((workers * seconds - sum(busy)) / len(cells), 3),
         "load_avg": round(os.getloadavg()[0], 2),
-    }
-
-
-def spread(values: list[float]) -> dict:
-    return {
-        "median": round(statistics.median(values), 3),
-        "min": round(min(values), 3),
-        "max": round(max(values), 3),
-        "n": len(values),
     }
 
 
