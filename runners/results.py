@@ -45,16 +45,6 @@ def rows_to_series(rows: list[dict]) -> Series:
     return {name: [row.get(name) for row in rows] for name in names}
 
 
-def series_to_rows(series: Series) -> list[dict]:
-    """The rows of a series, each with only the metrics its line reported
-    (the inverse of rows_to_series; for reading and tests)."""
-    names = list(series)
-    return [
-        {name: value for name, value in zip(names, values) if value is not None}
-        for values in zip(*series.values())
-    ]
-
-
 def concat_series(parts: list[Series]) -> Series:
     """One series of parts read one after the other (consecutive runs of
     lines); a metric a part lacks is None on its lines."""

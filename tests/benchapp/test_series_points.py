@@ -14,9 +14,10 @@ import pytest
 from benchapp.models import SeriesPoint
 from benchapp.recording import series_rows
 from runners.errors import ParseError
-from runners.results import rows_to_series, series_to_rows
+from runners.results import rows_to_series
 from runners.tools import TOOLS
 from tests.benchapp.results_data import make_run
+from tests.support.series import series_to_rows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BEFORE = json.loads((FIXTURES / "series_points.json").read_text())

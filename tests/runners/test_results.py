@@ -1,6 +1,7 @@
 """The columnar series of runners.results: rows in and out, parts joined."""
 
-from runners.results import Result, concat_series, rows_to_series, series_points, series_to_rows
+from runners.results import Result, concat_series, rows_to_series, series_points
+from tests.support.series import series_to_rows
 
 ROWS = [
     {"t": 1, "tps": 10.0, "latency_p95_ms": 4.5},

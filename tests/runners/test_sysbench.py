@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from runners.command import WORKDIR, Endpoint
 from runners.errors import ParseError, ValidationError
-from runners.results import series_to_rows
 from runners.tools import get_tool, sysbench
 from tests.support.dbtargets import mariadb_target, postgres_target, run_command  # noqa: F401
+from tests.support.series import series_to_rows
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 MYSQL = Endpoint(
