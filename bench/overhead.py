@@ -61,9 +61,20 @@ from runners.sandbox import unavailable
 RATIOS = (("board", "hand"), ("ssh", "hand"), ("board", "ssh"), ("sandbox", "hand"))
 
 
-def jobs(quick: bool, scratch: Path) -> list[Job]:
-    """The four jobs; quick: seconds-long versions to get the code right (not results)."""
-    seconds = 3 if quick else 15
+# How long each job runs by default. On the machine BENCHMARKS.md was measured
+# on, a tool's throughput second by second varies by ~10 % (the host's
+# neighbours: the spread is gone within 5 s, and a job's mean varies as
+# 1/sqrt(its length): 7.5 % over 5 s, 4.4 % over 10 s, 2.2 % over 30 s), so a
+# job must run ~30 s before its by-hand CV can reach the goal's 2 %.
+SECONDS = 30
+QUICK_SECONDS = 3
+# mysqlslap runs a number of queries, not a time: about this many a second
+# here (key lookups, 2 clients), so its job lasts about as long as the others.
+MYSQLSLAP_QPS = 60000
+
+
+def jobs(seconds: int, scratch: Path) -> list[Job]:
+    """The four jobs, each running about `seconds` (QUICK_SECONDS: to get the code right)."""
     sysbench = {"test": "oltp_read_only", "tables": 1, "table_size": 10000, "threads": 2}
     return [
         Job("sysbench", {**sysbench, "time": seconds}, "tps", "mysql", prepare=sysbench),
@@ -73,7 +84,7 @@ def jobs(quick: bool, scratch: Path) -> list[Job]:
                 "auto_generate_sql": True,
                 "add_autoincrement": True,
                 "load_type": "key",
-                "number_of_queries": 50000 if quick else 1000000,  # over all clients
+                "number_of_queries": MYSQLSLAP_QPS * seconds,  # over all clients
                 "concurrency": 2,
                 "iterations": 1,
             },
@@ -86,7 +97,7 @@ def jobs(quick: bool, scratch: Path) -> list[Job]:
                 "rw": "randread",
                 "bs": "4k",
                 "size": "64M",
-                "runtime": 3 if quick else 12,
+                "runtime": seconds,
                 "time_based": True,
                 "filename": str(scratch / "fio" / "fio.data"),
             },
@@ -95,7 +106,7 @@ def jobs(quick: bool, scratch: Path) -> list[Job]:
         ),
         Job(
             "pgbench",
-            {"client": 2, "jobs": 2, "time": 3 if quick else 12, "select_only": True},
+            {"client": 2, "jobs": 2, "time": seconds, "select_only": True},
             "tps",
             "postgres",
             prepare={"scale": 10},
@@ -119,6 +130,24 @@ def mean_ci(values: list[float]) -> dict:
         return {"mean": round(mean, 4), "ci95": None, "n": len(values)}
     half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
     return {"mean": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)]}
+
+
+def pairs_needed(ratios: list[float], half_width: float = 0.01) -> int | None:
+    """Pairs whose 95 % t interval would be +-half_width at these ratios' spread.
+
+    What the goal costs on this machine: with the spread seen, how many
+    pairs the interval needs to narrow to the goal's width (None: no spread
+    to go by).
+    """
+    from scipy import stats
+
+    if len(ratios) < 2 or statistics.stdev(ratios) == 0:
+        return None
+    sd = statistics.stdev(ratios)
+    n = 2
+    while stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) > half_width:
+        n += 1
+    return n
 
 
 def cv(values: list[float]) -> float | None:
@@ -194,7 +223,11 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...]) -> d
     for top, bottom in RATIOS:
         if top in values and bottom in values:
             each = [a / b for a, b in zip(values[top], values[bottom], strict=True)]
-            ratios[f"{top}/{bottom}"] = {**mean_ci(each), "values": [round(r, 4) for r in each]}
+            ratios[f"{top}/{bottom}"] = {
+                **mean_ci(each),
+                "pairs_for_1pct": pairs_needed(each),
+                "values": [round(r, 4) for r in each],
+            }
     return {
         "metric": job.metric,
         "params": job.params,
@@ -232,13 +265,23 @@ def dispatch_latency(runs: list[Run]) -> float | None:
     return round(statistics.median(spans), 3) if spans else None
 
 
-def study(team, server, workdir: Path, pairs: int = 7, quick: bool = False, tools=None) -> dict:
+def study(
+    team,
+    server,
+    workdir: Path,
+    pairs: int = 7,
+    seconds: int = SECONDS,
+    tools=None,
+    arms: tuple[str, ...] = ARMS,
+) -> dict:
     """The whole study (see the module docstring); its figures as a dict."""
     stage = set_up(team, server, workdir)
-    arms = ARMS if stage.sandbox is not None else tuple(a for a in ARMS if a != "sandbox")
+    if stage.sandbox is None:
+        arms = tuple(a for a in arms if a != "sandbox")
     out = {
         "pairs": pairs,
-        "quick": quick,
+        "seconds": seconds,
+        "quick": seconds <= QUICK_SECONDS,
         "arms": list(arms),
         "sandbox": "bubblewrap as " + settings.BENCHBOARD_SANDBOX_USER
         if stage.sandbox
@@ -247,7 +290,7 @@ def study(team, server, workdir: Path, pairs: int = 7, quick: bool = False, tool
         "tools": {},
     }
     try:
-        for job in jobs(quick, stage.scratch):
+        for job in jobs(seconds, stage.scratch):
             if tools is None or job.tool in tools:
                 out["tools"][job.tool] = measure_tool(stage, job, pairs, arms)
     finally:

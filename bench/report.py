@@ -44,15 +44,16 @@ def percent(value: float | None) -> str:
 def print_overhead(study: dict) -> None:
     """The overhead study: per tool the CVs, the ratios with their 95 % intervals, the profile."""
     print(
-        f"harness overhead: {study['pairs']} interleaved pairs per tool, arms "
+        f"harness overhead: {study['pairs']} interleaved pairs per tool of "
+        f"{study.get('seconds', '?')} s jobs, arms "
         f"{', '.join(study['arms'])}; sandbox: {study['sandbox']}; load average "
         f"{study['load_average_start'][0]} -> {study['load_average_end'][0]}"
         + (" (quick: short jobs, not results)" if study.get("quick") else "")
     )
     print(
         f"{'tool':<10} {'metric':<10} {'CV hand':>8} {'CV board':>9} "
-        f"{'board/hand [95 % CI]':>24} {'goal':>8} {'ssh/hand':>24} {'board/ssh':>24} "
-        f"{'sandbox/hand':>24}"
+        f"{'board/hand [95 % CI]':>24} {'goal':>8} {'pairs for +-1 %':>16} {'ssh/hand':>24} "
+        f"{'board/ssh':>24} {'sandbox/hand':>24}"
     )
     for tool, row in study["tools"].items():
         ratios = row["ratios"]
@@ -61,11 +62,15 @@ def print_overhead(study: dict) -> None:
             f"{percent(row['cv'].get('board')):>9} "
             f"{ratio_text(ratios.get('board/hand')):>24} "
             f"{within_goal(ratios.get('board/hand')):>8} "
+            f"{(ratios.get('board/hand') or {}).get('pairs_for_1pct') or '-':>16} "
             f"{ratio_text(ratios.get('ssh/hand')):>24} "
             f"{ratio_text(ratios.get('board/ssh')):>24} "
             f"{ratio_text(ratios.get('sandbox/hand')):>24}"
         )
-    print("(goal: board/hand in [0.99, 1.01] over the whole interval; by-hand CV <= 2 %)")
+    print(
+        "(goal: board/hand in [0.99, 1.01] over the whole interval; by-hand CV <= 2 %; "
+        "pairs for +-1 %: how many pairs a 95 % interval of +-1 % needs at the spread seen)"
+    )
     print(
         f"{'tool':<10} {'harness CPU during the run, % of one core':>42} "
         f"{'cell beyond measure s':>22} {'dispatch s':>10}"

@@ -272,8 +272,27 @@ def script_figures(script: str, *args: str) -> dict | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7, help="overhead study: pairs per tool")
-    parser.add_argument("--quick", action="store_true", help="overhead study: short jobs")
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        default=overhead.SECONDS,
+        help="overhead study: how long each job runs",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_const",
+        const=overhead.QUICK_SECONDS,
+        dest="seconds",
+        help="overhead study: %(const)s s jobs, to check the code (not results)",
+    )
     parser.add_argument("--tools", nargs="+", help="overhead study: only these tools")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=overhead.ARMS,
+        default=list(overhead.ARMS),
+        help="overhead study: these arms (board/hand needs board and hand)",
+    )
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     parser.add_argument(
         "--only",
@@ -285,7 +304,7 @@ def main() -> int:
         return only(args)
     quick = os.environ.get("BENCH_QUICK") == "1"
     if quick:  # a smoke test of the whole bench in a few minutes: its figures are not results
-        args.pairs, args.quick, args.skip_pages = 2, True, True
+        args.pairs, args.seconds, args.skip_pages = 2, overhead.QUICK_SECONDS, True
     results = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": quick,
@@ -304,7 +323,7 @@ def main() -> int:
             log("harness overhead: by hand, in the sandbox, over SSH, through Benchboard:")
             # The study starts its own worker, with the heartbeat a user gets.
             results["overhead"] = overhead.study(
-                team, server, workdir, args.pairs, args.quick, args.tools
+                team, server, workdir, args.pairs, args.seconds, args.tools, tuple(args.arms)
             )
             worker = Worker(workdir / "worker.log", env, "bench")
             results["cell_overhead_local_s"] = local_cell_overhead(team, workdir)
@@ -350,7 +369,9 @@ def only(args) -> int:
         team, server = prepare_environment(workdir)
         try:
             if args.only == "overhead":
-                figures = overhead.study(team, server, workdir, args.pairs, args.quick, args.tools)
+                figures = overhead.study(
+                    team, server, workdir, args.pairs, args.seconds, args.tools, tuple(args.arms)
+                )
             else:
                 worker = Worker(workdir / "worker.log", {**os.environ, **FAST}, "bench")
                 try:
