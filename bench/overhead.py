@@ -5,8 +5,8 @@ cell through Benchboard, untimed, and takes the command it recorded for the
 measure (the Artifact's command line). Every later run, whichever way it is
 started, runs exactly that argv, with the environment and the uploaded files
 (option file, pgpass) the tool's builder gives for it, on the same data
-prepared once beforehand. The arms, interleaved, their order rotated from
-one pair to the next:
+prepared once beforehand. The arms (hand, ssh and board unless asked
+otherwise), interleaved, their order rotated from one pair to the next:
 
     hand     here, bare: subprocess in a work dir holding the same files
     sandbox  here, in the bubblewrap sandbox Benchboard puts local tools in
@@ -21,7 +21,8 @@ one pair to the next:
 The tool's own throughput figure is compared: per pair, board/ssh is what
 Benchboard costs beyond SSH, ssh/hand what SSH costs, board/hand the whole,
 sandbox/hand what the sandbox costs; each as the mean over pairs with its
-95 % t interval. The by-hand coefficient of variation says whether the jobs
+95 % t interval, and the number of pairs a +-1 % interval would take at the
+spread seen. The by-hand coefficient of variation says whether the jobs
 were long enough (goal: <= 2 %).
 
 Then one profile pass per tool (outside the pairs, so its /proc polling
@@ -40,10 +41,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from bench.cells import beyond_measure
 from bench.cpuwatch import CpuWatch
 from bench.overhead_arms import (
     ARM_FUNCTIONS,
-    ARMS,
+    GOAL_ARMS,
     HandCommand,
     Job,
     Stage,
@@ -54,7 +56,7 @@ from bench.overhead_arms import (
     set_up,
     tear_down,
 )
-from benchapp.models import Artifact, Run
+from benchapp.models import Artifact, Measurement, Run
 from runners.sandbox import unavailable
 
 # Ratios reported: (numerator arm, denominator arm).
@@ -68,9 +70,6 @@ RATIOS = (("board", "hand"), ("ssh", "hand"), ("board", "ssh"), ("sandbox", "han
 # job must run ~30 s before its by-hand CV can reach the goal's 2 %.
 SECONDS = 30
 QUICK_SECONDS = 3
-# mysqlslap runs a number of queries, not a time: about this many a second
-# here (key lookups, 2 clients), so its job lasts about as long as the others.
-MYSQLSLAP_QPS = 60000
 
 
 def jobs(seconds: int, scratch: Path) -> list[Job]:
@@ -84,12 +83,13 @@ def jobs(seconds: int, scratch: Path) -> list[Job]:
                 "auto_generate_sql": True,
                 "add_autoincrement": True,
                 "load_type": "key",
-                "number_of_queries": MYSQLSLAP_QPS * seconds,  # over all clients
+                "number_of_queries": 20000 * seconds,  # over all clients; sized, see `amount`
                 "concurrency": 2,
                 "iterations": 1,
             },
             "qps",
             "mysql",
+            amount="number_of_queries",
         ),
         Job(
             "fio",
@@ -203,11 +203,17 @@ def shares(cpu: dict[str, float], window: tuple[float, float]) -> dict:
 # --------------------------------------------------------------------- study
 
 
-def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...]) -> dict:
+def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...], seconds: int) -> dict:
     """Prepare, one untimed cell, `pairs` interleaved pairs, one profile pass."""
     prepare_data(stage, job)
     log(f"{job.tool}: an untimed cell (warm-up; its command is the one every arm runs)")
-    hand = recorded_command(stage, job, board_run(stage, job))
+    warm_up = board_run(stage, job)
+    if job.amount is not None:  # sized from the warm-up's rate, then recorded afresh
+        rate = Measurement.objects.get(run=warm_up, metric=job.metric, group="").value
+        job.params[job.amount] = max(10000, round(rate * seconds, -4))
+        log(f"{job.tool}: {job.amount} {job.params[job.amount]} (~{seconds} s at {rate:.0f})")
+        warm_up = board_run(stage, job)
+    hand = recorded_command(stage, job, warm_up)
     stage.board_runs = []
     values: dict[str, list[float]] = {arm: [] for arm in arms}
     orders, loads = [], []
@@ -238,20 +244,15 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...]) -> d
         "load_average_per_pair": loads,  # the machine's 1-minute load as each pair began
         "cv": {arm: cv(vs) for arm, vs in values.items()},
         "ratios": ratios,
-        "cell_beyond_measure_s": beyond_measure(stage.board_runs),
+        "cell_beyond_measure_s": median_beyond_measure(stage.board_runs),
         "dispatch_latency_s": dispatch_latency(stage.board_runs),
         "profile": profile(stage, job, hand),
     }
 
 
-def beyond_measure(runs: list[Run]) -> float | None:
+def median_beyond_measure(runs: list[Run]) -> float | None:
     """Median seconds a cell took beyond its measured run (connect, facts, recording)."""
-    spans = []
-    for run in runs:
-        cell = run.cells.get()
-        measure = Artifact.objects.get(cell=cell, phase="measure")
-        if cell.duration is not None:
-            spans.append(cell.duration - (measure.finished_at - measure.started_at).total_seconds())
+    spans = [s for s in (beyond_measure(run.cells.get()) for run in runs) if s is not None]
     return round(statistics.median(spans), 3) if spans else None
 
 
@@ -272,7 +273,7 @@ def study(
     pairs: int = 7,
     seconds: int = SECONDS,
     tools=None,
-    arms: tuple[str, ...] = ARMS,
+    arms: tuple[str, ...] = GOAL_ARMS,
 ) -> dict:
     """The whole study (see the module docstring); its figures as a dict."""
     stage = set_up(team, server, workdir)
@@ -292,7 +293,7 @@ def study(
     try:
         for job in jobs(seconds, stage.scratch):
             if tools is None or job.tool in tools:
-                out["tools"][job.tool] = measure_tool(stage, job, pairs, arms)
+                out["tools"][job.tool] = measure_tool(stage, job, pairs, arms, seconds)
     finally:
         tear_down(stage)
     out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -18,12 +18,12 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
+from bench.cells import wait_for
 from benchapp import orchestration
 from benchapp.models import Artifact, Credential, Measurement, Run
 from benchapp.recording import frozen_cell
@@ -39,6 +39,8 @@ from tests.support.private_services import (
 from tests.support.worker import Worker
 
 ARMS = ("hand", "sandbox", "ssh", "board")
+# The goal's arms: by hand, its two baselines' other half, through Benchboard.
+GOAL_ARMS = ("hand", "ssh", "board")
 MARIADB_DB = "benchboard_overhead"
 PG_PASSWORD = "bench-pg-secret"  # trust auth ignores it; it makes pgbench use PGPASSFILE
 
@@ -52,6 +54,9 @@ class Job:
     metric: str
     kind: str  # the target kind: mysql, postgres, host
     prepare: dict | None = None  # params of the tool's own prepare/init phase, run by hand
+    # A tool that runs an amount of work, not a time (mysqlslap): the param that
+    # sets the amount, sized from the warm-up's rate so the job lasts as long as the others.
+    amount: str | None = None
 
 
 # ------------------------------------------------------------------ the stage
@@ -312,17 +317,11 @@ def board_run(stage: Stage, job: Job, timeout: float = 600) -> Run:
         "prepare": False,
     }
     # origin cli: an operator's plan file (fio's file is an absolute path).
-    run = orchestration.start_run(stage.team, plan, origin="cli")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        time.sleep(1.0)
-        if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
-            run.refresh_from_db()
-            if run.status != Run.SUCCEEDED:
-                errors = list(run.cells.values_list("error", flat=True))
-                raise RuntimeError(f"{job.tool} through Benchboard: {run.status} {errors}")
-            return run
-    raise RuntimeError(f"run {run.pk} did not finish in {timeout} s")
+    run = wait_for(orchestration.start_run(stage.team, plan, origin="cli"), timeout, poll=1.0)
+    if run.status != Run.SUCCEEDED:
+        errors = list(run.cells.values_list("error", flat=True))
+        raise RuntimeError(f"{job.tool} through Benchboard: {run.status} {errors}")
+    return run
 
 
 def arm_board(stage: Stage, job: Job, hand: HandCommand) -> float:

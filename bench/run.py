@@ -3,9 +3,10 @@
 
 Prints a table and writes bench/results.json with:
 - the harness overhead study (bench/overhead.py): sysbench, mysqlslap, fio
-  and pgbench, the very command Benchboard records run by hand, by hand in
-  the sandbox, by hand over SSH and through Benchboard, PAIRS interleaved
-  pairs; each ratio with its 95 % interval, the by-hand CV, a CPU profile;
+  and pgbench, the very command Benchboard records run by hand, by hand over
+  SSH and through Benchboard (and by hand in the sandbox with --arms), PAIRS
+  interleaved pairs of --seconds jobs; each ratio with its 95 % interval and
+  the pairs a +-1 % interval would take, the by-hand CV, a CPU profile;
 - per-cell overhead (cell wall time minus the tool's own run time), local
   and over SSH (the study's cells), and the dispatch latency;
 - scale: cells per minute with 1, 2 and 4 workers over 8 targets (cells
@@ -35,7 +36,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,9 +50,11 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from bench import overhead, scale  # noqa: E402
+from bench.cells import beyond_measure, beyond_phases, wait_for  # noqa: E402
+from bench.overhead_arms import ARMS, GOAL_ARMS  # noqa: E402
 from bench.report import print_overhead, print_scale, print_table, spread  # noqa: E402
 from benchapp import orchestration  # noqa: E402
-from benchapp.models import Artifact, Credential, Run, Team  # noqa: E402
+from benchapp.models import Credential, Run, Team  # noqa: E402
 from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
 from tests.support.worker import Worker  # noqa: E402
 
@@ -155,44 +157,7 @@ def plan_for(tool: str, params: dict, server=None, targets=("t1",), axes=None) -
 
 
 def through_benchboard(team, plan: dict, timeout: float = 300) -> Run:
-    run = orchestration.start_run(team, plan, origin="bench")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if not run.is_active:
-            return run
-        time.sleep(0.2)
-    raise RuntimeError(f"run {run.pk} did not finish in {timeout} s")
-
-
-def cell_overheads(run: Run) -> list[float]:
-    """Cell wall time minus the measured tool's own run time, per cell."""
-    out = []
-    for cell in run.cells.all():
-        measure = Artifact.objects.filter(cell=cell, attempt=cell.attempt, phase="measure").first()
-        if cell.duration is not None and measure and measure.finished_at:
-            tool_time = (measure.finished_at - measure.started_at).total_seconds()
-            out.append(cell.duration - tool_time)
-    return out
-
-
-def harness_overheads(run: Run) -> list[float]:
-    """Cell wall time minus every phase the plan itself runs (prepare, measure, cleanup...).
-
-    What is left is Benchboard's own cost per cell: claiming, connecting,
-    work dir, facts, CPU sampling, recording.
-    """
-    out = []
-    for cell in run.cells.all():
-        phases = Artifact.objects.filter(cell=cell, attempt=cell.attempt)
-        spans = [
-            (a.finished_at - a.started_at).total_seconds()
-            for a in phases
-            if a.started_at and a.finished_at
-        ]
-        if cell.duration is not None and spans:
-            out.append(cell.duration - sum(spans))
-    return out
+    return wait_for(orchestration.start_run(team, plan, origin="bench"), timeout)
 
 
 def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
@@ -214,13 +179,11 @@ def ssh_cell_overhead(team, server, workdir: Path, cells: int = 8) -> dict:
     )
     if run.status != Run.SUCCEEDED:
         raise RuntimeError(f"fio over SSH: {run.status} {[c.error for c in run.cells.all()]}")
-    ordered = sorted(run.cells.all(), key=lambda c: c.started_at)
-    first, rest = ordered[0], ordered[1:]
-    per_cell = {c.pk: v for c, v in zip(run.cells.all(), harness_overheads(run), strict=True)}
+    first, *rest = [beyond_phases(c) for c in run.cells.order_by("started_at")]
     return {
-        "first_cell_s": round(per_cell[first.pk], 3),
-        "further_cells_s": spread([per_cell[c.pk] for c in rest]),
-        "all_cells_s": spread(list(per_cell.values())),
+        "first_cell_s": round(first, 3),
+        "further_cells_s": spread(rest),
+        "all_cells_s": spread([first, *rest]),
     }
 
 
@@ -236,7 +199,7 @@ def local_cell_overhead(team, workdir: Path, cells: int = 5) -> float:
     run = through_benchboard(
         team, plan_for("fio", params, axes={"iodepth": list(range(1, cells + 1))})
     )
-    return statistics.median(cell_overheads(run))
+    return statistics.median(beyond_measure(cell) for cell in run.cells.all())
 
 
 def scale_figures(team, workdir: Path, rounds: int) -> dict:
@@ -289,9 +252,10 @@ def main() -> int:
     parser.add_argument(
         "--arms",
         nargs="+",
-        choices=overhead.ARMS,
-        default=list(overhead.ARMS),
-        help="overhead study: these arms (board/hand needs board and hand)",
+        choices=ARMS,
+        default=list(GOAL_ARMS),
+        help="overhead study: these arms (default: %(default)s; sandbox: the same command "
+        "in the sandbox a local cell runs in)",
     )
     parser.add_argument("--skip-pages", action="store_true", help="skip the 1 M row page bench")
     parser.add_argument(
