@@ -210,7 +210,7 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...], seco
     warm_up = board_run(stage, job)
     if job.amount is not None:  # sized from the warm-up's rate, then recorded afresh
         rate = Measurement.objects.get(run=warm_up, metric=job.metric, group="").value
-        job.params[job.amount] = max(10000, round(rate * seconds, -4))
+        job.params[job.amount] = max(10000, int(round(rate * seconds, -4)))
         log(f"{job.tool}: {job.amount} {job.params[job.amount]} (~{seconds} s at {rate:.0f})")
         warm_up = board_run(stage, job)
     hand = recorded_command(stage, job, warm_up)

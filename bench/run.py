@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,7 +51,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from bench import overhead, scale  # noqa: E402
-from bench.cells import beyond_measure, beyond_phases, wait_for  # noqa: E402
+from bench.cells import beyond_measure, beyond_phases, end_leftovers, wait_for  # noqa: E402
 from bench.overhead_arms import ARMS, GOAL_ARMS  # noqa: E402
 from bench.report import print_overhead, print_scale, print_table, spread  # noqa: E402
 from benchapp import orchestration  # noqa: E402
@@ -104,6 +105,8 @@ def prepare_environment(workdir: Path):
     ensure_database()
     call_command("migrate", verbosity=0)
     team, _ = Team.objects.get_or_create(name="bench")
+    if end_leftovers(team):
+        log("ended the runs an interrupted bench left active")
     (workdir / "sshd").mkdir()
     server = start_sshd(workdir / "sshd")
     cred, _ = Credential.objects.get_or_create(
@@ -233,6 +236,9 @@ def script_figures(script: str, *args: str) -> dict | None:
 
 
 def main() -> int:
+    # A bench stopped by SIGTERM (timeout, kill) ends as on Ctrl-C: its finally
+    # blocks stop the worker, the sshd and the private servers it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=7, help="overhead study: pairs per tool")
     parser.add_argument(
@@ -323,6 +329,7 @@ def only(args) -> int:
         ensure_database()
         call_command("migrate", verbosity=0)
         team, _ = Team.objects.get_or_create(name="bench")
+        end_leftovers(team)
         with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
             figures = scale_figures(team, Path(tmp), rounds=3)
         print(json.dumps(figures, indent=2))
