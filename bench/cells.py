@@ -8,26 +8,24 @@ from __future__ import annotations
 
 import time
 
-from django.utils import timezone
-
-from benchapp.models import Artifact, Cell, Run, TargetLock
+from benchapp import orchestration
+from benchapp.models import Artifact, Cell, Run
 
 
 def end_leftovers(team) -> int:
-    """End the runs an interrupted bench left active in its team; how many there were.
+    """Cancel the runs an interrupted bench left active in its team; how many there were.
 
     Their worker is gone with the bench, so nothing would end them before the
     reaper (celery beat, not running here) and their target locks would hold
-    the next bench's cells back.
+    the next bench's cells back. Their running cells are cancelled first, so
+    cancel_run frees their locks and ends the run at once.
     """
-    runs = Run.objects.filter(team=team, status__in=Run.ACTIVE)
-    now, count = timezone.now(), runs.count()
-    Cell.objects.filter(run__in=runs, status__in=(Cell.QUEUED, Cell.RUNNING)).update(
-        status=Cell.CANCELLED, finished_at=now, error="cancelled: left by an interrupted bench"
-    )
-    TargetLock.objects.filter(team=team).update(holder=None, lease_expires_at=None)
-    runs.update(status=Run.CANCELLED, finished_at=now)
-    return count
+    runs = list(Run.objects.filter(team=team, status__in=Run.ACTIVE))
+    for run in runs:
+        for cell in run.cells.filter(status=Cell.RUNNING):
+            orchestration.cancel_cell(cell)
+        orchestration.cancel_run(run)
+    return len(runs)
 
 
 def wait_for(run: Run, timeout: float = 300, poll: float = 0.2) -> Run:

@@ -141,9 +141,9 @@ def pairs_needed(ratios: list[float], half_width: float = 0.01) -> int | None:
     """
     from scipy import stats
 
-    if len(ratios) < 2 or statistics.stdev(ratios) == 0:
+    sd = statistics.stdev(ratios) if len(ratios) > 1 else 0
+    if sd == 0:
         return None
-    sd = statistics.stdev(ratios)
     n = 2
     while stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) > half_width:
         n += 1

@@ -106,7 +106,7 @@ def prepare_environment(workdir: Path):
     call_command("migrate", verbosity=0)
     team, _ = Team.objects.get_or_create(name="bench")
     if end_leftovers(team):
-        log("ended the runs an interrupted bench left active")
+        log("cancelled the runs an interrupted bench left active")
     (workdir / "sshd").mkdir()
     server = start_sshd(workdir / "sshd")
     cred, _ = Credential.objects.get_or_create(
@@ -290,7 +290,7 @@ def main() -> int:
         env = {**os.environ, **FAST}
         worker = None
         try:
-            log("harness overhead: by hand, in the sandbox, over SSH, through Benchboard:")
+            log(f"harness overhead, arms {', '.join(args.arms)}:")
             # The study starts its own worker, with the heartbeat a user gets.
             results["overhead"] = overhead.study(
                 team, server, workdir, args.pairs, args.seconds, args.tools, tuple(args.arms)
