@@ -30,7 +30,7 @@ from benchapp.recording import frozen_cell
 from runners.cell import masked
 from runners.command import WORKDIR, Endpoint, Upload
 from runners.sandbox import Sandbox, drop_privileges, unavailable
-from runners.tools import get_tool
+from runners.tools import get_tool, read_output
 from tests.support.private_services import (
     mariadb_server,
     start_private_postgres,
@@ -248,7 +248,7 @@ def recorded_command(stage: Stage, job: Job, run: Run) -> HandCommand:
 
 
 def figure(job: Job, output: str) -> float:
-    result = get_tool(job.tool).parse(output)
+    result = read_output(job.tool, output)
     if result.errors or job.metric not in result.metrics:
         raise RuntimeError(f"{job.tool}: {result.errors or 'no ' + job.metric}: {output[-800:]}")
     return result.metrics[job.metric]

@@ -149,7 +149,9 @@ def print_parsers(parsers: dict) -> None:
         print("parsers:", json.dumps(parsers))
         return
     goal = parsers["goal_mb_s"]
-    print(f"parsers on ~50 MB outputs, load average {parsers['load_average']}:")
+    yardstick = parsers.get("yardstick_ms")
+    speed = f", this CPU runs sum(range(10**6)) in {yardstick} ms" if yardstick else ""
+    print(f"parsers on ~50 MB outputs, load average {parsers['load_average']}{speed}:")
     for tool, row in parsers["tools"].items():
         verdict = "met" if row["cpu_mb_s"] >= goal else "NOT met"
         print(

@@ -19,7 +19,7 @@ from benchapp import crypto
 from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint, Team
 from benchapp.recording import MASK, measurement_rows, series_rows
 from runners.errors import ParseError
-from runners.tools import MEASURED_TOOLS, get_tool
+from runners.tools import MEASURED_TOOLS, read_output
 from runners.tools import metric as catalog_metric
 
 # ------------------------------------------------------------------ search
@@ -116,7 +116,7 @@ def parse_output(tool: str, text: str):
     """The tool's parser over an imported output; ParseError when unreadable."""
     if tool not in MEASURED_TOOLS:
         raise ParseError(f"unknown tool {tool!r}")
-    return get_tool(tool).parse(text)
+    return read_output(tool, text)
 
 
 @transaction.atomic

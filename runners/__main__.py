@@ -35,8 +35,8 @@ def _read(path: str) -> str:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    """Print get_tool(TOOL).parse(FILE) as JSON; exit 2 on ParseError."""
-    from runners.tools import get_tool
+    """Print the parse of FILE by TOOL as JSON; exit 2 on ParseError."""
+    from runners.tools import get_tool, read_output
 
     try:
         tool = get_tool(args.tool)
@@ -46,7 +46,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{args.file}: {exc.strerror}")
     try:
-        result = tool.parse(text)
+        result = read_output(tool, text)
     except ParseError as exc:
         return _fail(f"{args.file}: cannot parse {args.tool} output: {exc}")
     json.dump(result.to_dict(), sys.stdout, indent=2)

@@ -38,7 +38,7 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import get_tool
+from runners.tools import get_tool, read_output
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -259,7 +259,7 @@ class _CellRun:
     def _tool_errors(self, output: str) -> list[str]:
         """The error lines the tool reported in a phase's output ([] if none or unreadable)."""
         try:
-            return self.tool.parse(output).errors
+            return read_output(self.tool, output).errors
         except ParseError:
             return []
 
@@ -364,7 +364,7 @@ class _CellRun:
             return
         self.outcome.phases.append(_record("stress", command, execution))
         try:
-            self.outcome.stress_result = get_tool("stress_ng").parse(execution.output)
+            self.outcome.stress_result = read_output("stress_ng", execution.output)
         except ParseError as exc:
             self.outcome.warnings.append(f"stress-ng output: {exc}")
 
@@ -404,7 +404,7 @@ class _CellRun:
         record = next(r for r in reversed(self.outcome.phases) if r.phase == "measure")
         self._gather_facts(target)
         try:
-            result = self.tool.parse(execution.output)
+            result = read_output(self.tool, execution.output)
         except ParseError as exc:
             result = None
             parse_error = f"could not read {self.plan.tool} output: {exc}"

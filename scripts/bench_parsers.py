@@ -2,8 +2,10 @@
 
     .venv/bin/python scripts/bench_parsers.py [--mb 50]
 
-Each tool's parse() reads one ~50 MB output, built from its real captures in
-tests/fixtures/<tool>/ (every input is in the repository):
+Each tool's output is read as a worker reads it (runners.tools.read_output:
+the tool's parse() with the cycle collector paused), one ~50 MB output built
+from its real captures in tests/fixtures/<tool>/ (every input is in the
+repository):
 
 - sysbench: 1.x --report-interval lines (numbers growing so column spacing
   collapses, as in real long runs), then a real summary;
@@ -21,23 +23,28 @@ output. fio and redis-benchmark are timed that way too ("small" lines).
 
 Every line gives wall time and CPU time: CPU seconds stay meaningful when
 other work shares the machine (wall time then mostly measures the queue).
-The last line is the same figures as JSON. Not a test: a measurement.
+These figures scale with the CPU's single-thread speed, so the script also
+times one fixed piece of pure Python (`sum(range(10**6))`, best of 5) as a
+yardstick: parsers on two machines compare once divided by it. The last
+line is the same figures as JSON. Not a test: a measurement.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
 import pathlib
 import sys
 import time
+import timeit
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runners.tools import TOOL_NAMES  # noqa: E402 (after the sys.path line above)
+from runners.tools import TOOL_NAMES, read_output  # noqa: E402 (after the sys.path line above)
 
 GOAL_MB_S = 50.0
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -144,7 +151,7 @@ def timed(parse, text: str, rounds: int = 1) -> dict:
 
 def measure(tool: str, size: int) -> dict[str, dict]:
     """{label: figures} for one tool: its 50 MB output and, for SMALL, per capture."""
-    parse = importlib.import_module(f"runners.tools.{tool}").parse
+    parse = functools.partial(read_output, tool)
     out = {}
     if tool in GENERATED:
         figures = timed(parse, GENERATED[tool](size))
@@ -162,6 +169,12 @@ def measure(tool: str, size: int) -> dict[str, dict]:
         figures["input"] = f"{rounds} x a {len(text)}-byte real capture"
         out[tool if tool not in GENERATED else f"{tool} small"] = figures
     return out
+
+
+def yardstick_ms() -> float:
+    """Milliseconds this CPU takes for sum(range(10**6)), best of 5: how fast
+    it runs plain Python, to compare parser figures across machines."""
+    return round(min(timeit.repeat("sum(range(10**6))", number=1, repeat=5)) * 1000, 1)
 
 
 def main() -> None:
@@ -184,8 +197,13 @@ def main() -> None:
             )
         figures.update(found)
     load = os.getloadavg()[0]
-    print(f"goal {GOAL_MB_S:.0f} MB/s per tool; load average {load:.2f}")
-    print(json.dumps({"goal_mb_s": GOAL_MB_S, "load_average": round(load, 2), "tools": figures}))
+    yardstick = yardstick_ms()
+    print(
+        f"goal {GOAL_MB_S:.0f} MB/s per tool; load average {load:.2f}; "
+        f"this CPU runs sum(range(10**6)) in {yardstick:.1f} ms"
+    )
+    summary = {"goal_mb_s": GOAL_MB_S, "load_average": round(load, 2), "yardstick_ms": yardstick}
+    print(json.dumps({**summary, "tools": figures}))
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ Every module exposes the same interface:
 Adding a tool: a module with that interface and one row below.
 """
 
+import gc
 from types import ModuleType
 
 from runners.metrics import Metric, lookup
+from runners.results import Result
 from runners.tools import fio, mysqlslap, pgbench, redis_benchmark, stress_ng, sysbench
 
 TOOLS: dict[str, ModuleType] = {
@@ -52,6 +54,28 @@ def get_tool(name: str) -> ModuleType:
     if key not in TOOLS:
         raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
     return TOOLS[key]
+
+
+def read_output(tool: ModuleType | str, text: str) -> Result:
+    """tool.parse(text) (a tool module or name), with Python's cycle collector
+    paused while it runs; ParseError as parse raises it.
+
+    A long output becomes hundreds of thousands of small dicts and lists (a
+    group per mysqlslap block, a test per redis-benchmark line), none of them
+    in a reference cycle. Each 700 new containers start a collection, and the
+    older generations are walked again and again as the result grows: 20-30 %
+    of mysqlslap's and redis-benchmark's parse time on a 50 MB output
+    (scripts/bench_parsers.py), more in a worker whose heap holds Django.
+    The collector is left as it was found (a caller may have paused it).
+    """
+    module = get_tool(tool) if isinstance(tool, str) else tool
+    if not gc.isenabled():
+        return module.parse(text)
+    gc.disable()
+    try:
+        return module.parse(text)
+    finally:
+        gc.enable()
 
 
 def duration_seconds(tool: str, params: dict) -> float | None:

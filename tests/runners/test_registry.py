@@ -3,6 +3,7 @@ catalog covers every metric its parser reports, and the rest reads it."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,38 @@ def test_registry_catalog_has_a_row_for_every_metric_the_parser_reports(name):
     assert names, "no fixture gave metrics"
     unknown = sorted(n for n in names if tools.metric(name, n) == Metric(n))
     assert unknown == []
+
+
+@pytest.mark.parametrize("name", list(tools.TOOLS))
+def test_registry_read_output_is_the_parse_and_leaves_the_collector_as_found(name):
+    """read_output (what workers and imports call) gives parse()'s Result, by
+    module or by name, and restores the cycle collector, also on ParseError."""
+    text = max(
+        (p.read_text() for p in (FIXTURES / name).glob("*.out")),
+        key=lambda t: (_parses(name, t), len(t)),
+    )
+    module = tools.get_tool(name)
+    assert _parses(name, text)
+    assert tools.read_output(module, text) == module.parse(text)
+    assert tools.read_output(name, text) == module.parse(text)
+    assert gc.isenabled()
+    with pytest.raises(ParseError):
+        tools.read_output(name, "")
+    assert gc.isenabled()
+    gc.disable()  # a caller that paused it keeps it paused
+    try:
+        assert tools.read_output(name, text) == module.parse(text)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def _parses(name: str, text: str) -> bool:
+    try:
+        tools.get_tool(name).parse(text)
+    except ParseError:
+        return False
+    return True
 
 
 @pytest.mark.parametrize(
