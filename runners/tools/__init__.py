@@ -63,7 +63,7 @@ def read_output(tool: ModuleType | str, text: str) -> Result:
     A long output becomes hundreds of thousands of small dicts and lists (a
     group per mysqlslap block, a test per redis-benchmark line), none of them
     in a reference cycle. Each 700 new containers start a collection, and the
-    older generations are walked again and again as the result grows: 20-30 %
+    older generations are walked again and again as the result grows: 15-30 %
     of mysqlslap's and redis-benchmark's parse time on a 50 MB output
     (scripts/bench_parsers.py), more in a worker whose heap holds Django.
     The collector is left as it was found (a caller may have paused it).
