@@ -69,13 +69,13 @@ def read_output(tool: ModuleType | str, text: str) -> Result:
     The collector is left as it was found (a caller may have paused it).
     """
     module = get_tool(tool) if isinstance(tool, str) else tool
-    if not gc.isenabled():
-        return module.parse(text)
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return module.parse(text)
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
 
 
 def duration_seconds(tool: str, params: dict) -> float | None:

@@ -95,6 +95,32 @@ def test_registry_read_output_is_the_parse_and_leaves_the_collector_as_found(nam
         gc.enable()
 
 
+def test_registry_read_output_runs_no_collection_where_parse_runs_many():
+    """The pause is real: a long mysqlslap output (a real capture repeated,
+    thousands of groups) starts collections when parse() runs alone, none
+    through read_output."""
+    text = (FIXTURES / "mysqlslap" / "mysqlslap_multi_engine.out").read_text() * 2000
+    module = tools.get_tool("mysqlslap")
+    collections = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        plain = module.parse(text)
+        during_parse = len(collections)
+        collections.clear()
+        paused = tools.read_output("mysqlslap", text)
+        during_read_output = len(collections)
+    finally:
+        gc.callbacks.remove(count)
+    assert len(plain.groups) >= 2000 and paused == plain
+    assert during_parse > 0
+    assert during_read_output == 0
+
+
 def _parses(name: str, text: str) -> bool:
     try:
         tools.get_tool(name).parse(text)
