@@ -67,6 +67,11 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
             "BENCHBOARD_QUEUE",
             "DJANGO_SETTINGS_MODULE",
             "BENCHBOARD_EMBEDDED",
+            # Under `make test` these make the inner make a sub-make, which
+            # prints "Entering/Leaving directory" around a user's own output.
+            "MAKELEVEL",
+            "MAKEFLAGS",
+            "MFLAGS",
         )
     }
     env.update(BENCHBOARD_VAR_DIR=str(tmp_path / "var"), BENCHBOARD_PORT=str(port))
