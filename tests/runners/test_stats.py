@@ -71,3 +71,56 @@ def test_compare_zero_baseline_has_no_relative_change():
     delta = stats.compare([0, 0, 0, 0], [1, 2, 3, 4], higher_is_better=True)
     assert delta.change is None and delta.ci_low is None
     assert delta.verdict == stats.BETTER
+
+
+def _reference(base, cand, higher_is_better):
+    """compare() as one scipy call per pair would give it (scipy's own "auto" method)."""
+    from scipy import stats as scipy_stats
+
+    p = None
+    if stats.enough_repeats(len(base), len(cand)) and len(set(base + cand)) > 1:
+        p = float(scipy_stats.mannwhitneyu(base, cand, alternative="two-sided").pvalue)
+    return p, stats.welch_interval(base, cand)
+
+
+def test_compare_many_gives_each_pair_what_scipy_gives_it_alone():
+    # Pairs of the same sizes, some with tied values and some without, in one
+    # batch: the exact test for the untied small ones, the normal approximation
+    # for the tied or large ones, as scipy's "auto" picks per pair.
+    import random
+
+    rng = random.Random(7)
+    pairs = []
+    for _ in range(300):
+        n1, n2 = rng.choice([(4, 4), (5, 5), (3, 9), (10, 10), (9, 12), (2, 2)])
+        if rng.random() < 0.5:  # ties: a handful of integer values
+            base = [float(rng.randint(1, 6)) for _ in range(n1)]
+            cand = [float(rng.randint(2, 7)) for _ in range(n2)]
+        else:
+            base = [rng.gauss(100, 5) for _ in range(n1)]
+            cand = [rng.gauss(104, 5) for _ in range(n2)]
+        pairs.append((base, cand, rng.random() < 0.5))
+    deltas = stats.compare_many(pairs)
+    assert len(deltas) == len(pairs)
+    methods = set()
+    for (base, cand, higher), delta in zip(pairs, deltas):
+        p, interval = _reference(base, cand, higher)
+        if p is None:
+            assert delta.p_value in (None, 1.0)
+        else:
+            assert delta.p_value == pytest.approx(p, rel=1e-12, abs=1e-15)
+            methods.add(len(set(base + cand)) < len(base) + len(cand))
+        if interval is None:
+            assert delta.ci_low is None
+        else:
+            m1 = sum(base) / len(base)
+            assert delta.ci_low == pytest.approx(interval[0] / abs(m1), rel=1e-12)
+            assert delta.ci_high == pytest.approx(interval[1] / abs(m1), rel=1e-12)
+        assert delta == stats.compare(base, cand, higher)
+    assert methods == {True, False}  # tied and untied pairs were both tested
+    assert {d.verdict for d in deltas} >= {stats.BETTER, stats.NOT_SIGNIFICANT, stats.TOO_FEW}
+
+
+def test_compare_many_refuses_an_empty_side():
+    with pytest.raises(ValueError, match="at least one value"):
+        stats.compare_many([([1.0, 2.0], [3.0, 4.0], True), ([], [1.0], True)])
