@@ -38,26 +38,27 @@ def deltas(table: dict, baseline: str, tool: str, dimension: str = "run") -> lis
     pos = dims.index(dimension)
     index = {tuple(c["key"]): i for i, c in enumerate(table["columns"])}
     metric_pos = dims.index("metric") if "metric" in dims else None
-    out = []
-    for line in table["cells"]:
-        row = []
-        for col, stats in zip(table["columns"], line):
+    out: list[list] = []
+    wanted = []  # (row, column, baseline values, candidate values, direction)
+    for r, line in enumerate(table["cells"]):
+        out.append([None] * len(line))
+        for c, (col, stats) in enumerate(zip(table["columns"], line)):
             key = list(col["key"])
             key[pos] = baseline
             base_i = index.get(tuple(key))
             base = line[base_i] if base_i is not None else None
             if key == col["key"] or not stats or not base or not stats.values or not base.values:
-                row.append(None)
                 continue
             name = col["key"][metric_pos] if metric_pos is not None else table["metrics"][0]
-            row.append(judge(base.values, stats.values, catalog_metric(tool, name).direction))
-        out.append(row)
+            wanted.append((r, c, base.values, stats.values, catalog_metric(tool, name).direction))
+    found = significance.compare_many([(b, v, d != LOWER) for _, _, b, v, d in wanted])
+    for (r, c, _, _, direction), delta in zip(wanted, found):
+        out[r][c] = _described(delta, direction)
     return out
 
 
-def judge(baseline: list[float], candidate: list[float], direction: str | None) -> dict:
-    """One delta (see deltas) of candidate's repeats against the baseline's."""
-    found = significance.compare(baseline, candidate, higher_is_better=direction != LOWER)
+def _described(found: significance.Delta, direction: str | None) -> dict:
+    """One delta as deltas() gives it, better/worse by the metric's direction."""
     verdict, better = found.verdict, None
     if found.significant:
         if direction is None:

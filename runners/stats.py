@@ -105,8 +105,7 @@ def compare(
 
 
 def compare_many(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float], bool]],
-    alpha: float = ALPHA,
+    pairs: Sequence[tuple[Sequence[float], Sequence[float], bool]], alpha: float = ALPHA
 ) -> list[Delta]:
     """compare() of each (baseline, candidate, higher_is_better), the same
     Deltas, with one scipy call per kind of test instead of one per pair: a
