@@ -43,8 +43,21 @@
     });
   }
 
+  // A line chart shows every repeat as a dot beside its mean up to this many
+  // dots; beyond, means and min–max bars only, with a switch under the chart
+  // to add them: a thousand dots blur into each other, and each is an SVG node
+  // the browser builds (they took a third of a 2-run comparison's first draw).
+  const MAX_DOTS = 300;
+
+  function dotCount(chart) {
+    if (chart.type !== "line") return 0;
+    let n = 0;
+    chart.cells.forEach((line) => line.forEach((s) => { if (s && s.values.length > 1) n += s.values.length; }));
+    return n;
+  }
+
   // Traces of the chart's type; each series keeps one colour in every panel.
-  function traces(chart) {
+  function traces(chart, dots) {
     const panels = chart.facets.length ? chart.facets : [""];
     const names = [];
     const out = [];
@@ -74,7 +87,7 @@
       // Every repeat as a small dot beside its mean, so the spread shows.
       const rx = [], ry = [];
       t.values.forEach((vals, i) => { if (vals.length > 1) vals.forEach((v) => { rx.push(t.x[i]); ry.push(v); }); });
-      if (rx.length) {
+      if (dots && rx.length) {
         out.push(Object.assign({}, common, { type: "scatter", mode: "markers", x: rx, y: ry,
           name: t.name + " (repeats)", showlegend: false, hoverinfo: "x+y",
           marker: { color, size: 8, symbol: "circle-open" } }));
@@ -84,8 +97,10 @@
   }
 
   // The results chart: one panel per facet value, stacked, axes titled from
-  // the metric catalog (unit included).
-  function main(div, chart) {
+  // the metric catalog (unit included). dots: each repeat as a dot (default:
+  // up to MAX_DOTS of them).
+  function main(div, chart, dots) {
+    if (dots === undefined) dots = dotCount(chart) <= MAX_DOTS;
     const panels = chart.facets.length ? chart.facets : [""];
     const extra = { annotations: [] };
     const xType = chart.type === "line" && chart.numeric_x ? (chart.log_x ? "log" : "linear") : "category";
@@ -106,7 +121,7 @@
     if (chart.type === "box") extra.boxmode = "group";
     const verb = chart.type === "line" ? " vs " : " by ";
     const title = (chart.metric_info ? chart.metric_info.label : chart.metric) + verb + chart.x_dim;
-    return Plotly.newPlot(div, traces(chart), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
+    return Plotly.newPlot(div, traces(chart, dots), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
   // SVG lines: the server downsamples each series to 2 x the chart's width,
@@ -116,6 +131,16 @@
       type: "scatter", mode: "lines", name: t.label, x: t.x, y: t.y,
     }));
     return Plotly.newPlot(div, traces, layout(metric + " per second", "seconds", metric), CONFIG);
+  }
+
+  // The switch under a chart with more than MAX_DOTS repeats: shown only then.
+  function dotSwitch(label, div, chart) {
+    const n = dotCount(chart);
+    if (!label || n <= MAX_DOTS) return;
+    label.querySelector(".dot-count").textContent = n.toLocaleString("en");
+    label.hidden = false;
+    const box = label.querySelector("input");
+    box.addEventListener("change", () => plotlyReady.then(() => main(div, chart, box.checked)));
   }
 
   function png(divId) {
@@ -161,7 +186,10 @@
     }
     const div = document.getElementById("chart-main");
     if (!data.chart || !data.chart.rows.length) empty(div, "No measurements to chart.");
-    else plotlyReady.then(() => main(div, data.chart)).then(() => { div.dataset.ready = "1"; });
+    else {
+      plotlyReady.then(() => main(div, data.chart)).then(() => { div.dataset.ready = "1"; });
+      dotSwitch(section.querySelector(".repeat-dots"), div, data.chart);
+    }
     function plot() {
       const cells = Array.from(form.cells.selectedOptions).map((o) => o.value).join(",");
       const div = document.getElementById("chart-series");

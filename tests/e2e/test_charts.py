@@ -74,3 +74,41 @@ def test_share_page_renders_charts_logged_out(page, live_server, owner, team):  
     assert page.locator("table.pivot td.num").count() > 0
     screenshot(page, "shared-comparison")
     assert page.console_errors == []
+
+
+DOTS = "() => document.getElementById('chart-main').data.filter((t) => t.mode === 'markers').length"
+
+
+def test_a_chart_with_many_repeats_draws_their_dots_on_demand(page, live_server, owner, team):  # noqa: F811
+    # 2 runs x 16 points x 10 repeats = 320 dots, above the 300 a chart draws at once.
+    runs = [
+        make_run(
+            team,
+            name=name,
+            cells=[
+                ({"threads": threads}, rep, {"tps": base + threads + rep})
+                for threads in range(1, 17)
+                for rep in range(1, 11)
+            ],
+        )
+        for name, base in (("before", 100.0), ("after", 120.0))
+    ]
+    comparison = comparisons.save_comparison(team, "many repeats", runs)
+    login(page, live_server, owner)
+    page.goto(f"{live_server.url}/comparisons/{comparison.pk}/")
+    page.wait_for_selector("#chart-main[data-ready='1']", state="attached")
+    switch = page.locator("#charts .repeat-dots")
+    assert page.evaluate(DOTS) == 0
+    assert switch.is_visible() and "320" in switch.text_content()
+    switch.locator("input").check()
+    page.wait_for_function(f"({DOTS})() === 2")  # one dot trace per run
+    assert page.locator("#chart-main .scatterlayer .trace .point").count() >= 320 + 32
+    switch.locator("input").uncheck()
+    page.wait_for_function(f"({DOTS})() === 0")
+    assert page.console_errors == []
+
+    # A run's own page (160 dots) draws them at once, with no switch.
+    page.goto(f"{live_server.url}/runs/{runs[0].pk}/results/")
+    page.wait_for_selector("#chart-main[data-ready='1']", state="attached")
+    assert page.evaluate(DOTS) == 1
+    assert not page.locator("#charts .repeat-dots").is_visible()
