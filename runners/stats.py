@@ -61,13 +61,9 @@ def enough_repeats(n1: int, n2: int, alpha: float = ALPHA) -> bool:
     return n1 >= 2 and n2 >= 2 and smallest_p(n1, n2) < alpha
 
 
-def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95):
-    """Confidence interval of mean(b) - mean(a) by Welch's t; None below 2 values each."""
-    return _welch_intervals([(a, b)], level)[0]
-
-
-def _welch_intervals(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], level: float):
-    """welch_interval of each (a, b) pair, with one t quantile call for them all."""
+def welch_intervals(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], level: float):
+    """Per (a, b) pair, the confidence interval of mean(b) - mean(a) by Welch's
+    t (None below 2 values on a side), with one t quantile call for them all."""
     from scipy import stats
 
     out: list = [None] * len(pairs)
@@ -117,7 +113,7 @@ def compare_many(
         if not base or not cand:
             raise ValueError("compare needs at least one value on each side")
         sides.append((base, cand))
-    intervals = _welch_intervals(sides, 0.95)
+    intervals = welch_intervals(sides, 0.95)
     p_values = _mann_whitney_p_values(
         [(i, base, cand) for i, (base, cand) in enumerate(sides) if _testable(base, cand, alpha)]
     )
