@@ -9,6 +9,8 @@ Every variable read here is listed in .env.example (a test checks it).
 """
 
 import ipaddress
+import os
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,12 +32,25 @@ VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _generated_secret(name: str, make) -> str:
-    """Read var/<name>, creating it (mode 0600) on first run. Debug or embedded only."""
-    path = VAR_DIR / name
+def generated_secret(path: Path, make) -> str:
+    """Read the file at path, creating it (mode 0600) with make() on first run.
+
+    Several processes start at once on a first run (`make run` migrates while
+    it collects static files, then starts the web server and the worker). Each
+    writes its own key to a file of its own and links it into place: the first
+    link wins and every process reads that one whole file, so none reads a
+    half-written key and all share the same one.
+    """
     if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(make())
+        own = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+            file.write(make())
+        try:
+            os.link(own, path)
+        except FileExistsError:
+            pass  # another process was first: read its key
+        finally:
+            own.unlink()
     return path.read_text().strip()
 
 
@@ -46,7 +61,7 @@ def _required(name: str, make) -> str:
         return value
     if not DEBUG and not EMBEDDED:
         raise ImproperlyConfigured(f"{name} must be set when DJANGO_DEBUG=False")
-    return _generated_secret(name.lower(), make)
+    return generated_secret(VAR_DIR / name.lower(), make)
 
 
 SECRET_KEY = _required("DJANGO_SECRET_KEY", get_random_secret_key)
