@@ -43,14 +43,14 @@ def generated_secret(path: Path, make) -> str:
     """
     if not path.exists():
         own = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
-            file.write(make())
         try:
+            with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+                file.write(make())
             os.link(own, path)
         except FileExistsError:
             pass  # another process was first: read its key
         finally:
-            own.unlink()
+            own.unlink(missing_ok=True)
     return path.read_text().strip()
 
 
