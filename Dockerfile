@@ -1,5 +1,7 @@
 FROM python:3.11-slim-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends sysbench fio stress-ng bubblewrap mariadb-client postgresql-client nodejs npm make && rm -rf /var/lib/apt/lists/*
+# The benchmark tools and the sandbox: the list generated from the tool registry.
+COPY scripts/debian-packages.txt /tmp/debian-packages.txt
+RUN apt-get update && grep -v '^#' /tmp/debian-packages.txt | xargs apt-get install -y --no-install-recommends nodejs npm make && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY . .
 RUN pip install --no-cache-dir -e . && npm install --no-audit --no-fund && scripts/vendor.sh

@@ -4,6 +4,7 @@
     python -m runners run PLAN.yaml [--seed N] [--secret NAME=@FILE] [--phases]
                                           # progress on stderr, result document on stdout;
                                           # exit 1 if any cell did not succeed, 2 on a bad plan
+    python -m runners packages --debian   # the Debian packages the registries need
 Credentials named in a plan come from --secret NAME=@FILE or the environment
 variable BENCHBOARD_SECRET_<NAME> (upper case, other characters as _).
 """
@@ -102,6 +103,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if ok else EXIT_FAILED_CELLS
 
 
+def cmd_packages(args: argparse.Namespace) -> int:
+    """Print the generated Debian package list (scripts/debian-packages.txt)."""
+    from runners.packages import generated_text
+
+    sys.stdout.write(generated_text())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="include every phase's raw (masked) output in the document",
     )
     run.set_defaults(func=cmd_run)
+    packages = sub.add_parser("packages", help="the Debian packages the tool registry needs")
+    packages.add_argument(
+        "--debian", action="store_true", required=True, help="Debian package names"
+    )
+    packages.set_defaults(func=cmd_packages)
     return parser
 
 

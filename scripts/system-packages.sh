@@ -3,8 +3,9 @@
 # --tools: only the benchmark tools `make run` needs; when not root, say how
 # to install them (one line) and go on.
 set -euo pipefail
-# bubblewrap: the sandbox every tool on the worker host runs in (docs/sandbox.md).
-TOOLS="sysbench fio stress-ng bubblewrap mariadb-client postgresql-client redis-tools"
+# The benchmark tools and the sandbox they run in (bubblewrap, docs/sandbox.md):
+# the list generated from the tool registry (`python -m runners packages --debian`).
+TOOLS="$(grep -v '^#' "$(dirname "$0")/debian-packages.txt" | tr '\n' ' ')"
 # postgresql: the tests start private servers as benchmark targets; haproxy: the
 # balancer the S4 test puts in front of two private MariaDB servers.
 PACKAGES="$TOOLS postgresql openssh-server haproxy chromium chromium-driver procps"

@@ -23,11 +23,15 @@ from datetime import UTC, datetime
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
+from runners.packages import host_packages
 from runners.providers import aws_common as aws
 from runners.providers.base import Handle, Provider, ProvisionContext, apply_connect_via
 
 DEFAULT_AMI_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
-PACKAGES = ("sysbench", "fio", "stress-ng", "mdadm", "xfsprogs", "mariadb", "postgresql")
+# What a provisioned host installs: every registered tool (runners.packages,
+# read off the tool registry), plus this provider's own: mdadm and xfsprogs for
+# striped volumes, and the database servers a host may play.
+PACKAGES = (*host_packages(), "mdadm", "xfsprogs", "mariadb", "postgresql")
 VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2", "st1", "sc1")
 INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
