@@ -101,6 +101,8 @@ def print_table(results: dict, written_to) -> None:
         print_scale(results["scale"])
     if results.get("parsers"):
         print_parsers(results["parsers"])
+    if results.get("series_storage"):
+        print_series_storage(results["series_storage"])
     if results.get("pages"):
         print_server_pages(results["pages"])
     if results.get("browser_pages", {}).get("pages"):
@@ -108,6 +110,19 @@ def print_table(results: dict, written_to) -> None:
 
         print_figures(results["browser_pages"])
     print(f"written to {written_to}")
+
+
+def print_series_storage(figures: dict) -> None:
+    """Bytes per per-second value, one row per value (before) vs the series store."""
+    if "cell_series" not in figures:
+        print(f"series storage: not measured ({figures})")
+        return
+    before, after = figures["row_per_value"], figures["cell_series"]
+    print(
+        f"series storage per value ({figures['values_per_run']:,} values, a 600 s run with "
+        f"telemetry): one row per value {before['bytes_per_value']} B ({before['mb_per_run']} MB "
+        f"per run), series store {after['bytes_per_value']} B ({after['mb_per_run']} MB per run)"
+    )
 
 
 def print_scale(scale: dict) -> None:

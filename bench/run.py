@@ -307,6 +307,8 @@ def main() -> int:
         results["scale"] = scale_figures(team, workdir, rounds=1 if quick else 3)
     log("parser throughput:")
     results["parsers"] = script_figures("bench_parsers.py")
+    log("series storage per value, one row per value vs the series store:")
+    results["series_storage"] = script_figures("bench_storage.py")
     if not args.skip_pages:
         log("results pages at 20k/100k/1M measurements:")
         results["pages"] = {

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from benchapp import crypto
-from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint, Team
+from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run, Team
 from benchapp.recording import MASK, measurement_rows, series_rows
 from runners.errors import ParseError
 from runners.tools import MEASURED_TOOLS, read_output
@@ -175,7 +175,7 @@ def import_output(
         finished_at=timezone.now(),
     )
     Measurement.objects.bulk_create(measurement_rows(cell, 1, result))
-    SeriesPoint.objects.bulk_create(series_rows(cell, 1, result), batch_size=2000)
+    CellSeries.objects.bulk_create(series_rows(cell, 1, result))
     Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
     _merge_axes(run, axes)
     return cell

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from benchapp import seriesstore
 from benchapp.defaults import BAR, LINE, is_number
-from benchapp.models import SeriesPoint
 from benchapp.pivot import CellInfo, pivot, pivot_json
 from runners.tools import metric as catalog_metric
 
@@ -62,43 +64,52 @@ def _label(values) -> str:
 
 def cell_series(cells: dict[int, CellInfo], metric: str, max_points: int) -> list[dict]:
     """Per-second points of the cells' latest attempts, downsampled (one query)."""
-    points = {}
-    qs = SeriesPoint.objects.filter(cell_id__in=list(cells), metric=metric).order_by("cell_id", "t")
-    for cell_id, attempt, t, value in qs.values_list("cell_id", "attempt", "t", "value"):
-        if attempt == cells[cell_id].attempt:
-            points.setdefault(cell_id, []).append((t, value))
+    stored = seriesstore.read({cell_id: cell.attempt for cell_id, cell in cells.items()}, metric)
+    empty = (np.empty(0), np.empty(0))
     out = []
     for cell_id, cell in cells.items():
-        pts = downsample(points.get(cell_id, []), max_points)
+        t, values = stored.get(cell_id, empty)
+        xs, ys = downsample_arrays(t, values, max_points)
         out.append(
             {
                 "cell": cell_id,
                 "label": f"{cell.run_label} {cell.key} #{cell.repeat}",
-                "x": [p[0] for p in pts],
-                "y": [p[1] for p in pts],
-                "total": len(points.get(cell_id, [])),
+                "x": xs,
+                "y": ys,
+                "total": len(t),
             }
         )
     return out
 
 
 def downsample(points: list[tuple[float, float]], max_points: int) -> list[tuple[float, float]]:
+    """downsample_arrays for a list of (t, value) points."""
+    if not points:
+        return []
+    t, values = (np.asarray(column, dtype=float) for column in zip(*points))
+    return list(zip(*downsample_arrays(t, values, max_points)))
+
+
+def downsample_arrays(
+    t: np.ndarray, values: np.ndarray, max_points: int
+) -> tuple[list[float], list[float]]:
     """Min/max buckets: keep the first and last points and, in each bucket, the
     lowest and highest value in time order, so spikes survive (LTTB would
-    smooth a one-second stall away). Returns at most max_points points."""
-    n = len(points)
+    smooth a one-second stall away). Returns at most max_points points, as
+    two lists (the only Python objects made are the ones sent)."""
+    n = len(t)
     if max_points < 4 or n <= max_points:
-        return list(points) if n <= max(max_points, 2) else [points[0], points[-1]]
-    inner = points[1:-1]
+        keep = np.arange(n) if n <= max(max_points, 2) else np.array([0, n - 1])
+        return t[keep].tolist(), values[keep].tolist()
     buckets = (max_points - 2) // 2
-    size = len(inner) / buckets
-    out = [points[0]]
+    size = (n - 2) / buckets
+    keep = [0]
     for b in range(buckets):
-        chunk = inner[int(b * size) : int((b + 1) * size)]
-        if not chunk:
+        lo, hi = 1 + int(b * size), 1 + int((b + 1) * size)
+        if lo >= hi:
             continue
-        lo = min(chunk, key=lambda p: p[1])
-        hi = max(chunk, key=lambda p: p[1])
-        out.extend(sorted({lo, hi}, key=lambda p: p[0]))
-    out.append(points[-1])
-    return out
+        chunk = values[lo:hi]
+        pair = {lo + int(np.argmin(chunk)), lo + int(np.argmax(chunk))}
+        keep.extend(sorted(pair))
+    keep.append(n - 1)
+    return t[keep].tolist(), values[keep].tolist()

@@ -317,17 +317,30 @@ class Measurement(models.Model):
         indexes = [models.Index(fields=["run", "metric"]), models.Index(fields=["cell", "metric"])]
 
 
-class SeriesPoint(models.Model):
-    """Per-interval values (sysbench --report-interval, pgbench -P)."""
+class CellSeries(models.Model):
+    """One per-second series of one cell attempt: a metric from one source
+    (the tool's interval lines, "tool"; later the hosts' and databases'
+    telemetry) with its times and values packed as float64 arrays
+    (benchapp.seriesstore), one row for the whole series.
+
+    One row per value (the earlier SeriesPoint) took 164 bytes a value in
+    PostgreSQL with its index; packed, a value costs its 16 bytes of t and
+    value and the row's overhead is shared by the whole series."""
 
     cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="series")
     attempt = models.PositiveIntegerField(default=1)
-    t = models.FloatField()
+    source = models.CharField(max_length=40, default="tool")
     metric = models.CharField(max_length=60)
-    value = models.FloatField()
+    count = models.PositiveIntegerField(default=0)
+    t = models.BinaryField()
+    values = models.BinaryField()
 
     class Meta:
-        indexes = [models.Index(fields=["cell", "metric", "t"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cell", "attempt", "source", "metric"], name="one_series_per_metric"
+            )
+        ]
 
 
 class Artifact(models.Model):

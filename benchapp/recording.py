@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import provisioning, targetguard
-from benchapp.models import Artifact, Cell, Credential, Measurement, Run, SeriesPoint
+from benchapp import provisioning, seriesstore, targetguard
+from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
@@ -24,7 +24,7 @@ from runners.frozen import thaw
 from runners.plan import CellSpec, expand, load_plan
 from runners.plan import Plan as PlanSpec
 from runners.planspec import read_target
-from runners.results import Result, series_points
+from runners.results import Result
 
 MASK = "****"
 
@@ -208,14 +208,10 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
     return list(rows.values())
 
 
-def series_rows(cell: Cell, attempt: int, result: Result | None):
-    """SeriesPoint rows of a Result's columnar series (runners.results.Series)."""
-    if result is None:
-        return []
-    return [
-        SeriesPoint(cell=cell, attempt=attempt, t=t, metric=metric, value=value)
-        for t, metric, value in series_points(result.series)
-    ]
+def series_rows(cell: Cell, attempt: int, result: Result | None) -> list[CellSeries]:
+    """CellSeries rows of a Result's columnar series (runners.results.Series),
+    one per metric (benchapp.seriesstore)."""
+    return seriesstore.rows(cell, attempt, result.series if result else None)
 
 
 def error_kind(outcome) -> str:
@@ -245,13 +241,13 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             or current.status not in (Cell.RUNNING, Cell.CANCELLED)
         ):
             return False
-        for model in (Measurement, SeriesPoint, Artifact):
+        for model in (Measurement, CellSeries, Artifact):
             model.objects.filter(cell=cell, attempt=attempt).delete()
         Measurement.objects.bulk_create(
             measurement_rows(cell, attempt, outcome.result)
             + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
         )
-        SeriesPoint.objects.bulk_create(series_rows(cell, attempt, outcome.result), batch_size=2000)
+        CellSeries.objects.bulk_create(series_rows(cell, attempt, outcome.result))
         Artifact.objects.bulk_create(
             Artifact(
                 cell=cell,

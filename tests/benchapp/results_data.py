@@ -2,7 +2,8 @@
 
 import json
 
-from benchapp.models import Cell, Measurement, Run, SeriesPoint
+from benchapp import seriesstore
+from benchapp.models import Cell, CellSeries, Measurement, Run
 
 
 def make_run(
@@ -34,12 +35,8 @@ def make_run(
 
 
 def add_series(cell, metric, values, attempt=None):
-    SeriesPoint.objects.bulk_create(
-        SeriesPoint(
-            cell=cell, attempt=attempt or cell.attempt, t=float(t), metric=metric, value=float(v)
-        )
-        for t, v in enumerate(values, 1)
-    )
+    series = {"t": [float(t) for t in range(1, len(values) + 1)], metric: list(values)}
+    CellSeries.objects.bulk_create(seriesstore.rows(cell, attempt or cell.attempt, series))
 
 
 def embedded_charts(response) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchapp import archive
-from benchapp.models import Cell, Credential, Measurement, Run, SeriesPoint, Target
+from benchapp.models import Cell, CellSeries, Credential, Measurement, Run, Target
 from tests.benchapp.results_data import make_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -48,7 +48,7 @@ def test_import_sysbench_output_creates_measurements_and_series(owner_client, te
     values = dict(cell.measurements.filter(group="").values_list("metric", "value"))
     assert values["tps"] == 555.23 and values["qps"] == 11104.57
     assert values["latency_avg_ms"] == 3.59 and values["latency_p95_ms"] == 5.09
-    assert SeriesPoint.objects.filter(cell=cell, metric="tps").count() == 5
+    assert CellSeries.objects.get(cell=cell, metric="tps").count == 5
     assert cell.artifacts.get().stdout == text
 
 

@@ -1,5 +1,6 @@
-"""The columnar series of a Result (runners.results.Series) is stored as the
-same SeriesPoint rows as the series of one dict per interval line it replaced.
+"""The columnar series of a Result (runners.results.Series) is stored (one
+CellSeries row per metric) and read back as the same points as the series of
+one dict per interval line it replaced.
 
 tests/fixtures/series_points.json holds, for every real capture whose parser
 reports a series, the (t, metric, value) points the row-per-line series gave
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchapp.models import SeriesPoint
+from benchapp import seriesstore
+from benchapp.models import CellSeries
 from benchapp.recording import series_rows
 from runners.errors import ParseError
 from runners.results import rows_to_series
@@ -31,8 +33,8 @@ def _parse(capture: str):
 @pytest.mark.parametrize("capture", sorted(BEFORE))
 def test_series_points_stored_equal_the_row_form_points(team, capture):
     cell = make_run(team, cells=[({}, 1, {})]).cells.get()
-    SeriesPoint.objects.bulk_create(series_rows(cell, 1, _parse(capture)))
-    stored = SeriesPoint.objects.filter(cell=cell).values_list("t", "metric", "value")
+    CellSeries.objects.bulk_create(series_rows(cell, 1, _parse(capture)))
+    stored = seriesstore.points(cell.pk, 1)
     assert sorted(stored) == sorted(tuple(point) for point in BEFORE[capture])
 
 
