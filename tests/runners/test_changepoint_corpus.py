@@ -19,7 +19,7 @@ from runners.changepoint import detect, pair_statistics, sidak, trimmed_pvalue
 from tests.runners.changepoint_corpus import CLASSES, TOLERANCE, Case, corpus, evaluate, match
 
 SETTINGS = {"window": 50, "max_pvalue": 0.001, "min_magnitude": 0.0, "significance": "ttest"}
-PER_CLASS = 60
+PER_CLASS = 120
 MIN_F1 = 0.85
 MAX_FALSE_ALARMS_PER_100 = 0.05
 
