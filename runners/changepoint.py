@@ -297,7 +297,7 @@ def _pair_test(segment: np.ndarray, min_size: int) -> tuple[int, int, float]:
     return tau, kappa, sidak(trimmed_pvalue(segment[:tau], segment[tau:kappa]), pairs)
 
 
-def _choices(index, low, high, candidates, j, half, min_size) -> int:
+def _choices(low: int, high: int, candidates: list, j: int, half: int, min_size: int) -> int:
     """How many tests the data chose this one among: the splits of the span,
     times the places a neighbouring candidate could have cut it."""
     splits = max(1, high - low - 2 * min_size + 1)
@@ -311,7 +311,7 @@ def _choices(index, low, high, candidates, j, half, min_size) -> int:
 def _merge(x, offset: int, n: int, candidates: list, held: dict, settings: dict) -> list:
     """The candidates kept, as (index, p-value): each is re-tested between its
     neighbouring candidates, at most half a window each side, Sidak-corrected
-    over the splits of that span. `held` maps the candidates whose verdict is
+    for the choices behind that test (`_choices`). `held` maps the candidates whose verdict is
     final (from the previous analysis) to their p-value, or None if dropped."""
     half = settings["window"] // 2
     min_size = settings["min_size"]
@@ -326,9 +326,7 @@ def _merge(x, offset: int, n: int, candidates: list, held: dict, settings: dict)
         left, right = x[low - offset : index - offset], x[index - offset : high - offset]
         if min(len(left), len(right)) < 2:
             continue
-        p = sidak(
-            trimmed_pvalue(left, right), _choices(index, low, high, candidates, j, half, min_size)
-        )
+        p = sidak(trimmed_pvalue(left, right), _choices(low, high, candidates, j, half, min_size))
         magnitude = relative_change(left.mean(), right.mean())
         if p <= settings["max_pvalue"] and abs(magnitude) >= settings["min_magnitude"]:
             kept.append((index, p))
