@@ -90,6 +90,19 @@ def test_flat_histories_of_a_few_hundred_runs_do_not_alert():
     assert alerted <= 2
 
 
+@pytest.mark.parametrize("noise", ["normal", "student-t, 3 df"])
+def test_the_p_value_bounds_the_false_alerts_of_a_window(noise):
+    """A flat window of 50 runs alerts at most max_pvalue of the time, with
+    normal noise and with heavy tails."""
+    rng = np.random.default_rng(11)
+    alerted = 0
+    for _ in range(400):
+        e = rng.normal(0, 1, 50) if noise == "normal" else rng.standard_t(3, 50)
+        found = detect(1000 * (1 + 0.03 * e), **dict(SETTINGS, max_pvalue=0.05))
+        alerted += bool(found.change_points)
+    assert alerted / 400 <= 0.05
+
+
 def test_one_outlier_beside_a_step_does_not_hide_it():
     """A run 3x slower just before a 12 % step (or 3x faster just after)
     inflated Welch's variance enough to hide the step 1 time in 5."""
