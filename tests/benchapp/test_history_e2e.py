@@ -21,7 +21,7 @@ from tests.support.waiting import finished, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "e2e-signing-secret"
-FAST, SLOW, BEFORE, AFTER = 4000, 2000, 10, 4
+FAST, SLOW, BEFORE, AFTER = 4000, 2000, 10, 5  # a level needs 5 runs (min_size)
 
 
 def fio_document(rate_iops: int) -> dict:
