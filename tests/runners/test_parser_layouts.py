@@ -1,0 +1,222 @@
+"""Every layout a parser reads, from real published outputs (SOURCES.tsv next
+to each tool's fixtures says where each was published), and the line
+accounting: a line or field inside a figure-carrying block that a parser
+does not understand is a warning on the result, never a silent change of a
+figure."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runners.results import MAX_WARNINGS
+from runners.tools import TOOLS
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def read(tool: str, name: str) -> str:
+    return (FIXTURES / tool / f"{name}.out").read_text()
+
+
+def parse(tool: str, name: str):
+    return TOOLS[tool].parse(read(tool, name))
+
+
+# (tool, fixture, {metric: the value printed in the file}). Derived metrics
+# are asserted apart (DERIVED) with the arithmetic spelled out.
+HEADLINES = [
+    # sysbench 1.1 "Throughput:" layout: eps and time elapsed.
+    (
+        "sysbench",
+        "public_sysbench_11_cpu_throughput",
+        {
+            "events_per_s": 45.3573,
+            "total_time_s": 220.4715,
+            "events": 10000,
+            "latency_avg_ms": 22.05,
+            "latency_p95_ms": 21.89,
+        },
+    ),
+    (
+        "sysbench",
+        "public_sysbench_11_mutex_throughput",
+        {"events_per_s": 1.3442, "total_time_s": 23.8054, "events": 32, "latency_max_ms": 23803.06},
+    ),
+    (
+        "sysbench",
+        "public_sysbench_110_memory_general_statistics",
+        {
+            "memory_ops": 203,
+            "memory_ops_per_s": 20.24,
+            "memory_mib": 6496.0,
+            "memory_mib_per_s": 647.78,
+            "total_time_s": 10.0281,
+        },
+    ),
+    # 0.4 memory: "Operations performed: 10240 ( 3855.80 ops/sec)", "MB transferred".
+    (
+        "sysbench",
+        "public_sysbench_0412_memory",
+        {
+            "memory_ops": 10240,
+            "memory_ops_per_s": 3855.80,
+            "memory_mib": 10240.0,
+            "memory_mib_per_s": 3855.80,
+            "total_time_s": 2.6557,
+            "latency_p95_ms": 0.28,
+        },
+    ),
+    (
+        "sysbench",
+        "public_sysbench_0412_fileio_rndrw",
+        {"events_per_s": 63.66, "total_time_s": 300.0095, "events": 19100, "latency_avg_ms": 0.38},
+    ),
+    (
+        "sysbench",
+        "public_sysbench_0412_cpu_16threads",
+        {"total_time_s": 11.5526, "events": 10000, "latency_p95_ms": 34.66},
+    ),
+    ("sysbench", "public_sysbench_1011_cpu", {"events_per_s": 9093.38, "total_time_s": 10.0007}),
+    (
+        "sysbench",
+        "public_sysbench_1011_memory",
+        {"memory_ops_per_s": 9597428.64, "memory_mib_per_s": 9372.49},
+    ),
+    (
+        "sysbench",
+        "public_sysbench_1020_fileio_rndrd_interval",
+        {"fileio_reads_per_s": 1906.50, "fileio_read_mib_per_s": 29.79},
+    ),
+    (
+        "sysbench",
+        "public_sysbench_1020_tpcc_lua_err_s_no_colon",
+        {"tps": 20.67, "qps": 579.51, "errors": 5, "latency_p95_ms": 282.25},
+    ),
+    (
+        "sysbench",
+        "public_sysbench_1012_oltp_interval_p100",
+        {"tps": 986.49, "latency_p100_ms": 116.8},
+    ),
+    ("sysbench", "public_sysbench_05_oltp_ro_128thr", {"tps": 4258.44, "latency_p95_ms": 86.15}),
+    ("sysbench", "public_sysbench_05_oltp_rw_ignored_errors", {"tps": 6583.29, "errors": 65}),
+    (
+        "sysbench",
+        "sysbench_memory_interval_histogram_p90",
+        {"memory_mib_per_s": 3408.08, "latency_p90_ms": 0.0, "total_time_s": 3.0078},
+    ),
+    ("sysbench", "sysbench_mutex_p99", {"latency_p99_ms": 612.21, "events": 2}),
+    ("sysbench", "sysbench_threads_interval", {"events": 722, "latency_p95_ms": 9.73}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "name", "expected"), HEADLINES, ids=[f"{t}-{n}" for t, n, _ in HEADLINES]
+)
+def test_headline_figures_are_the_printed_ones(tool, name, expected):
+    result = parse(tool, name)
+    assert result.errors == []
+    assert result.warnings == []
+    assert {key: result.metrics.get(key) for key in expected} == expected
+
+
+# (tool, fixture, {derived metric: value computed from printed figures}).
+DERIVED = [
+    # 0.4 fileio: "11460 Read, 7640 Write, 24431 Other" over "total time: 300.0095s";
+    # "Read 179.06Mb Written 119.38Mb" (0.4's Mb is MiB) over the same time.
+    (
+        "sysbench",
+        "public_sysbench_0412_fileio_rndrw",
+        {
+            "fileio_reads_per_s": 11460 / 300.0095,
+            "fileio_writes_per_s": 7640 / 300.0095,
+            "fileio_fsyncs_per_s": 24431 / 300.0095,
+            "fileio_read_mib_per_s": 179.06 / 300.0095,
+            "fileio_written_mib_per_s": 119.38 / 300.0095,
+        },
+    ),
+    # 0.4 cpu/memory print no rate of events: total events over total time.
+    ("sysbench", "public_sysbench_0412_cpu_16threads", {"events_per_s": 10000 / 11.5526}),
+    ("sysbench", "public_sysbench_0412_memory", {"events_per_s": 10240 / 2.6557}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "name", "expected"), DERIVED, ids=[f"{t}-{n}" for t, n, _ in DERIVED]
+)
+def test_derived_metrics_are_marked_and_computed_from_printed_figures(tool, name, expected):
+    result = parse(tool, name)
+    assert sorted(result.facts["derived_metrics"]) == sorted(expected)
+    for metric, value in expected.items():
+        assert result.metrics[metric] == pytest.approx(value, abs=1e-6)
+
+
+def test_sysbench_interval_fields_in_any_punctuation_are_read():
+    """tpcc.lua prints "err/s 1.00" without a colon: the error-rate series is
+    there, with the 1.00 of the 16th second."""
+    series = parse("sysbench", "public_sysbench_1020_tpcc_lua_err_s_no_colon").series
+    assert series["err_s"][15] == 1.0 and series["t"][15] == 16
+    assert len(series["err_s"]) == len(series["t"]) == len(series["tps"])
+    assert all(value is not None for value in series["reconn_s"])
+
+
+def test_sysbench_memory_interval_lines_are_a_series():
+    series = parse("sysbench", "sysbench_memory_interval_histogram_p90").series
+    assert series == {"t": [1, 2], "memory_mib_per_s": [3438.95, 3360.69]}
+
+
+def test_sysbench_unknown_interval_field_is_a_warning_and_known_ones_stay():
+    text = read("sysbench", "public_sysbench_1020_tpcc_lua_err_s_no_colon")
+    line = "[ 3s ] thds: 2 tps: 11.02 qps: 419.67"
+    changed = text.replace(line, line + " foo/s: 7.00", 1)
+    before, after = TOOLS["sysbench"].parse(text), TOOLS["sysbench"].parse(changed)
+    assert after.series == before.series and after.metrics == before.metrics
+    assert len(after.warnings) == 1 and "'foo/s: 7.00' not read" in after.warnings[0]
+
+
+def test_sysbench_unknown_summary_line_is_a_warning():
+    text = read("sysbench", "public_sysbench_11_cpu_throughput")
+    changed = text.replace("    time elapsed:", "    events lost:        12\n    time elapsed:")
+    result = TOOLS["sysbench"].parse(changed)
+    assert result.metrics == TOOLS["sysbench"].parse(text).metrics
+    assert result.warnings == ["sysbench summary: line not understood: 'events lost:        12'"]
+
+
+# ---------------------------------------------------------------- properties
+
+# A line no parser knows: letters then a number, or any text, never empty.
+UNKNOWN_LINE = st.one_of(
+    st.from_regex(r"[A-Za-z][a-z ]{2,20}: [0-9]{1,6}(\.[0-9]{1,3})?", fullmatch=True),
+    st.from_regex(r"[A-Za-z][A-Za-z0-9 =,/.%-]{3,40}", fullmatch=True).filter(
+        lambda s: s.strip() != "Done."  # sysbench's own word, known to carry nothing
+    ),
+)
+
+# (tool, fixture, marker): the unknown line goes in just before the marker's
+# line, inside the block that carries the figures.
+BLOCKS = [
+    ("sysbench", "public_sysbench_11_cpu_throughput", "    total number of events:"),
+    ("sysbench", "public_sysbench_0412_fileio_rndrw", "Test execution summary:"),
+    ("sysbench", "sysbench_oltp_read_write_run_p99", "    transactions:"),
+    ("sysbench", "public_sysbench_1020_tpcc_lua_err_s_no_colon", "[ 5s ]"),
+]
+
+
+@pytest.mark.parametrize(("tool", "name", "marker"), BLOCKS, ids=[f"{t}-{n}" for t, n, _ in BLOCKS])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(line=UNKNOWN_LINE)
+def test_unknown_line_in_a_block_is_a_warning_never_a_changed_figure(tool, name, marker, line):
+    text = read(tool, name)
+    at = text.index(marker)
+    changed = text[:at] + line + "\n" + text[at:]
+    before, after = TOOLS[tool].parse(text), TOOLS[tool].parse(changed)
+    assert after.warnings, f"{line!r} went unnoticed"
+    assert len(after.warnings) <= MAX_WARNINGS + 1
+    assert after.metrics == before.metrics
+    assert after.series == before.series
+    assert [g["metrics"] for g in after.groups] == [g["metrics"] for g in before.groups]
