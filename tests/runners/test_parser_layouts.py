@@ -110,6 +110,31 @@ HEADLINES = [
     ),
     ("sysbench", "sysbench_mutex_p99", {"latency_p99_ms": 612.21, "events": 2}),
     ("sysbench", "sysbench_threads_interval", {"events": 722, "latency_p95_ms": 9.73}),
+    # pgbench 15.4 --rate: "rate limit schedule lag: avg 2.859 (max 27.065) ms".
+    (
+        "pgbench",
+        "public_pgbench_154_rate_progress_failed_before_lag",
+        {"tps": 101.624575, "lag_avg_ms": 2.859, "lag_max_ms": 27.065, "failed": 0.0},
+    ),
+    # pgbench 15+ --max-tries: "number of transactions retried: 7667 (76.670%)".
+    (
+        "pgbench",
+        "public_pgbench_15_retries_failures_r",
+        {"tps": 186.792667, "failed": 3683.0, "retried": 7667.0, "retries": 45339.0, "late": 106.0},
+    ),
+    ("pgbench", "public_pgbench_15_latency_limit_r", {"tps": 346.224794, "late": 1311.0}),
+    (
+        "pgbench",
+        "public_pgbench_10_13_r",
+        {"tps": 622.977698, "tps_including_connections": 618.764555, "latency_avg_ms": 15.844},
+    ),
+    ("pgbench", "public_pgbench_14_custom_script", {"tps": 14265.844597, "transactions": 855841.0}),
+    ("pgbench", "public_pgbench_11_800clients", {"tps": 13318.04837, "latency_stddev_ms": 75.567}),
+    (
+        "pgbench",
+        "public_pgbench_9x_progress_then_summary",
+        {"tps": 13.062579, "latency_avg_ms": 1108.418, "transactions": 77.0},
+    ),
 ]
 
 
@@ -185,6 +210,46 @@ def test_sysbench_unknown_summary_line_is_a_warning():
     assert result.warnings == ["sysbench summary: line not understood: 'events lost:        12'"]
 
 
+def test_pgbench_15_progress_with_failed_before_lag_keeps_the_lag_series():
+    series = parse("pgbench", "public_pgbench_154_rate_progress_failed_before_lag").series
+    assert series["lag_ms"] == [2.849, 2.852]
+    assert series["failed"] == [0.0, 0.0]
+    assert series["tps"] == [104.1, 99.3]
+
+
+def test_pgbench_progress_parts_in_any_order_on_the_fast_path():
+    """A long run of one shape goes through the C-speed path: the order of
+    its parts (lag before or after failed) names the columns."""
+    line = "progress: {t}.0 s, 99.0 tps, lat 3.801 ms stddev 3.299, 0 failed, lag 2.{t} ms\n"
+    text = "".join(line.format(t=t) for t in range(1, 400))
+    text += read("pgbench", "public_pgbench_154_rate_progress_failed_before_lag").split("\n", 3)[3]
+    series = TOOLS["pgbench"].parse(text).series
+    assert series["lag_ms"][:3] == [2.1, 2.2, 2.3] and series["failed"][0] == 0.0
+
+
+def test_pgbench_unknown_progress_part_is_a_warning():
+    text = read("pgbench", "public_pgbench_154_rate_progress_failed_before_lag")
+    changed = text.replace("0 failed, lag 2.849 ms", "0 failed, 3 frobbed, lag 2.849 ms")
+    result = TOOLS["pgbench"].parse(changed)
+    assert result.series == TOOLS["pgbench"].parse(text).series
+    assert result.warnings == [
+        "pgbench progress line: part '3 frobbed' not read: "
+        "'progress: 10.0 s, 104.1 tps, lat 3.666 ms stddev 1.777, 0 failed, 3 frobbed, lag 2.849 ms'"
+    ]
+
+
+def test_pgbench_statement_latencies_are_kept():
+    facts = parse("pgbench", "public_pgbench_15_retries_failures_r").facts
+    rows = facts["statement_latencies"]
+    assert len(rows) == 11
+    assert rows[8] == [
+        0.582,
+        3363,
+        41576,
+        "UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;",
+    ]
+
+
 # ---------------------------------------------------------------- properties
 
 # A line no parser knows: letters then a number, or any text, never empty.
@@ -202,6 +267,8 @@ BLOCKS = [
     ("sysbench", "public_sysbench_0412_fileio_rndrw", "Test execution summary:"),
     ("sysbench", "sysbench_oltp_read_write_run_p99", "    transactions:"),
     ("sysbench", "public_sysbench_1020_tpcc_lua_err_s_no_colon", "[ 5s ]"),
+    ("pgbench", "public_pgbench_15_retries_failures_r", "latency average"),
+    ("pgbench", "public_pgbench_154_rate_progress_failed_before_lag", "tps = "),
 ]
 
 
