@@ -135,6 +135,29 @@ HEADLINES = [
         "public_pgbench_9x_progress_then_summary",
         {"tps": 13.062579, "latency_avg_ms": 1108.418, "transactions": 77.0},
     ),
+    # stress-ng runs over a minute: "successful run completed in 1 min, 10.23 secs".
+    (
+        "stress_ng",
+        "public_stressng_udpflood_1min10s_misc_metrics",
+        {"bogo_ops": 9904436.0, "real_time_s": 70.10, "bogo_ops_per_s": 141291.91},
+    ),
+    (
+        "stress_ng",
+        "public_stressng_flock_1min_rss",
+        {"bogo_ops_per_s": 2860967.69, "cpu_used_per_instance_pct": 226.75, "rss_max_kb": 2564.0},
+    ),
+    ("stress_ng", "public_stressng_memrate_60s_misc_metrics", {"bogo_ops": 1664.0}),
+    (
+        "stress_ng",
+        "public_stressng_memory_class_30stressors",
+        {"memrate_bogo_ops": 218.0, "memrate_real_time_s": 5.0},
+    ),
+    # --timestamp: "stress-ng: 17:40:54.67 metrc: [17129] cpu   627  2.02 ...".
+    (
+        "stress_ng",
+        "stressng_cpu_vm_t2_metrics_timestamp",
+        {"cpu_bogo_ops": 627.0, "cpu_bogo_ops_per_s": 310.81, "vm_bogo_ops_per_s": 5371.45},
+    ),
 ]
 
 
@@ -250,6 +273,45 @@ def test_pgbench_statement_latencies_are_kept():
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "timeout_s", "run_s"),
+    [
+        ("public_stressng_udpflood_1min10s_misc_metrics", 70.0, 70.23),  # "1 min, 10 secs"
+        ("public_stressng_flock_1min_rss", 60.0, 60.0),  # "1 min, 0.00 secs"
+        ("public_stressng_memrate_60s_misc_metrics", 60.0, 60.42),  # "60.42s (1 min, 0.42 secs)"
+        ("stressng_cpu_vm_t2_metrics_timestamp", 2.0, 2.04),
+    ],
+)
+def test_stress_ng_durations_in_minutes_and_timestamps_end_the_run(name, timeout_s, run_s):
+    facts = parse("stress_ng", name).facts
+    assert (facts["timeout_s"], facts["run_s"]) == (timeout_s, run_s)
+
+
+def test_stress_ng_hours_and_days_in_a_completion_line():
+    text = read("stress_ng", "public_stressng_udpflood_1min10s_misc_metrics").replace(
+        "completed in 1 min, 10.23 secs", "completed in 1 day, 2 hours, 3 mins, 4.50 secs"
+    )
+    assert TOOLS["stress_ng"].parse(text).facts["run_s"] == 86400 + 7200 + 180 + 4.5
+
+
+def test_stress_ng_miscellaneous_metrics_are_kept():
+    misc = parse("stress_ng", "public_stressng_udpflood_1min10s_misc_metrics").facts["misc_metrics"]
+    assert {
+        "value": 1097.62,
+        "metric": "sendto calls per sec",
+        "mean": "geometric mean of 128 instances",
+    } in misc["udp-flood"]
+
+
+def test_stress_ng_unknown_table_line_is_a_warning():
+    text = read("stress_ng", "stressng_cpu_vm_t2_metrics_timestamp")
+    row = "stress-ng: 17:40:54.67 metrc: [17129] vm "
+    changed = text.replace(row, row.replace(" vm ", " vm   12 spare 4\n" + row), 1)
+    result = TOOLS["stress_ng"].parse(changed)
+    assert result.metrics == TOOLS["stress_ng"].parse(text).metrics
+    assert len(result.warnings) == 1 and "12 spare 4" in result.warnings[0]
+
+
 # ---------------------------------------------------------------- properties
 
 # A line no parser knows: letters then a number, or any text, never empty.
@@ -270,6 +332,8 @@ BLOCKS = [
     ("pgbench", "public_pgbench_15_retries_failures_r", "latency average"),
     ("pgbench", "public_pgbench_154_rate_progress_failed_before_lag", "tps = "),
 ]
+# stress-ng's table: an unknown line at the table's level inside it.
+STRESS_ROW = "stress-ng: 17:40:54.67 metrc: [17129] vm "
 
 
 @pytest.mark.parametrize(("tool", "name", "marker"), BLOCKS, ids=[f"{t}-{n}" for t, n, _ in BLOCKS])
@@ -281,6 +345,19 @@ def test_unknown_line_in_a_block_is_a_warning_never_a_changed_figure(tool, name,
     text = read(tool, name)
     at = text.index(marker)
     changed = text[:at] + line + "\n" + text[at:]
+    _assert_warned_and_unchanged(tool, text, changed, line)
+
+
+@settings(max_examples=40, deadline=None)
+@given(line=UNKNOWN_LINE)
+def test_unknown_line_in_the_stress_ng_table_is_a_warning(line):
+    text = read("stress_ng", "stressng_cpu_vm_t2_metrics_timestamp")
+    at = text.index(STRESS_ROW)
+    changed = text[:at] + STRESS_ROW.removesuffix("vm ") + line + "\n" + text[at:]
+    _assert_warned_and_unchanged("stress_ng", text, changed, line)
+
+
+def _assert_warned_and_unchanged(tool: str, text: str, changed: str, line: str) -> None:
     before, after = TOOLS[tool].parse(text), TOOLS[tool].parse(changed)
     assert after.warnings, f"{line!r} went unnoticed"
     assert len(after.warnings) <= MAX_WARNINGS + 1
