@@ -158,6 +158,54 @@ HEADLINES = [
         "stressng_cpu_vm_t2_metrics_timestamp",
         {"cpu_bogo_ops": 627.0, "cpu_bogo_ops_per_s": 310.81, "vm_bogo_ops_per_s": 5371.45},
     ),
+    # fio 3.28 normal output: "BW=677MiB/s", "clat (usec): ... avg=365.36", "95.00th=[  453]".
+    (
+        "fio",
+        "public_fio_328_read_libaio_normal",
+        {
+            "read_bw_kib_s": 677 * 1024.0,
+            "read_clat_mean_us": 365.36,
+            "read_lat_mean_us": 368.96,
+            "read_clat_p95_us": 453.0,
+            "read_clat_p99_us": 490.0,
+            "runtime_s": 15.125,
+        },
+    ),
+    # fio 2.2.10: "read : io=3071.7MB, bw=112770KB/s, iops=28192, runt= 27892msec".
+    (
+        "fio",
+        "public_fio_2210_randrw_gtod_reduce_normal",
+        {"read_bw_kib_s": 112770.0, "write_bw_kib_s": 37606.0, "runtime_s": 27.892},
+    ),
+    # terse v3, two jobs: "3270" and "4625" read IOPS, "13083" and "18500" KiB/s.
+    (
+        "fio",
+        "fio_randrw_4k_2jobs_minimal",
+        {"read_iops": 3270.0 + 4625.0, "read_bw_kib_s": 13083.0 + 18500.0},
+    ),
+    (
+        "fio",
+        "fio_read_4k_terse",
+        {
+            "read_iops": 270809.0,
+            "read_bw_kib_s": 1083239.0,
+            "read_clat_mean_us": 6.278629,
+            "read_lat_mean_us": 6.350533,
+            "read_clat_p99_us": 1.0,
+            "runtime_s": 0.121,
+        },
+    ),
+    (
+        "fio",
+        "fio_randrw_4k_direct1_libaio_normal",
+        {
+            "read_clat_mean_us": 505.13,
+            "write_clat_mean_us": 546.85,
+            "read_clat_p95_us": 889.0,
+            "write_clat_p99_us": 1696.0,
+            "read_bw_kib_s": 166 * 1024.0,
+        },
+    ),
 ]
 
 
@@ -189,6 +237,19 @@ DERIVED = [
     # 0.4 cpu/memory print no rate of events: total events over total time.
     ("sysbench", "public_sysbench_0412_cpu_16threads", {"events_per_s": 10000 / 11.5526}),
     ("sysbench", "public_sysbench_0412_memory", {"events_per_s": 10240 / 2.6557}),
+    # fio 2.x prints "iops=28192" ("issued : total=r=786347/w=262229/d=0", "runt= 27892msec").
+    (
+        "fio",
+        "public_fio_2210_randrw_gtod_reduce_normal",
+        {"read_iops": 786347 / 27.892, "write_iops": 262229 / 27.892},
+    ),
+    # fio normal output prints "IOPS=173k": 2621440 I/Os issued over 15125 msec.
+    ("fio", "public_fio_328_read_libaio_normal", {"read_iops": 2621440 / 15.125}),
+    (
+        "fio",
+        "fio_randrw_4k_direct1_libaio_normal",
+        {"read_iops": 22870 / 0.537, "write_iops": 9898 / 0.537},
+    ),
 ]
 
 
@@ -312,6 +373,50 @@ def test_stress_ng_unknown_table_line_is_a_warning():
     assert len(result.warnings) == 1 and "12 spare 4" in result.warnings[0]
 
 
+def test_fio_normal_output_gives_the_figures_of_the_same_runs_json():
+    """One run printed as JSON and as normal output (--output-format=json,normal):
+    the normal part alone gives the JSON's figures, to the precision it prints."""
+    text = read("fio", "fio_json_normal_randrw_nogroup")
+    json_end = text.index("\n}\n") + 3
+    from_json = TOOLS["fio"].parse(text[:json_end])
+    from_normal = TOOLS["fio"].parse(text[json_end:])
+    assert from_normal.warnings == [] and from_normal.errors == []
+    assert [g["labels"] for g in from_normal.groups] == [g["labels"] for g in from_json.groups]
+    for normal, json in zip(from_normal.groups, from_json.groups):
+        assert set(normal["metrics"]) == set(json["metrics"])
+        for name, value in json["metrics"].items():
+            if name.endswith("_bw_kib_s"):  # printed with three significant digits
+                assert normal["metrics"][name] == pytest.approx(value, rel=0.005)
+            elif name.endswith("_iops"):  # fio's JSON iops is I/Os over the run time
+                assert normal["metrics"][name] == pytest.approx(value, rel=1e-6)
+            elif "_clat_p" in name:  # whole numbers of the unit printed (usec here)
+                assert normal["metrics"][name] == pytest.approx(value, abs=1.0)
+            else:  # latency means printed with two decimals
+                assert normal["metrics"][name] == pytest.approx(value, abs=0.005)
+
+
+def test_fio_two_reporting_groups_in_normal_output_stay_apart():
+    result = parse("fio", "fio_two_groups_stonewall_normal")
+    assert [g["labels"]["groupid"] for g in result.groups] == [0, 1]
+    # "IOPS=4576": 4096 I/Os issued over 895 msec, as fio's JSON would give it
+    assert result.metrics["group1_read_iops"] == pytest.approx(4096 / 0.895, abs=1e-6)
+    assert "read_iops" not in result.metrics
+
+
+def test_fio_unknown_line_in_a_job_block_is_a_warning():
+    text = read("fio", "public_fio_328_read_libaio_normal")
+    changed = text.replace("  cpu          :", "  frob (usec): 12\n  cpu          :")
+    result = TOOLS["fio"].parse(changed)
+    assert result.metrics == TOOLS["fio"].parse(text).metrics
+    assert result.warnings == ["fio normal output: line not understood: 'frob (usec): 12'"]
+
+
+def test_fio_normal_output_cut_before_run_status_says_so():
+    text = read("fio", "fio_two_groups_stonewall_normal")
+    cut = TOOLS["fio"].parse(text[: text.index("Run status group 1")])
+    assert cut.errors == ["fio output cut short: no 'Run status group 1' block"]
+
+
 # ---------------------------------------------------------------- properties
 
 # A line no parser knows: letters then a number, or any text, never empty.
@@ -331,6 +436,8 @@ BLOCKS = [
     ("sysbench", "public_sysbench_1020_tpcc_lua_err_s_no_colon", "[ 5s ]"),
     ("pgbench", "public_pgbench_15_retries_failures_r", "latency average"),
     ("pgbench", "public_pgbench_154_rate_progress_failed_before_lag", "tps = "),
+    ("fio", "public_fio_328_read_libaio_normal", "    clat percentiles"),
+    ("fio", "fio_randrw_4k_direct1_libaio_normal", "  write: IOPS"),
 ]
 # stress-ng's table: an unknown line at the table's level inside it.
 STRESS_ROW = "stress-ng: 17:40:54.67 metrc: [17129] vm "
