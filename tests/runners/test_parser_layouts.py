@@ -206,6 +206,18 @@ HEADLINES = [
             "read_bw_kib_s": 166 * 1024.0,
         },
     ),
+    ("redis_benchmark", "public_pre6_csv_full_suite", {"set_rps": 48923.68, "get_rps": 49382.71}),
+    ("redis_benchmark", "public_quiet_pipeline16", {"set_rps": 906412.88, "get_rps": 970402.69}),
+    (
+        "redis_benchmark",
+        "public_7x_set_get_plain",
+        {"set_latency_avg_ms": 0.184, "set_latency_p99_ms": 1.023, "get_latency_max_ms": 0.599},
+    ),
+    (
+        "mysqlslap",
+        "public_mysql56_multi_engine_concurrency_debuginfo",
+        {},  # several blocks: no whole-output metrics; the blocks are asserted in test_mysqlslap
+    ),
 ]
 
 
@@ -417,6 +429,25 @@ def test_fio_normal_output_cut_before_run_status_says_so():
     assert cut.errors == ["fio output cut short: no 'Run status group 1' block"]
 
 
+def test_redis_benchmark_completed_requests_are_kept():
+    facts = parse("redis_benchmark", "public_7x_set_get_plain").facts
+    assert facts["completed"]["SET"] == {"requests": 100000, "seconds": 0.64}
+
+
+def test_mysqlslap_debug_info_is_kept_and_an_unknown_block_line_warned():
+    text = read("mysqlslap", "public_mysql56_multi_engine_concurrency_debuginfo")
+    facts = TOOLS["mysqlslap"].parse(text).facts
+    assert facts["debug_info"]["Voluntary context switches"] == 9585.0
+    changed = text.replace(
+        "\tMinimum number",
+        "\tMedian number of seconds to run all queries: 0.1 seconds\n\tMinimum number",
+        1,
+    )
+    result = TOOLS["mysqlslap"].parse(changed)
+    assert result.groups == TOOLS["mysqlslap"].parse(text).groups
+    assert len(result.warnings) == 1 and "Median number" in result.warnings[0]
+
+
 # ---------------------------------------------------------------- properties
 
 # A line no parser knows: letters then a number, or any text, never empty.
@@ -438,6 +469,9 @@ BLOCKS = [
     ("pgbench", "public_pgbench_154_rate_progress_failed_before_lag", "tps = "),
     ("fio", "public_fio_328_read_libaio_normal", "    clat percentiles"),
     ("fio", "fio_randrw_4k_direct1_libaio_normal", "  write: IOPS"),
+    ("redis_benchmark", "public_7x_set_get_plain", "  latency summary"),
+    ("redis_benchmark", "public_quiet_pipeline16", "GET:"),
+    ("mysqlslap", "mysqlslap_load_mixed", "\tMaximum number"),
 ]
 # stress-ng's table: an unknown line at the table's level inside it.
 STRESS_ROW = "stress-ng: 17:40:54.67 metrc: [17129] vm "
