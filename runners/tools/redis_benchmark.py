@@ -256,12 +256,10 @@ def parse(text: str) -> Result:
 def _known(line: str) -> bool:
     """A line that carries no figure the parser keeps: an error (in errors),
     a progress line ("SET: rps=..."), a setting of the run."""
+    if SETTING.match(line) or ("rps=" in line and PROGRESS.match(line)):
+        return True
     stripped = line.strip()
-    return bool(
-        (stripped.startswith(ERROR_STARTS) and ERROR.match(stripped))
-        or PROGRESS.match(line)
-        or SETTING.match(line)
-    )
+    return bool(stripped.startswith(ERROR_STARTS) and ERROR.match(stripped))
 
 
 # Lines of a plain section that carry no figure kept: the run's settings,
@@ -316,7 +314,7 @@ def _plain_groups(
             current["needs_latency"] = "summary" in line
         elif match := LATENCY_ROW.match(line):
             current["metrics"].update(zip(LATENCY_NAMES, map(float, match.groups())))
-        elif match := COMPLETED.match(line):
+        elif "completed" in line and (match := COMPLETED.match(line)):
             completed = {"requests": int(match.group(1)), "seconds": float(match.group(2))}
             facts.setdefault("completed", {})[current["labels"]["test"]] = completed
         elif not _known(line):

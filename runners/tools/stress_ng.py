@@ -163,6 +163,12 @@ PREFIX = re.compile(
     r"^stress-ng: (?:[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{2} )?(?:(?P<level>[a-z]+):\s+)?"
     r"(?:\[\d+\]\s?)?(?P<rest>.*)$"
 )
+# PREFIX over a whole output: each stress-ng line, stripped, as "line".
+PREFIX_LINES = re.compile(
+    r"^[ \t]*(?P<line>stress-ng: (?:[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{2} )?"
+    r"(?:(?P<level>[a-z]+):[ \t]+)?(?:\[\d+\][ \t]?)?(?P<rest>[^\n]*))",
+    re.MULTILINE,
+)
 HEADER = re.compile(r"^\s*stressor\s+bogo ops")
 NUM = r"([0-9]+(?:\.[0-9]+)?)"
 ROW = re.compile(
@@ -238,13 +244,13 @@ def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool, list[str]
     errors: list[str] = []
     facts: dict = {}
     warnings: list[str] = []
-    in_table = seen = False
-    for line in text.splitlines():
-        match = PREFIX.match(line.strip())
-        if not match:
-            continue
-        seen = True
-        line, level, rest = match.group(0, "level", "rest")
+    in_table = False
+    # One C-level pass finds every stress-ng line (PREFIX_LINES); Python only
+    # sees their level and text.
+    for match in PREFIX_LINES.finditer(text):
+        line, level, rest = match.group("line", "level", "rest")
+        if rest[-1:].isspace():  # trailing blanks or a "\r"
+            line, rest = line.rstrip(), rest.rstrip()
         # Cheap checks before each pattern (a row ends in a digit): most lines
         # are none of these.
         if "bogo ops" in rest and HEADER.match(rest):
@@ -261,7 +267,7 @@ def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool, list[str]
             warnings.append(line_warning("stress-ng metrics table", line))
         else:
             _fact(rest, facts)
-    return groups, errors, facts, seen, warnings
+    return groups, errors, facts, "stress-ng:" in text, warnings
 
 
 def _table_line(level: str | None, rest: str, facts: dict) -> bool:
