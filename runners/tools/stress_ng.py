@@ -179,7 +179,7 @@ ROW = re.compile(
 UNITS = re.compile(r"^\s*\(secs\)\s+\(secs\)")
 # "miscellaneous metrics:" rows (0.14+): "flock  5678.91 nanosecs per flock lock
 # call (harmonic mean of 6 instances)"; kept in facts["misc_metrics"].
-MISC = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+{NUM}\s+(\S.*?)\s*(?:\((.*)\))?\s*$")
+MISC = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+{NUM}\s+([^(]*[^(\s])\s*\(([^)]*)\)\s*$")
 # A line of the table's shape (a stressor, then a number) that ROW and MISC
 # do not read: a figure nothing reads, so a warning.
 TABLE_LIKE = re.compile(r"^\s*[a-z][a-z0-9_-]*\s+[0-9]")
@@ -248,7 +248,7 @@ def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool, list[str]
     # One C-level pass finds every stress-ng line (PREFIX_LINES); Python only
     # sees their level and text.
     for match in PREFIX_LINES.finditer(text):
-        line, level, rest = match.group("line", "level", "rest")
+        line, level, rest = match.group(1, 2, 3)  # line, level, rest
         if rest[-1:].isspace():  # trailing blanks or a "\r"
             line, rest = line.rstrip(), rest.rstrip()
         # Cheap checks before each pattern (a row ends in a digit): most lines
@@ -275,13 +275,9 @@ def _table_line(level: str | None, rest: str, facts: dict) -> bool:
     the units header, "miscellaneous metrics:" and its rows (into facts)."""
     if UNITS.match(rest) or rest.strip() == "miscellaneous metrics:":
         return True
-    misc = MISC.match(rest) if "(" in rest else None
+    misc = MISC.match(rest) if rest[-1:] == ")" else None
     # Every version names how the figure was averaged over the instances.
-    if (
-        misc is None
-        or not misc.group(4)
-        or not ("mean" in misc.group(4) or "average" in misc.group(4))
-    ):
+    if misc is None or not ("mean" in misc.group(4) or "average" in misc.group(4)):
         return False
     stressor, value, what, how = misc.groups()
     entry = {"value": float(value), "metric": what, "mean": how}
@@ -290,8 +286,10 @@ def _table_line(level: str | None, rest: str, facts: dict) -> bool:
 
 
 def _group(row: re.Match) -> dict:
-    values = [float(v) for v in row.groups()[1:] if v is not None]
-    return {"labels": {"stressor": row.group(1)}, "metrics": dict(zip(COLUMNS, values))}
+    stressor, *values = row.groups()
+    # The optional columns come last: a None is only ever at the end.
+    metrics = dict(zip(COLUMNS, map(float, filter(None, values))))
+    return {"labels": {"stressor": stressor}, "metrics": metrics}
 
 
 def _fact(rest: str, facts: dict) -> None:
@@ -316,15 +314,14 @@ _DURATION = (
 _TIMEOUT = re.compile(rf"setting to a {_DURATION}")
 _RUN_TIME = re.compile(rf"successful run completed in {_DURATION}")
 _STRESSORS = re.compile(r"dispatching hogs: (.*)$")
-_UNIT_SECONDS = (("days", 86400), ("hours", 3600), ("mins", 60))
 
 
 def _seconds(match: re.Match) -> float:
-    seconds = float(match.group("secs"))
-    for unit, size in _UNIT_SECONDS:
-        if match.group(unit):
-            seconds += int(match.group(unit)) * size
-    return round(seconds, 6)
+    days, hours, mins, secs = match.group("days", "hours", "mins", "secs")
+    if days is None and hours is None and mins is None:  # "3.04s": the common case
+        return float(secs)
+    units = (int(days or 0) * 86400) + (int(hours or 0) * 3600) + (int(mins or 0) * 60)
+    return round(units + float(secs), 6)
 
 
 def _combine(groups: list[dict]) -> dict[str, float]:
