@@ -179,7 +179,7 @@ ROW = re.compile(
 UNITS = re.compile(r"^\s*\(secs\)\s+\(secs\)")
 # "miscellaneous metrics:" rows (0.14+): "flock  5678.91 nanosecs per flock lock
 # call (harmonic mean of 6 instances)"; kept in facts["misc_metrics"].
-MISC = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+{NUM}\s+([^(]*[^(\s])\s*\(([^)]*)\)\s*$")
+MISC = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+{NUM}\s+(.*\S)\s*\(([^()]*)\)\s*$")
 # A line of the table's shape (a stressor, then a number) that ROW and MISC
 # do not read: a figure nothing reads, so a warning.
 TABLE_LIKE = re.compile(r"^\s*[a-z][a-z0-9_-]*\s+[0-9]")
