@@ -170,7 +170,7 @@ def import_output(
         attempt=1,
         error="; ".join(result.errors[:5]) if failed else "",
         tool_version=str(result.facts.get("version", "")),
-        facts={"imported": True},
+        facts={"imported": True, **_parser_warnings(result)},
         started_at=timezone.now(),
         finished_at=timezone.now(),
     )
@@ -179,6 +179,12 @@ def import_output(
     Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
     _merge_axes(run, axes)
     return cell
+
+
+def _parser_warnings(result) -> dict:
+    """{"parser_warnings": [...]} when the parser could not read all of the
+    output's figure-carrying lines (shown on the cell page), else {}."""
+    return {"parser_warnings": list(result.warnings)} if result.warnings else {}
 
 
 def _key_value(value) -> str:

@@ -270,6 +270,9 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             facts["tool_errors"] = [mask(e) for e in outcome.result.errors[:50]]
         if outcome.warnings:
             facts["warnings"] = [mask(w) for w in outcome.warnings]
+        if outcome.result is not None and outcome.result.warnings:
+            # What the parser could not read (runners.results.Result.warnings).
+            facts["parser_warnings"] = [mask(w) for w in outcome.result.warnings]
         Cell.objects.filter(pk=cell.pk).update(
             status=status,
             error=mask(outcome.error or ("cancelled" if status == "cancelled" else "")),

@@ -26,6 +26,11 @@ class Result:
              {} when the output has no interval lines.
     errors:  error lines the tool reported (numbers that are there are kept).
     facts:   tool version and similar.
+    warnings: what the parser could not read inside the parts of the output
+             that carry figures (a summary block, interval lines, a results
+             table): an unknown line or an unknown field in a known line,
+             quoted (see line_warning). Never a silently dropped value: a
+             figure the tool printed and the parser did not read is named here.
     """
 
     metrics: dict[str, float] = field(default_factory=dict)
@@ -33,9 +38,32 @@ class Result:
     series: Series = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# At most this many warnings per output: a long output of an unknown layout
+# would otherwise give one per line. The last one says how many more there were.
+MAX_WARNINGS = 20
+
+
+def line_warning(where: str, line: str, what: str = "line not understood") -> str:
+    """'<where>: <what>: <the line, quoted, at most 120 characters>'."""
+    shown = line.strip()
+    if len(shown) > 120:
+        shown = shown[:117] + "..."
+    return f"{where}: {what}: {shown!r}"
+
+
+def cap_warnings(warnings: list[str]) -> list[str]:
+    """The first MAX_WARNINGS distinct warnings, and a count of the rest."""
+    distinct = list(dict.fromkeys(warnings))
+    if len(distinct) <= MAX_WARNINGS:
+        return distinct
+    more = len(distinct) - MAX_WARNINGS
+    return distinct[:MAX_WARNINGS] + [f"... and {more} more lines not understood"]
 
 
 def rows_to_series(rows: list[dict]) -> Series:

@@ -160,6 +160,10 @@ def import_page(request):
             form.add_error("output", f"{d['tool']} could not read this output: {exc}")
         else:
             messages.success(request, f"Imported {cell.key} #{cell.repeat} into #{cell.run_id}.")
+            warnings = cell.facts.get("parser_warnings")
+            if warnings:  # stay on the page: say what the parser could not read
+                context = {"form": ImportForm(team), "imported": cell, "parser_warnings": warnings}
+                return render(request, "archive/import.html", context)
             return redirect("run_results", cell.run_id)
     return render(request, "archive/import.html", {"form": form})
 

@@ -18,7 +18,8 @@ from runners.command import WORKDIR, Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.params import Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.results import Result, cap_warnings
+from runners.tools import fio_parse
 
 NAME = "fio"
 BINARY = "fio"
@@ -201,11 +202,22 @@ def parse(text: str) -> Result:
     if not text.strip():
         raise ParseError("empty fio output")
     start = _json_start(text)
+    if start is None or '"jobs"' not in text:
+        # Outputs of runs made elsewhere (Archive -> Import): terse v3, normal.
+        for found, read in (
+            (fio_parse.is_terse, fio_parse.parse_terse),
+            (fio_parse.is_normal, fio_parse.parse_normal),
+        ):
+            if found(text):
+                return _text_result(text, *read(text))
     if start is None:
         errors, _ = _messages(text)
         if errors:
             return Result(errors=errors)
-        raise ParseError("no fio JSON found (Benchboard runs fio with --output-format=json)")
+        raise ParseError(
+            "no fio output found: neither JSON (--output-format=json), terse v3 (--minimal) "
+            "nor normal output with a job block"
+        )
     doc, end = _decode(text, start)
     jobs = doc.get("jobs")
     if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
@@ -224,6 +236,32 @@ def parse(text: str) -> Result:
             errors.append(_job_error(job, jobnum))
     facts = _facts(doc, notes)
     return Result(metrics=_headline(jobs, directions), groups=groups, errors=errors, facts=facts)
+
+
+def _text_result(text: str, jobs, directions, facts, errors, warnings) -> Result:
+    """A Result of fio_parse's reading of terse or normal output, built as
+    parse() builds one from JSON (the same groups, headline and errors)."""
+    if not jobs:
+        raise ParseError("fio output without a job result (cut short before its first job?)")
+    own_errors, notes = _messages(text)
+    several = len({_groupid(job) for job in jobs}) > 1
+    groups = []
+    for jobnum, (job, job_directions) in enumerate(zip(jobs, directions)):
+        labels = {"job": job["jobname"], "jobnum": jobnum}
+        if several:
+            labels["groupid"] = _groupid(job)
+        groups.append({"labels": labels, "metrics": _job_metrics(job_directions)})
+        if job["error"]:
+            own_errors.append(_job_error(job, jobnum))
+    if notes:
+        facts["notes"] = notes
+    return Result(
+        metrics=_headline(jobs, directions),
+        groups=groups,
+        errors=own_errors + errors,
+        facts=facts,
+        warnings=cap_warnings(warnings),
+    )
 
 
 def _groupid(job: dict) -> int:
@@ -346,6 +384,8 @@ def _direction(job: dict, direction: str) -> dict[str, float] | None:
     if _has_samples(lat, ios) and _number(lat.get("mean")) is not None:
         out["lat_mean_us"] = _us(_number(lat["mean"]), scale)
     if _has_samples(clat, ios):
+        if _number(clat.get("mean")) is not None:
+            out["clat_mean_us"] = _us(_number(clat["mean"]), scale)
         for pct, value in _percentiles(clat.get("percentile"), (95, 99)).items():
             if value is not None:
                 out[f"clat_p{pct}_us"] = _us(value, scale)
@@ -411,7 +451,7 @@ def _combine(directions: list[dict[str, dict[str, float]]]) -> dict[str, float]:
             for key in ("iops", "bw_kib_s"):
                 name = f"{direction}_{key}"
                 sums[name] = sums.get(name, 0.0) + stats[key]
-            for key in ("lat_mean_us", "clat_p95_us", "clat_p99_us"):
+            for key in ("lat_mean_us", "clat_mean_us", "clat_p95_us", "clat_p99_us"):
                 if key in stats:
                     weighted.setdefault(f"{direction}_{key}", []).append(
                         (stats[key], stats["samples"])
@@ -476,6 +516,7 @@ for _way in DIRECTIONS:
             f"{_way}_iops": m.throughput(f"{_way} IOPS", "IOPS"),
             f"{_way}_bw_kib_s": m.throughput(f"{_way} bandwidth", "KiB/s"),
             f"{_way}_lat_mean_us": m.latency(f"{_way} mean latency", "µs"),
+            f"{_way}_clat_mean_us": m.latency(f"{_way} mean completion latency", "µs"),
             f"{_way}_clat_p95_us": m.latency(f"{_way} 95th percentile completion latency", "µs"),
             f"{_way}_clat_p99_us": m.latency(f"{_way} 99th percentile completion latency", "µs"),
         }

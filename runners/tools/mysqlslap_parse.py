@@ -7,7 +7,7 @@ import re
 
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
-from runners.results import Result
+from runners.results import Result, cap_warnings, line_warning
 
 _BLOCK_LINE = re.compile(
     r"^\s*(?:(Running for engine)\s+(\S+)"
@@ -47,10 +47,12 @@ def parse(text: str) -> Result:
     blocks: list[dict] = []
     errors: list[str] = []
     facts: dict = {}
-    groups = _whole_blocks(text)
+    warnings: list[str] = []
+    groups = _whole_blocks(text)  # every line is a block's line, by construction
     if groups is None:
         for line in text.splitlines():
-            _read_line(line, blocks, errors, facts)
+            if not _read_line(line, blocks, errors, facts) and _in_figures(line, blocks):
+                warnings.append(line_warning("mysqlslap Benchmark block", line))
         groups = [_group(block) for block in blocks if block["metrics"]]
     else:
         blocks = []  # whole by construction: only the last line is checked
@@ -58,7 +60,22 @@ def parse(text: str) -> Result:
         raise ParseError("no mysqlslap Benchmark block, CSV line or error found")
     errors += _cut_short(text, blocks, groups)
     metrics = dict(groups[0]["metrics"]) if len(groups) == 1 else {}
-    return Result(metrics=metrics, groups=groups, errors=errors, facts=facts)
+    return Result(
+        metrics=metrics, groups=groups, errors=errors, facts=facts, warnings=cap_warnings(warnings)
+    )
+
+
+def _in_figures(line: str, blocks: list[dict]) -> bool:
+    """Whether a line nothing read lies where figures are: inside a Benchmark
+    block that still misses some (its lines come one after the other), or a
+    comma-separated line with a number (a --csv line of another shape)."""
+    if not line.strip():
+        if blocks:
+            blocks[-1]["open"] = False  # a blank line ends a block
+        return False
+    if blocks and blocks[-1].get("open", True) and len(blocks[-1]["metrics"]) < 5:
+        return True
+    return "," in line and any(c.isdigit() for c in line)
 
 
 _BLOCK_FIGURES = ("avg_s", "min_s", "max_s", "clients", "queries_per_client")
@@ -135,26 +152,42 @@ def _cut_short(text: str, blocks: list[dict], groups: list[dict]) -> list[str]:
     return errors
 
 
-def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) -> None:
-    """Feed one output line into blocks/errors/facts."""
+def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) -> bool:
+    """Feed one output line into blocks/errors/facts; False if nothing read it."""
     stripped = line.strip()
     if stripped == "Benchmark":
         blocks.append({"labels": {}, "metrics": {}})
-        return
+        return True
     # Cheap substring checks first: a CSV line has commas, an error line
     # names the program; most lines are neither.
     csv = _CSV_LINE.match(stripped) if "," in stripped else None
     if csv:
         blocks.append(_csv_block(csv))
         facts.setdefault("load_type", csv.group(2))
-        return
-    error = _ERROR_LINE.match(stripped) if "slap" in stripped else None
-    if error:
-        errors.append(error.group(1))
-        return
+        return True
+    if "slap" in stripped:  # the program's own lines: errors, [Warning]s
+        error = _ERROR_LINE.match(stripped)
+        if error:
+            errors.append(error.group(1))
+        return True
     match = _BLOCK_LINE.match(line)
     if match and blocks:
         _fill(blocks[-1], match)
+    elif not match and _DEBUG_INFO.fullmatch(stripped):  # --debug-info's resource usage
+        info = facts.setdefault("debug_info", {})
+        previous = ""
+        for key, value in _DEBUG_PAIR.findall(stripped):
+            key = key.strip()
+            if key == "out":  # "Blocks in 0 out 0": the out of the in before it
+                key = previous.removesuffix(" in") + " out"
+            info[key], previous = float(value), key
+        return True
+    return bool(match)
+
+
+# --debug-info: "User time 0.02, System time 0.29", "Blocks in 0 out 0, ...".
+_DEBUG_PAIR = re.compile(r"([A-Za-z][A-Za-z -]*?) ([0-9]+(?:\.[0-9]+)?)")
+_DEBUG_INFO = re.compile(r"(?:[A-Za-z][A-Za-z -]*? [0-9]+(?:\.[0-9]+)?(?:,? |$))+")
 
 
 def _fill(block: dict, match: re.Match) -> None:
@@ -179,11 +212,12 @@ def _csv_block(match: re.Match) -> dict:
         "clients": int(clients),
         "queries_per_client": int(per_client),
     }
-    return {"labels": labels, "metrics": metrics}
+    return {"labels": labels, "metrics": metrics, "open": False}
 
 
 def _group(block: dict) -> dict:
-    """Add concurrency label and qps (only when every input number is there)."""
+    """Add concurrency label and qps (only when every input number is there);
+    a CSV line is a closed block."""
     metrics = dict(block["metrics"])
     labels = dict(block["labels"])
     if "clients" in metrics:

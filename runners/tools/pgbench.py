@@ -288,6 +288,12 @@ METRICS = {
     "latency_avg_ms": m.latency("Average latency"),
     "latency_stddev_ms": m.latency("Latency standard deviation"),
     "lag_ms": m.latency("Schedule lag"),
+    "lag_avg_ms": m.latency("Average schedule lag"),
+    "lag_max_ms": m.latency("Maximum schedule lag"),
+    "retried": m.count("Transactions retried", direction=m.LOWER),
+    "retries": m.count("Retries", direction=m.LOWER),
+    "serialization_failures": m.count("Serialization failures", direction=m.LOWER),
+    "deadlock_failures": m.count("Deadlock failures", direction=m.LOWER),
     "initial_connection_time_ms": m.latency("Initial connection time"),
     "init_time_s": m.duration("Initialisation time", direction=m.LOWER),
 }

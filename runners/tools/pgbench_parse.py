@@ -9,7 +9,14 @@ from itertools import groupby
 
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
-from runners.results import Result, Series, concat_series, rows_to_series
+from runners.results import (
+    Result,
+    Series,
+    cap_warnings,
+    concat_series,
+    line_warning,
+    rows_to_series,
+)
 
 SUMMARY = (  # (metric, pattern on a summary line); first match wins
     ("tps", r"^tps = ([0-9.]+) \((?:without initial connection time|excluding conn)"),
@@ -22,13 +29,16 @@ SUMMARY = (  # (metric, pattern on a summary line); first match wins
     ("skipped", r"^number of transactions skipped: (\d+)"),
     ("late", r"^number of transactions above the [0-9.]+ ms latency limit: (\d+)"),
     ("init_time_s", r"^done in ([0-9.]+) s"),
+    # PostgreSQL 15+: retries (--max-tries) and the failures by kind.
+    ("retried", r"^number of transactions retried: (\d+)"),
+    ("retries", r"^total number of retries: (\d+)"),
+    ("serialization_failures", r"^number of serialization failures: (\d+)"),
+    ("deadlock_failures", r"^number of deadlock failures: (\d+)"),
+    # --rate: "rate limit schedule lag: avg 2.859 (max 27.065) ms".
+    ("lag_avg_ms", r"^rate limit schedule lag: avg ([0-9.]+) \(max [0-9.]+\) ms"),
+    ("lag_max_ms", r"^rate limit schedule lag: avg [0-9.]+ \(max ([0-9.]+)\) ms"),
 )
 SUMMARY_RE = [(name, re.compile(pattern, re.MULTILINE)) for name, pattern in SUMMARY]
-PROGRESS = re.compile(
-    r"^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)"
-    r"(?:, lag ([0-9.]+) ms)?(?:, (\d+) skipped)?(?:, (\d+) failed)?",
-    re.MULTILINE,
-)
 ERROR = re.compile(
     r"error:|fatal:|FATAL:|ERROR:|aborted|could not|failed:|"
     r"need to do initialization|[Cc]onnection to database .* failed"
@@ -41,7 +51,28 @@ FACTS = (
     ("clients", r"^number of clients: (\d+)"),
     ("threads", r"^number of threads: (\d+)"),
     ("duration_s", r"^duration: (\d+) s"),
+    ("max_tries", r"^maximum number of tries: (\d+)"),
+    ("transactions_per_client", r"^number of transactions per client: (\d+)"),
+    ("latency_limit_ms", r"^latency limit: ([0-9.]+) ms"),
 )
+# Summary lines that carry no figure of their own (the figures of the ones
+# that do are read by SUMMARY, FACTS or the statement-latency reader).
+KNOWN_LINES = re.compile(
+    r"^(?:starting vacuum\.\.\.end\.|pgbench \(.*\)|statement latencies in milliseconds.*:"
+    r"|SQL script \d+: .*|- weight: \d+ \(targets [0-9.]+% of total\)"
+    r"|tps = [0-9.]+ \((?:including|excluding) connections establishing\)"
+    r"|tps = [0-9.]+ \(without initial connection time\)"
+    r"|number of transactions actually processed: \d+(?:/\d+)?"
+    r"|number of failed transactions: \d+ \([0-9.]+%\)"
+    r"|number of transactions (?:retried|skipped): \d+ \([0-9.]+ ?%\)"
+    r"|number of transactions above the [0-9.]+ ms latency limit: \d+(?:/\d+)? \([0-9.]+ ?%\)"
+    r"|number of (?:serialization|deadlock) failures: \d+ \([0-9.]+%\))$"
+)
+# "statement latencies in milliseconds[, failures and retries]:" rows:
+# "   0.847   0   0  \set aid ..." (latency ms, then failures and retries in 15+).
+STATEMENT = re.compile(r"^([0-9]+\.[0-9]+)(?:\s+(\d+))?(?:\s+(\d+))?\s+(\S.*)$")
+# Where the run summary (the part that carries figures) begins.
+SUMMARY_START = "transaction type:"
 
 
 def parse(text: str) -> Result:
@@ -64,7 +95,8 @@ def parse(text: str) -> Result:
     """
     if not text or text.isspace():
         raise ParseError("empty pgbench output")
-    series, other = _progress(text)
+    warnings: list[str] = []
+    series, other = _progress(text, warnings)
     # The summary patterns only ever see the few non-progress lines: a long -P
     # run is almost all progress lines.
     rest = "\n".join(other)
@@ -75,7 +107,54 @@ def parse(text: str) -> Result:
             raise ParseError("pgbench output has no summary (truncated or interrupted run)")
         raise ParseError("not pgbench output")
     groups = [{"labels": {}, "metrics": dict(metrics)}] if metrics else []
-    return Result(metrics=metrics, groups=groups, series=series, errors=errors, facts=_facts(rest))
+    facts = _facts(rest)
+    warnings = warnings + _account(other, facts)
+    return Result(
+        metrics=metrics,
+        groups=groups,
+        series=series,
+        errors=errors,
+        facts=facts,
+        warnings=cap_warnings(warnings),
+    )
+
+
+def _account(lines: list[str], facts: dict) -> list[str]:
+    """Warnings for the lines of the run summary that nothing reads, and the
+    -r statement latencies into facts["statement_latencies"] as
+    [ms, failures or None, retries or None, statement]."""
+    warnings: list[str] = []
+    statements: list[list] = []
+    in_summary = in_statements = False
+    for line in lines:
+        in_summary = in_summary or line.startswith(SUMMARY_START)
+        if line.startswith("statement latencies in milliseconds"):
+            in_statements = True
+            continue
+        if in_statements and (row := STATEMENT.match(line)):
+            ms, failures, retries, statement = row.groups()
+            statements.append([float(ms), _int(failures), _int(retries), statement])
+            continue
+        if in_statements and statements and not ERROR.search(line):
+            statements[-1][3] += "\n" + line  # a statement of several lines
+            continue
+        if in_summary and not _known(line):
+            warnings.append(line_warning("pgbench summary", line))
+    if statements:
+        facts["statement_latencies"] = statements
+    return warnings
+
+
+def _known(line: str) -> bool:
+    if KNOWN_LINES.match(line) or ERROR.search(line):
+        return True
+    return any(p.match(line) for _, p in SUMMARY_RE) or any(
+        re.match(pattern, line) for _, pattern in FACTS
+    )
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None else None
 
 
 def _cut_short(text: str, metrics: dict) -> list[str]:
@@ -88,12 +167,12 @@ def _cut_short(text: str, metrics: dict) -> list[str]:
     return [cut] if cut else []
 
 
-def _progress(text: str) -> tuple[Series, list[str]]:
+def _progress(text: str, warnings: list[str]) -> tuple[Series, list[str]]:
     """(series of the -P progress lines, the other non-empty lines, stripped).
 
     The progress region runs from the line of the first "progress:" to the
     line of the last. When all its lines have the one shape of a run's
-    progress lines (_SHAPE; the 50 MB case), it is read in a few C-speed
+    progress lines (_shape_columns; the 50 MB case), it is read in a few C-speed
     passes: str.translate drops the digits and the result is compared with
     the first line's skeleton repeated; a second str.translate turns the
     region into one JSON array of numbers that json.loads reads; each column
@@ -115,17 +194,24 @@ def _progress(text: str) -> tuple[Series, list[str]]:
         series = _columns(region, names)
         if series is not None:
             return series, head + tail
-    series, middle = _mixed_progress(region.split("\n"), skeletons.split("\n"))
+    series, middle = _mixed_progress(region.split("\n"), skeletons.split("\n"), warnings)
     return series, head + middle + tail
 
 
 # A progress line with its digits dropped, e.g. (PostgreSQL 15)
 # "progress: . s, . tps, lat . ms stddev ., failed" for
 # "progress: 1.0 s, 613.9 tps, lat 3.059 ms stddev 4.053, 0 failed";
-# lag comes with --rate, skipped with --latency-limit, failed since 14.
-_SHAPE = re.compile(
-    r"progress: \. s, \. tps, lat \. ms stddev \.(, lag \. ms)?(,  skipped)?(,  failed)?"
-)
+# lag comes with --rate, skipped with --latency-limit, failed since 14,
+# retried/retries with --max-tries; their order differs between versions
+# (15+ prints "failed" before "lag"), so each part is named by its own shape.
+_PARTS = {
+    "lag . ms": ["lag_ms"],
+    "skipped": ["skipped"],
+    "failed": ["failed"],
+    "retried": ["retried"],
+    "retries": ["retries"],
+}
+_HEAD = "progress: . s, . tps, lat . ms stddev ."
 _DROP_DIGITS = str.maketrans("", "", "0123456789")
 # Every gap between two numbers of such a line holds exactly one of "," "v"
 # (of stddev) or a line break: those become the commas of a JSON array, and
@@ -141,12 +227,15 @@ _TO_JSON = str.maketrans(
 def _shape_columns(skeleton: str) -> list[str] | None:
     """The series columns of a progress line of this skeleton, in line order,
     or None for a shape the fast path does not read."""
-    shape = _SHAPE.fullmatch(skeleton)
-    if not shape:
+    if not skeleton.startswith(_HEAD):
         return None
-    optional = ("lag_ms", "skipped", "failed")
     names = ["t", "tps", "latency_avg_ms", "latency_stddev_ms"]
-    return names + [name for name, part in zip(optional, shape.groups()) if part]
+    for part in skeleton[len(_HEAD) :].split(",")[1:] if skeleton != _HEAD else []:
+        found = _PARTS.get(part.strip())
+        if found is None or found[0] in names:
+            return None
+        names += found
+    return names if skeleton.count(",") == len(names) - 2 else None
 
 
 def _columns(lines: str, names: list[str]) -> Series | None:
@@ -166,7 +255,9 @@ def _columns(lines: str, names: list[str]) -> Series | None:
     return columns
 
 
-def _mixed_progress(lines: list[str], skeletons: list[str]) -> tuple[Series, list[str]]:
+def _mixed_progress(
+    lines: list[str], skeletons: list[str], warnings: list[str]
+) -> tuple[Series, list[str]]:
     """Series and other lines of a progress region that is not all one shape.
 
     Each run of consecutive lines of the first known shape still goes through
@@ -179,21 +270,55 @@ def _mixed_progress(lines: list[str], skeletons: list[str]) -> tuple[Series, lis
     for same_shape, indices in groupby(range(len(lines)), key=lambda i: skeletons[i] == shape):
         block = [lines[i] for i in indices]
         columns = _columns("\n".join(block), names) if same_shape else None
-        parts.append(columns if columns is not None else _read_lines(block, other))
+        parts.append(columns if columns is not None else _read_lines(block, other, warnings))
     return concat_series(parts), other
 
 
-def _read_lines(lines: list[str], other: list[str]) -> Series:
-    """Progress lines matched one by one (PROGRESS); the lines that are not
-    progress lines (pgbench's "client 3 aborted ..." during a run) go to other."""
+def _read_lines(lines: list[str], other: list[str], warnings: list[str]) -> Series:
+    """Progress lines read one by one, part by part (_point); the lines that
+    are not progress lines (pgbench's "client 3 aborted ..." during a run) go
+    to other."""
     rows: list[dict] = []
     for line in map(str.strip, "\n".join(lines).splitlines()):
         if line.startswith("progress:"):
-            if match := PROGRESS.match(line):
-                rows.append(_point(match))
+            if point := _point(line, warnings):
+                rows.append(point)
         elif line:
             other.append(line)
     return rows_to_series(rows)
+
+
+_N = r"[0-9]+(?:\.[0-9]+)?"
+# Each comma-separated part of a progress line, in whatever order it comes.
+_PROGRESS_PARTS = (
+    (re.compile(rf"^progress: ({_N}) s$"), ("t",)),
+    (re.compile(rf"^({_N}) tps$"), ("tps",)),
+    (re.compile(rf"^lat ({_N}) ms stddev ({_N}|NaN)$"), ("latency_avg_ms", "latency_stddev_ms")),
+    (re.compile(rf"^lag ({_N}) ms$"), ("lag_ms",)),
+    (re.compile(r"^(\d+) skipped$"), ("skipped",)),
+    (re.compile(r"^(\d+) failed$"), ("failed",)),
+    (re.compile(r"^(\d+) retried$"), ("retried",)),
+    (re.compile(r"^(\d+) retries$"), ("retries",)),
+)
+
+
+def _point(line: str, warnings: list[str]) -> dict[str, float] | None:
+    """One progress line -> {"t": ..., metrics}; a part it does not know is a
+    warning naming it; None without a time or a tps (not a progress line)."""
+    point: dict[str, float] = {}
+    for part in (piece.strip() for piece in line.split(",")):
+        for pattern, names in _PROGRESS_PARTS:
+            match = pattern.match(part)
+            if match:
+                for name, value in zip(names, match.groups()):
+                    if value != "NaN":
+                        point[name] = float(value)
+                break
+        else:
+            warnings.append(line_warning("pgbench progress line", line, f"part {part!r} not read"))
+    if "t" not in point or "tps" not in point:
+        return None
+    return point
 
 
 def _other(lines: list[str]) -> list[str]:
@@ -207,17 +332,6 @@ def _summary(text: str) -> dict[str, float]:
         if match:
             metrics[name] = float(match.group(1))
     return metrics
-
-
-def _point(match: re.Match) -> dict[str, float]:
-    t, tps, lat, stddev, lag, skipped, failed = match.groups()
-    point = {"t": float(t), "tps": float(tps), "latency_avg_ms": float(lat)}
-    if stddev != "NaN":
-        point["latency_stddev_ms"] = float(stddev)
-    for name, value in (("lag_ms", lag), ("skipped", skipped), ("failed", failed)):
-        if value is not None:
-            point[name] = float(value)
-    return point
 
 
 def _errors(lines: list[str]) -> list[str]:

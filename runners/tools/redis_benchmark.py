@@ -21,7 +21,7 @@ from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.results import Result, cap_warnings, line_warning
 
 NAME = "redis_benchmark"
 BINARY = "redis-benchmark"
@@ -234,22 +234,55 @@ def parse(text: str) -> Result:
         )
     if tail.strip():  # every complete output ends with a newline
         errors.append(f"output ends mid-line (cut off?): {tail.strip()[-80:]}")
+    warnings: list[str] = []
+    facts: dict = {}
     if '\n"' in starts:
-        groups = _csv_groups(lines, errors)
+        groups = _csv_groups(lines, errors, warnings)
     elif any(line.startswith("====== ") and SECTION.match(line) for line in lines):
-        groups = _plain_groups(lines, errors)
+        groups = _plain_groups(lines, errors, warnings, facts)
     else:
-        groups = _quiet_groups(lines, errors)
+        groups = _quiet_groups(lines, errors, warnings)
     if not groups and not errors:
         raise ParseError("no redis-benchmark results found (output empty or cut off)")
-    return Result(metrics=_combine(groups), groups=groups, errors=errors)
+    return Result(
+        metrics=_combine(groups),
+        groups=groups,
+        errors=errors,
+        facts=facts,
+        warnings=cap_warnings(warnings),
+    )
+
+
+def _known(line: str) -> bool:
+    """A line that carries no figure the parser keeps: an error (in errors),
+    a progress line ("SET: rps=..."), a setting of the run."""
+    if SETTING.match(line) or ("rps=" in line and PROGRESS.match(line)):
+        return True
+    stripped = line.strip()
+    return bool(stripped.startswith(ERROR_STARTS) and ERROR.match(stripped))
+
+
+# Lines of a plain section that carry no figure kept: the run's settings,
+# the headers of its blocks, and the latency distribution ("50.000% <= 0.087
+# milliseconds (cumulative count 71483)"; the summary's percentiles are kept).
+SETTING = re.compile(
+    r"^\s*(?:\d+ parallel clients|\d+ bytes payload|keep alive: \d+|host configuration .*"
+    r"|multi-thread: \w+|threads: \d+|Latency by percentile distribution:"
+    r"|Cumulative distribution of latencies:|Summary:|latency summary \(msec\):"
+    r"|avg\s+min\s+p50\s+p95\s+p99\s+max|[0-9.]+% <= [0-9.]+ milliseconds.*"
+    r"|\d+ requests completed in [0-9.]+ seconds|cluster mode: .*|WARNING: .*)\s*$"
+)
+COMPLETED = re.compile(rf"^\s*(\d+) requests completed in {NUM} seconds\s*$")
 
 
 def _group(test: str, metrics: dict) -> dict:
     return {"labels": {"test": test}, "metrics": metrics}
 
 
-def _csv_groups(lines: list[str], errors: list[str]) -> list[dict]:
+def _csv_groups(lines: list[str], errors: list[str], warnings: list[str]) -> list[dict]:
+    for line in lines:
+        if not line.lstrip().startswith('"') and not _known(line):
+            warnings.append(line_warning("redis-benchmark CSV output", line))
     rows = list(csv.reader(line.strip() for line in lines if line.lstrip().startswith('"')))
     header = rows[0] if rows and rows[0][:1] == ["test"] else ["test", "rps"]
     groups = []
@@ -263,7 +296,9 @@ def _csv_groups(lines: list[str], errors: list[str]) -> list[dict]:
     return groups
 
 
-def _plain_groups(lines: list[str], errors: list[str]) -> list[dict]:
+def _plain_groups(
+    lines: list[str], errors: list[str], warnings: list[str], facts: dict
+) -> list[dict]:
     groups, current = [], None
     for line in lines:
         # Cheap checks before each pattern: most lines are the percentile
@@ -271,7 +306,7 @@ def _plain_groups(lines: list[str], errors: list[str]) -> list[dict]:
         if line.startswith("====== ") and (match := SECTION.match(line)):
             _close(current, groups, errors)
             current = _group(match.group(1), {})
-        elif current is None or "%" in line:
+        elif current is None or ("%" in line and "<=" in line):
             continue
         elif "requests per second" in line and (match := THROUGHPUT.match(line)):
             current["metrics"]["rps"] = float(match.group(1))
@@ -279,6 +314,11 @@ def _plain_groups(lines: list[str], errors: list[str]) -> list[dict]:
             current["needs_latency"] = "summary" in line
         elif match := LATENCY_ROW.match(line):
             current["metrics"].update(zip(LATENCY_NAMES, map(float, match.groups())))
+        elif "completed" in line and (match := COMPLETED.match(line)):
+            completed = {"requests": int(match.group(1)), "seconds": float(match.group(2))}
+            facts.setdefault("completed", {})[current["labels"]["test"]] = completed
+        elif not _known(line):
+            warnings.append(line_warning("redis-benchmark section", line))
     _close(current, groups, errors)
     return groups
 
@@ -297,7 +337,7 @@ def _close(group: dict | None, groups: list[dict], errors: list[str]) -> None:
     groups.append(group)
 
 
-def _quiet_groups(lines: list[str], errors: list[str]) -> list[dict]:
+def _quiet_groups(lines: list[str], errors: list[str], warnings: list[str]) -> list[dict]:
     groups = []
     for line in lines:
         if match := QUIET.match(line):
@@ -305,6 +345,8 @@ def _quiet_groups(lines: list[str], errors: list[str]) -> list[dict]:
             if match.group(3) is not None:
                 metrics["latency_p50_ms"] = float(match.group(3))
             groups.append(_group(match.group(1).strip(), metrics))
+        elif groups and not _known(line):  # after the first result: the results
+            warnings.append(line_warning("redis-benchmark quiet output", line))
     last = lines[-1] if lines else ""
     if groups and PROGRESS.match(last):
         errors.append(f"output ends in the middle of a test: {last.strip()}")

@@ -21,7 +21,7 @@ from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.params import Param
 from runners.params import validate as validate_params
-from runners.results import Result
+from runners.results import Result, cap_warnings, line_warning
 
 NAME = "stress_ng"
 BINARY = "stress-ng"
@@ -157,13 +157,32 @@ def parse_version(text: str) -> str:
 
 # ---------------------------------------------------------------- parsing
 
-PREFIX = re.compile(r"^stress-ng: (?:(?P<level>[a-z]+):\s+)?(?:\[\d+\]\s?)?(?P<rest>.*)$")
+# "stress-ng: info:  [13299] ..."; with --timestamp the level is preceded by
+# the time of day ("stress-ng: 17:39:48.99 info:  [11480] ...").
+PREFIX = re.compile(
+    r"^stress-ng: (?:[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{2} )?(?:(?P<level>[a-z]+):\s+)?"
+    r"(?:\[\d+\]\s?)?(?P<rest>.*)$"
+)
+# PREFIX over a whole output: each stress-ng line, stripped, as "line".
+PREFIX_LINES = re.compile(
+    r"^[ \t]*(?P<line>stress-ng: (?:[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{2} )?"
+    r"(?:(?P<level>[a-z]+):[ \t]+)?(?:\[\d+\][ \t]?)?(?P<rest>[^\n]*))",
+    re.MULTILINE,
+)
 HEADER = re.compile(r"^\s*stressor\s+bogo ops")
 NUM = r"([0-9]+(?:\.[0-9]+)?)"
 ROW = re.compile(
     rf"^\s*([a-z][a-z0-9_-]*)\s+([0-9]+)\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"
     rf"(?:\s+{NUM})?(?:\s+{NUM})?\s*$"
 )
+# The table's second header line: "(secs)    (secs)    (secs)   (real time) ...".
+UNITS = re.compile(r"^\s*\(secs\)\s+\(secs\)")
+# "miscellaneous metrics:" rows (0.14+): "flock  5678.91 nanosecs per flock lock
+# call (harmonic mean of 6 instances)"; kept in facts["misc_metrics"].
+MISC = re.compile(rf"^\s*([a-z][a-z0-9_-]*)\s+{NUM}\s+(.*\S)\s*\(([^()]*)\)\s*$")
+# A line of the table's shape (a stressor, then a number) that ROW and MISC
+# do not read: a figure nothing reads, so a warning.
+TABLE_LIKE = re.compile(r"^\s*[a-z][a-z0-9_-]*\s+[0-9]")
 COLUMNS = (
     "bogo_ops",
     "real_time_s",
@@ -188,18 +207,20 @@ def parse(text: str) -> Result:
         stress-ng: metrc: [13299] cpu                1528      3.03      1.51      0.00       503.48        1012.22
         stress-ng: info:  [13299] successful run completed in 3.04s
 
-    (older versions print the table at level `info:`). One group per stressor
-    (label stressor) with bogo_ops, bogo_ops_per_s (real time), the times and
-    bogo_ops_per_s_usr_sys. With one stressor, metrics equal its group; with
-    several, metrics hold each figure as <stressor>_<name> (bogo ops of
-    different stressors do not add up). fail/error lines go to errors.
+    (older versions print the table at level `info:`; --timestamp puts the
+    time of day before the level; a run over a minute ends "completed in 1
+    min, 10.23 secs"). One group per stressor (label stressor) with bogo_ops,
+    bogo_ops_per_s (real time), the times and bogo_ops_per_s_usr_sys. With one
+    stressor, metrics equal its group; with several, metrics hold each figure
+    as <stressor>_<name> (bogo ops of different stressors do not add up).
+    fail/error lines go to errors; a line of the table nothing reads is a warning.
     """
     if not text.strip():
         raise ParseError("empty stress-ng output")
-    groups, errors, facts, seen = _read_lines(text)
+    groups, errors, facts, seen, warnings = _read_lines(text)
     if not groups:
         if errors:
-            return Result(errors=errors, facts=facts)
+            return Result(errors=errors, facts=facts, warnings=warnings)
         if seen:
             raise ParseError(
                 "stress-ng printed no metrics (killed with SIGKILL, or stopped before its summary?)"
@@ -207,21 +228,29 @@ def parse(text: str) -> Result:
         raise ParseError("not stress-ng output (no 'stress-ng:' lines)")
     if "run_s" not in facts and not any("run completed" in e for e in errors):
         errors.append("stress-ng output cut short: no 'run completed' line after its metrics")
-    return Result(metrics=_combine(groups), groups=groups, errors=errors, facts=facts)
+    return Result(
+        metrics=_combine(groups),
+        groups=groups,
+        errors=errors,
+        facts=facts,
+        warnings=cap_warnings(warnings),
+    )
 
 
-def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool]:
-    """Scan the lines: (groups, errors, facts, whether any stress-ng line was seen)."""
+def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool, list[str]]:
+    """Scan the lines: (groups, errors, facts, whether any stress-ng line was
+    seen, warnings for table lines nothing reads)."""
     groups: list[dict] = []
     errors: list[str] = []
     facts: dict = {}
-    in_table = seen = False
-    for line in text.splitlines():
-        match = PREFIX.match(line.strip())
-        if not match:
-            continue
-        seen = True
-        line, level, rest = match.group(0, "level", "rest")
+    warnings: list[str] = []
+    in_table = False
+    # One C-level pass finds every stress-ng line (PREFIX_LINES); Python only
+    # sees their level and text.
+    for match in PREFIX_LINES.finditer(text):
+        line, level, rest = match.group(1, 2, 3)  # line, level, rest
+        if rest[-1:].isspace():  # trailing blanks or a "\r"
+            line, rest = line.rstrip(), rest.rstrip()
         # Cheap checks before each pattern (a row ends in a digit): most lines
         # are none of these.
         if "bogo ops" in rest and HEADER.match(rest):
@@ -232,14 +261,35 @@ def _read_lines(text: str) -> tuple[list[dict], list[str], dict, bool]:
             errors.append(line)
         elif level == "warn":
             facts.setdefault("warnings", []).append(rest)
+        elif in_table and _table_line(level, rest, facts):
+            continue
+        elif in_table and (level == "metrc" or TABLE_LIKE.match(rest)):
+            warnings.append(line_warning("stress-ng metrics table", line))
         else:
             _fact(rest, facts)
-    return groups, errors, facts, seen
+    return groups, errors, facts, "stress-ng:" in text, warnings
+
+
+def _table_line(level: str | None, rest: str, facts: dict) -> bool:
+    """True for the table's lines that carry no figure of a stressor row:
+    the units header, "miscellaneous metrics:" and its rows (into facts)."""
+    if UNITS.match(rest) or rest.strip() == "miscellaneous metrics:":
+        return True
+    misc = MISC.match(rest) if rest[-1:] == ")" else None
+    # Every version names how the figure was averaged over the instances.
+    if misc is None or not ("mean" in misc.group(4) or "average" in misc.group(4)):
+        return False
+    stressor, value, what, how = misc.groups()
+    entry = {"value": float(value), "metric": what, "mean": how}
+    facts.setdefault("misc_metrics", {}).setdefault(stressor, []).append(entry)
+    return True
 
 
 def _group(row: re.Match) -> dict:
-    values = [float(v) for v in row.groups()[1:] if v is not None]
-    return {"labels": {"stressor": row.group(1)}, "metrics": dict(zip(COLUMNS, values))}
+    stressor, *values = row.groups()
+    # The optional columns come last: a None is only ever at the end.
+    metrics = dict(zip(COLUMNS, map(float, filter(None, values))))
+    return {"labels": {"stressor": stressor}, "metrics": metrics}
 
 
 def _fact(rest: str, facts: dict) -> None:
@@ -247,16 +297,31 @@ def _fact(rest: str, facts: dict) -> None:
     stress-ng was stopped early (SIGTERM), which is how Benchboard stops it."""
     # A substring check before each search: most info lines hold no fact.
     if "setting to a" in rest and (match := _TIMEOUT.search(rest)):
-        facts["timeout_s"] = float(match.group(1))
+        facts["timeout_s"] = _seconds(match)
     elif "run completed" in rest and (match := _RUN_TIME.search(rest)):
-        facts["run_s"] = float(match.group(1))
+        facts["run_s"] = _seconds(match)
     elif "dispatching hogs" in rest and (match := _STRESSORS.search(rest)):
         facts["stressors"] = match.group(1).strip()
 
 
-_TIMEOUT = re.compile(r"setting to a (\d+) second")
-_RUN_TIME = re.compile(r"successful run completed in ([0-9.]+)\s*s")
+# "3.04s", "60.42s (1 min, 0.42 secs)", "1 min, 10.23 secs", "2 hours, 1 min,
+# 0.50 secs", "1 day, 0 hours, 0 mins, 1.00 secs"; "setting to a 60 second
+# run" or "a 1 min, 10 secs run".
+_DURATION = (
+    r"(?:(?P<days>\d+) days?,\s*)?(?:(?P<hours>\d+) hours?,\s*)?(?:(?P<mins>\d+) mins?,\s*)?"
+    r"(?P<secs>[0-9]+(?:\.[0-9]+)?)\s*(?:s\b|secs?\b|seconds?\b)"
+)
+_TIMEOUT = re.compile(rf"setting to a {_DURATION}")
+_RUN_TIME = re.compile(rf"successful run completed in {_DURATION}")
 _STRESSORS = re.compile(r"dispatching hogs: (.*)$")
+
+
+def _seconds(match: re.Match) -> float:
+    days, hours, mins, secs = match.group("days", "hours", "mins", "secs")
+    if days is None and hours is None and mins is None:  # "3.04s": the common case
+        return float(secs)
+    units = (int(days or 0) * 86400) + (int(hours or 0) * 3600) + (int(mins or 0) * 60)
+    return round(units + float(secs), 6)
 
 
 def _combine(groups: list[dict]) -> dict[str, float]:

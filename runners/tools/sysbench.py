@@ -461,7 +461,16 @@ METRICS = {
     "threads": m.count("Threads running"),
     "thread_events": m.count("Events per thread"),
     "thread_time_s": m.duration("Execution time per thread"),
+    # Interval columns of the non-OLTP tests (cpu/threads/mutex "eps:",
+    # fileio "reads: 28.78 MiB/s ... fsyncs: 0.00/s").
+    "eps": m.throughput("Events per second", "events/s"),
+    "fsyncs": m.throughput("File fsyncs per second", "fsyncs/s"),
+    "reads_mib_s": m.throughput("File read rate", "MiB/s"),
+    "writes_mib_s": m.throughput("File write rate", "MiB/s"),
 }
+# --percentile=N names the latency percentile sysbench prints ("latency_p99_9_ms").
+for _pct in ("50", "75", "80", "90", "97", "98", "99_5", "99_9", "99_99", "100"):
+    METRICS[f"latency_p{_pct}_ms"] = m.latency(f"{_pct.replace('_', '.')}th percentile latency")
 
 
 def default_view(axes: list[str]) -> dict:

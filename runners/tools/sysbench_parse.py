@@ -43,26 +43,32 @@ from itertools import groupby
 
 from runners.cutshort import ends_mid_number
 from runners.errors import ParseError
-from runners.results import Result, Series, concat_series, rows_to_series
+from runners.results import (
+    Result,
+    Series,
+    cap_warnings,
+    concat_series,
+    line_warning,
+    rows_to_series,
+)
 from runners.tools.sysbench_header import error_lines, has_progress, header_end, read_header
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _GAP = r"[ \t]+"
 _OPT_GAP = r"[ \t]*"
-# sysbench 1.x OLTP interval lines with any spacing (the per-line reader).
-_OLTP_1X = re.compile(
-    rf"^\[{_OPT_GAP}{_NUM}s{_OPT_GAP}\]{_GAP}thds:{_OPT_GAP}([0-9]+){_GAP}tps:{_OPT_GAP}{_NUM}"
-    rf"{_GAP}qps:{_OPT_GAP}{_NUM}{_GAP}\(r/w/o:{_OPT_GAP}{_NUM}/{_NUM}/{_NUM}\){_GAP}"
-    rf"lat{_GAP}\(ms,{_NUM}%\):{_OPT_GAP}{_NUM}{_GAP}err/s:{_OPT_GAP}{_NUM}{_GAP}"
-    rf"reconn/s:{_OPT_GAP}{_NUM}[ \t]*$",
-    re.MULTILINE,
-)
 _ANY_INTERVAL = re.compile(rf"^\[{_OPT_GAP}{_NUM}s{_OPT_GAP}\]([^\n]*)$", re.MULTILINE)
-_LATENCY_1X = re.compile(rf"lat(?:ency)?{_OPT_GAP}\(ms,{_NUM}%\):{_OPT_GAP}{_NUM}")
-_LATENCY_OLD = re.compile(rf"response time:{_OPT_GAP}{_NUM}ms{_OPT_GAP}\({_NUM}%\)")
-_THREADS = re.compile(rf"(?:thds|threads):{_OPT_GAP}([0-9]+)|([0-9]+) threads")
-_RWO = re.compile(rf"r/w/o:{_OPT_GAP}{_NUM}/{_NUM}/{_NUM}")
-_PAIR = re.compile(rf"([A-Za-z][A-Za-z/]*):{_OPT_GAP}{_NUM}({_OPT_GAP}MiB/s)?")
+# Lines that carry no figure wherever they appear in a summary or between
+# interval lines: section headers, sysbench's own progress words, and the
+# message lines whose text is kept elsewhere (FATAL:/ALERT: in errors).
+_NOT_A_FIGURE = re.compile(
+    r"^\s*(?:SQL statistics:|OLTP test statistics:|queries performed:|General statistics:"
+    r"|Test execution summary:|Latency \(ms\):|Latency histogram \(values are in milliseconds\)"
+    r"|value\s+-+\s*distribution\s*-+\s*count|Threads fairness:|Throughput:|File operations:"
+    r"|CPU speed:|per-request statistics:|response time:|Threads started!|Done\."
+    r"|Time limit exceeded, exiting\.\.\.|Initializing worker threads\.\.\."
+    r"|Maximum prime number checked in CPU test: [0-9]+|\(last message repeated [0-9]+ times\)"
+    r"|(?:FATAL|ALERT|WARNING|NOTICE):.*)\s*$"
+)
 _SERIES_KEYS = {
     "tps": "tps",
     "qps": "qps",
@@ -88,11 +94,13 @@ def parse(text: str) -> Result:
     """
     if not text or text.isspace():
         raise ParseError("empty output")
-    series, tail_start = _series(text)
+    warnings: list[str] = []
+    series, tail_start = _series(text, warnings)
     result = Result(series=series)
-    _read_summary(text[tail_start:], result)
+    _read_summary(text[tail_start:], result, warnings)
     read_header(text[: header_end(text)], result.facts)
     result.errors = error_lines(text) + _cut_short(text, result)
+    result.warnings = cap_warnings(warnings)
     _percentile_fact(result)
     if not (result.metrics or result.series or result.errors or has_progress(result.facts)):
         raise ParseError(
@@ -125,7 +133,7 @@ _TO_JSON = str.maketrans(
 )
 
 
-def _series(text: str) -> tuple[Series, int]:
+def _series(text: str, warnings: list[str]) -> tuple[Series, int]:
     """Return (series columns, offset just after the last interval line).
 
     The interval region runs from the first line starting with "[" to the end
@@ -146,7 +154,7 @@ def _series(text: str) -> tuple[Series, int]:
         numbers = _oltp_numbers(region, lines)
         if numbers is not None:
             return _oltp_columns(numbers), end
-    return _mixed_series(region, skeleton.split("\n")), end
+    return _mixed_series(region, skeleton.split("\n"), warnings), end
 
 
 def _oltp_numbers(region: str, lines: int) -> list | None:
@@ -194,13 +202,14 @@ def _oltp_columns(numbers: list) -> Series:
     }
 
 
-def _mixed_series(region: str, skeletons: list[str]) -> Series:
+def _mixed_series(region: str, skeletons: list[str], warnings: list[str]) -> Series:
     """Series for a region that is not all canonical 1.x OLTP lines.
 
     Each run of consecutive canonical lines still goes through _oltp_numbers;
-    only the others (0.4/0.5 formats, cpu/fileio, odd spacing) are matched
-    one by one. Lines not starting with "[" (interleaved FATAL: lines...)
-    give no row.
+    only the others (0.4/0.5 formats, cpu/fileio, tpcc.lua's "err/s 1.00",
+    odd spacing) are read one by one, field by field (_interval_row). Lines
+    not starting with "[" (FATAL:/ALERT:/WARNING: lines of a run in trouble,
+    blank lines) give no row; any other line there is a warning.
     """
     texts = region.split("\n")
     parts = []
@@ -212,59 +221,80 @@ def _mixed_series(region: str, skeletons: list[str]) -> Series:
         if found is not None:
             parts.append(_oltp_columns(found))
         else:
-            parts.append(rows_to_series([row for line in block if (row := _line_row(line))]))
+            rows = [row for line in block if (row := _line_row(line, warnings))]
+            parts.append(rows_to_series(rows))
     return concat_series(parts)
 
 
-def _line_row(line: str) -> dict | None:
+def _line_row(line: str, warnings: list[str]) -> dict | None:
     """One interval line of any known format -> {"t": ..., metrics...} or None."""
-    oltp = _OLTP_1X.match(line)
-    if oltp:
-        return _oltp_rows([oltp.groups()])[0]
     match = _ANY_INTERVAL.match(line)
-    return _interval_row(_number(match.group(1)), match.group(2)) if match else None
+    if not match:
+        if line.strip() and not _NOT_A_FIGURE.match(line):
+            warnings.append(line_warning("sysbench interval lines", line))
+        return None
+    return _interval_row(_number(match.group(1)), match.group(2), line, warnings)
 
 
-def _oltp_rows(found: list[tuple]) -> list[dict]:
-    """Rows from _OLTP_1X match groups (1.x OLTP lines with unusual spacing)."""
-    return [
-        {
-            "t": _number(t),
-            "threads": int(thr),
-            "tps": float(tps),
-            "qps": float(qps),
-            "reads": float(r),
-            "writes": float(w),
-            "other": float(o),
-            _latency_name(pct): float(lat),
-            "err_s": float(err),
-            "reconn_s": float(rc),
-        }
-        for t, thr, tps, qps, r, w, o, pct, lat, err, rc in found
-    ]
+# One field of an interval line, in any order and with or without a colon
+# ("err/s: 0.00" in 1.x OLTP, "err/s 0.00" in tpcc.lua, "reads/s: 1.00," in
+# 0.5, "reads: 28.78 MiB/s" in fileio): the three composite fields first,
+# then any "name[:] number[unit]" pair.
+_N = r"[0-9]+(?:\.[0-9]+)?"
+_FIELD = re.compile(
+    rf"\(r/w/o:[ \t]*(?P<r>{_N})/(?P<w>{_N})/(?P<o>{_N})\)"
+    rf"|lat(?:ency)?[ \t]*\(ms,[ \t]*(?P<pct>{_N})%\):?[ \t]*(?P<lat>{_N})"
+    rf"|response time:?[ \t]*(?P<rt>{_N})[ \t]*ms[ \t]*\((?P<rtpct>{_N})%\)"
+    rf"|(?:Intermediate results:[ \t]*)?(?P<nthreads>[0-9]+) threads\b"  # 0.4.12-10
+    rf"|(?P<memory>{_N}) MiB/sec"  # 1.x memory: "[ 1s ] 3438.95 MiB/sec"
+    rf"|(?P<name>[A-Za-z][A-Za-z/]*):?[ \t]*(?P<value>{_N})(?P<unit>[ \t]*MiB/s|/s)?"
+)
+_SEPARATORS = frozenset(" \t,")
 
 
-def _interval_row(t: float, rest: str) -> dict | None:
-    """One interval line of any known format -> {"t": ..., metrics...} or None."""
+def _interval_row(t: float, rest: str, line: str, warnings: list[str]) -> dict | None:
+    """The fields of one interval line after its "[ Ns ]" -> a row.
+
+    Every character of the line is accounted for: a known field, or the
+    spaces and commas between fields. An unknown name ("foo: 1.0") or text
+    that is no field at all is a warning naming it (its value is not read).
+    """
     row: dict = {"t": t}
-    threads = _THREADS.search(rest)
-    if threads:
-        row["threads"] = int(threads.group(1) or threads.group(2))
-    latency = _LATENCY_1X.search(rest)
-    if latency:
-        row[_latency_name(latency.group(1))] = float(latency.group(2))
-    else:
-        old = _LATENCY_OLD.search(rest)
-        if old:
-            row[_latency_name(old.group(2))] = float(old.group(1))
-    rwo = _RWO.search(rest)
-    if rwo:
-        row.update(reads=float(rwo.group(1)), writes=float(rwo.group(2)), other=float(rwo.group(3)))
-    for key, value, mib in _PAIR.findall(rest):
-        name = _SERIES_KEYS.get(key)
-        if name:
-            row.setdefault(f"{name}_mib_s" if mib else name, float(value))
+    position = 0
+    unknown: list[str] = []
+    for field in _FIELD.finditer(rest):
+        gap = rest[position : field.start()]
+        if not set(gap) <= _SEPARATORS:
+            unknown.append(gap.strip(" \t,"))
+        position = field.end()
+        _interval_field(field, row, unknown)
+    if not set(rest[position:]) <= _SEPARATORS:
+        unknown.append(rest[position:].strip(" \t,"))
+    for what in unknown:
+        warnings.append(line_warning("sysbench interval line", line, f"field {what!r} not read"))
     return row if len(row) > 2 or (len(row) == 2 and "threads" not in row) else None
+
+
+def _interval_field(field: re.Match, row: dict, unknown: list[str]) -> None:
+    found = field.groupdict()
+    if found["r"] is not None:
+        row.update(reads=float(found["r"]), writes=float(found["w"]), other=float(found["o"]))
+    elif found["lat"] is not None:
+        row[_latency_name(found["pct"])] = float(found["lat"])
+    elif found["rt"] is not None:
+        row[_latency_name(found["rtpct"])] = float(found["rt"])
+    elif found["memory"] is not None:
+        row["memory_mib_per_s"] = float(found["memory"])
+    elif found["nthreads"] is not None:
+        row["threads"] = int(found["nthreads"])
+    elif found["name"] in ("thds", "threads") and "." not in found["value"]:
+        row["threads"] = int(found["value"])
+    elif found["name"] in _SERIES_KEYS:  # "fsyncs: 0.00/s" is a rate as "fsyncs/s: 0.00"
+        name = _SERIES_KEYS[found["name"]]
+        mib = "MiB" in (found["unit"] or "")
+        row.setdefault(f"{name}_mib_s" if mib else name, float(found["value"]))
+    else:
+        unknown.append(field.group(0))
 
 
 def _latency_name(percent: str) -> str:
@@ -311,6 +341,51 @@ _SUMMARY_LINES = [
         re.compile(rf"^\s*{_NUM} MiB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MiB/sec"),
         ("memory_mib", "memory_mib_per_s"),
     ),
+    # sysbench 1.1: "Throughput:" holds eps and the elapsed time.
+    (re.compile(rf"^\s*events/s \(eps\):{_OPT_GAP}{_NUM}\s*$"), ("events_per_s",)),
+    (re.compile(rf"^\s*time elapsed:{_OPT_GAP}{_NUM}s\s*$"), ("total_time_s",)),
+    # 0.4/0.5 memory: the same figures as 1.x's "Total operations" and
+    # "MiB transferred" (0.4's "MB" is 1024 x 1024 bytes, as 1.x's MiB).
+    (
+        re.compile(
+            rf"^\s*Operations performed:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} ops/sec\)"
+        ),
+        ("memory_ops", "memory_ops_per_s"),
+    ),
+    (
+        re.compile(rf"^\s*{_NUM} MB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MB/sec\)\s*$"),
+        ("memory_mib", "memory_mib_per_s"),
+    ),
+    # 0.4/0.5 fileio: counts over the run (rates derived in _finish_metrics).
+    (
+        re.compile(
+            r"^\s*Operations performed:\s*([0-9]+) Read,\s*([0-9]+) Write,\s*([0-9]+) Other"
+            r"\s*=\s*([0-9]+) Total\s*$"
+        ),
+        ("_fileio_reads", "_fileio_writes", "_fileio_other", "_fileio_total"),
+    ),
+    (
+        re.compile(
+            rf"^\s*Read {_NUM}([KMGT]?b)\s+Written {_NUM}([KMGT]?b)\s+Total transferred "
+            rf"{_NUM}([KMGT]?b)\s+\({_NUM}([KMGT]?b)/sec\)\s*$"
+        ),
+        ("_read_amount", "_read_unit", "_written_amount", "_written_unit"),
+    ),
+    (re.compile(rf"^\s*{_NUM} Requests/sec executed\s*$"), ("events_per_s",)),
+    (
+        re.compile(rf"^\s*total time taken by event execution:{_OPT_GAP}{_NUM}s?\s*$"),
+        ("_event_execution_s",),
+    ),
+    # 1.1 fileio: "read:  IOPS=2279.18 35.61 MiB/s (37.34 MB/s)", "fsync: IOPS=4862.66".
+    (
+        re.compile(rf"^\s*read:{_OPT_GAP}IOPS={_NUM}{_GAP}{_NUM} MiB/s \({_NUM} MB/s\)\s*$"),
+        ("fileio_reads_per_s", "fileio_read_mib_per_s", "_read_mb_s"),
+    ),
+    (
+        re.compile(rf"^\s*write:{_OPT_GAP}IOPS={_NUM}{_GAP}{_NUM} MiB/s \({_NUM} MB/s\)\s*$"),
+        ("fileio_writes_per_s", "fileio_written_mib_per_s", "_written_mb_s"),
+    ),
+    (re.compile(rf"^\s*fsync:{_OPT_GAP}IOPS={_NUM}\s*$"), ("fileio_fsyncs_per_s",)),
     (re.compile(rf"^\s*reads/s:{_OPT_GAP}{_NUM}"), ("fileio_reads_per_s",)),
     (re.compile(rf"^\s*writes/s:{_OPT_GAP}{_NUM}"), ("fileio_writes_per_s",)),
     (re.compile(rf"^\s*fsyncs/s:{_OPT_GAP}{_NUM}"), ("fileio_fsyncs_per_s",)),
@@ -334,29 +409,49 @@ _LATENCY_METRIC = {
 }
 
 
-def _read_summary(tail: str, result: Result) -> None:
-    """Fill result.metrics/facts from the text after the last interval line."""
+# Where a summary begins: the first line of any version's summary block.
+_SUMMARY_START = re.compile(
+    r"^\s*(?:SQL statistics:|OLTP test statistics:|General statistics:|Test execution summary:"
+    r"|Throughput:|File operations:|CPU speed:|Operations performed:|Total operations:"
+    r"|Latency \(ms\):|Latency histogram|[0-9.]+ Mi?B transferred)",
+    re.MULTILINE,
+)
+
+
+def _read_summary(tail: str, result: Result, warnings: list[str]) -> None:
+    """Fill result.metrics/facts from the text after the last interval line.
+
+    From the first line of a summary block on, every line is a figure read,
+    a line known to carry none (_NOT_A_FIGURE), blank, or a warning.
+    """
     found: dict = {}
     histogram: list[list[float]] = []
-    for line in tail.splitlines():
+    start = _SUMMARY_START.search(tail)
+    summary_from = start.start() if start else len(tail)
+    for line in tail[:summary_from].splitlines():  # after "Threads started!": words
         _summary_line(line, found, histogram, result.facts)
+    for line in tail[summary_from:].splitlines():
+        if not _summary_line(line, found, histogram, result.facts):
+            if line.strip() and not _NOT_A_FIGURE.match(line):
+                warnings.append(line_warning("sysbench summary", line))
     if histogram:
         result.facts["histogram"] = histogram
     _finish_metrics(found, result)
 
 
-def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> None:
+def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> bool:
+    """Read one summary line into found/histogram/facts; False if not understood."""
     if "|" in line:
         row = _HISTOGRAM_ROW.match(line)
         if row:
             histogram.append([float(row.group(1)), int(row.group(2))])
-        return
+        return bool(row)
     for pattern, names in _SUMMARY_LINES:
         match = pattern.match(line)
         if match:
             for name, value in zip(names, match.groups()):
-                found[name] = _number(value)
-            return
+                found[name] = value if name.endswith("_unit") else _number(value)
+            return True
     for pattern, reader in (
         (_QUERY_KIND, _query_kind),
         (_LATENCY_STAT, _latency_stat),
@@ -366,7 +461,8 @@ def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> None:
         match = pattern.match(line)
         if match:
             reader(match, found, facts)
-            return
+            return True
+    return False
 
 
 def _query_kind(match: re.Match, found: dict, facts: dict) -> None:
@@ -404,7 +500,45 @@ def _finish_metrics(found: dict, result: Result) -> None:
         found["qps"] = round(found["_rw_ps"] + found["_other_ps"], 2)
     if "_latency_sum_ms" in found:
         result.facts["latency_sum_ms"] = found["_latency_sum_ms"]
+    if "_event_execution_s" in found:
+        result.facts["event_execution_s"] = found["_event_execution_s"]
+    derived = _derive_legacy_rates(found)
+    if derived:
+        result.facts["derived_metrics"] = derived
     result.metrics = {k: v for k, v in found.items() if not k.startswith("_")}
+
+
+# 0.4's size units (sb_print_value_size: powers of 1024) in MiB.
+_TO_MIB = {"b": 1 / 1048576, "Kb": 1 / 1024, "Mb": 1.0, "Gb": 1024.0, "Tb": 1048576.0}
+
+
+def _derive_legacy_rates(found: dict) -> list[str]:
+    """0.4/0.5 print counts over the total time where 1.x prints rates: the
+    1.x metric is derived from them (count / total time), and only then.
+    Returns the names derived (kept in facts["derived_metrics"])."""
+    seconds = found.get("total_time_s")
+    if not seconds:
+        return []
+    rates = {}
+    for count, name in (
+        ("_fileio_reads", "fileio_reads_per_s"),
+        ("_fileio_writes", "fileio_writes_per_s"),
+        ("_fileio_other", "fileio_fsyncs_per_s"),  # 0.4's "Other" operations are its fsyncs
+    ):
+        if count in found:
+            rates[name] = found[count] / seconds
+    for amount, unit, name in (
+        ("_read_amount", "_read_unit", "fileio_read_mib_per_s"),
+        ("_written_amount", "_written_unit", "fileio_written_mib_per_s"),
+    ):
+        if amount in found:
+            rates[name] = found[amount] * _TO_MIB[found[unit]] / seconds
+    legacy = "_event_execution_s" in found  # 0.4/0.5 only; 1.x prints eps itself
+    if legacy and "events" in found and "tps" not in found and "events_per_s" not in found:
+        rates["events_per_s"] = found["events"] / seconds
+    derived = [name for name in rates if name not in found]
+    found.update({name: round(rates[name], 6) for name in derived})
+    return derived
 
 
 def _cut_short(text: str, result: Result) -> list[str]:
