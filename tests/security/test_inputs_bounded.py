@@ -196,3 +196,15 @@ def test_a_pkb_import_over_the_cell_limit_is_refused_naming_it(warm, member_clie
     assert b"8000 cells; the limit is 2000 (BENCHBOARD_CELL_LIMIT)" in response.content
     assert not Run.objects.filter(team=team).exists()
     assert elapsed < SECOND
+
+
+def test_a_plan_file_over_the_size_cap_is_refused_naming_its_size(owner_client, team):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    text = json.dumps(big_plan(2)) + " " * safeyaml.MAX_DOCUMENT_BYTES
+    upload = SimpleUploadedFile("plan.json", text.encode(), content_type="application/json")
+    response = owner_client.post("/plans/import/", {"file": upload})
+    assert response.status_code == 200
+    expected = f"The plan file is {len(text)} bytes; the limit is {safeyaml.MAX_DOCUMENT_BYTES}"
+    assert expected.encode() in response.content
+    assert not team.plans.exists()
