@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 # The tests run against the real services of this machine.
-TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchboard \
+TEST_ENV := DJANGO_DEBUG=True DATABASE_URL=postgres://postgres@127.0.0.1:5432/benchboard \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \
 	BENCHBOARD_VAR_DIR=$(CURDIR)/var/test
 

@@ -5,8 +5,6 @@ never secrets).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from datetime import date
 
@@ -16,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from benchapp import crypto
+from benchapp.csvexport import csv_text
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run, Team
 from benchapp.recording import MASK, measurement_rows, series_rows
 from runners.errors import ParseError
@@ -325,31 +324,21 @@ def _cell_json(cell: Cell, measurements, tool: str = "") -> dict:
 
 
 def export_csv(team: Team, runs: list[Run], cell_ids=None) -> str:
-    """One line per measurement, with the cell's axes as extra columns."""
+    """One line per measurement, with the cell's axes as extra columns (no cell
+    starts a spreadsheet formula: benchapp/csvexport.py)."""
     scrub = Scrubber(team.pk)
     cells, by_cell = export_rows(runs, cell_ids)
-    axes = []
-    for c in cells.values():
-        axes += [a for a in c.axes if a not in axes]
+    axes = list(dict.fromkeys(a for c in cells.values() for a in c.axes))
     names = {r.pk: r.name for r in runs}
     tools = {r.pk: r.tool for r in runs}
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(EXPORT_COLUMNS[:6] + [f"axis:{a}" for a in axes] + EXPORT_COLUMNS[6:])
-    for cell in cells.values():
-        for m in by_cell.get(cell.pk, []):
-            writer.writerow(
-                scrub(
-                    [
-                        cell.run_id,
-                        names[cell.run_id],
-                        cell.pk,
-                        cell.key,
-                        cell.repeat,
-                        cell.target_name,
-                    ]
-                    + [cell.axes.get(a, "") for a in axes]
-                    + [cell.status, m.group, m.metric, m.value, _unit(tools[cell.run_id], m)]
-                )
-            )
-    return out.getvalue()
+    header = EXPORT_COLUMNS[:6] + [f"axis:{a}" for a in axes] + EXPORT_COLUMNS[6:]
+    rows = (
+        scrub(
+            [cell.run_id, names[cell.run_id], cell.pk, cell.key, cell.repeat, cell.target_name]
+            + [cell.axes.get(a, "") for a in axes]
+            + [cell.status, m.group, m.metric, m.value, _unit(tools[cell.run_id], m)]
+        )
+        for cell in cells.values()
+        for m in by_cell.get(cell.pk, [])
+    )
+    return csv_text([header, *rows])

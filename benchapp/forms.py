@@ -411,7 +411,13 @@ class PlanYamlForm(forms.Form):
     def clean(self):
         data = super().clean()
         upload = data.get("file")
-        text = upload.read(1_000_000).decode("utf-8", "replace") if upload else data.get("text")
+        if upload and upload.size > safeyaml.MAX_DOCUMENT_BYTES:
+            # The cap every plan text has (runners/safeyaml.py), before reading the file.
+            raise forms.ValidationError(
+                f"The plan file is {upload.size} bytes; the limit is "
+                f"{safeyaml.MAX_DOCUMENT_BYTES} bytes."
+            )
+        text = upload.read().decode("utf-8", "replace") if upload else data.get("text")
         if not text or not text.strip():
             raise forms.ValidationError("Paste a plan or choose a file.")
         document = _parse_yaml(text, "text")

@@ -10,7 +10,7 @@ from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
-from runners.plan import count_cells, load_plan
+from runners.plan import count_cells, load_plan, raw_cell_count
 
 
 class PlanRefused(ValidationError):
@@ -24,12 +24,20 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     team's stored Target of that name, so the web form and API can refer to
     stored targets. Raises ValidationError with a message naming the key.
     """
+    document = _parsed(document)
     if team is not None:
         # Resolve before validating: a bare {name: X} is not a valid target on its own.
-        document = resolve_stored_targets(_parsed(document), team)
+        document = resolve_stored_targets(document, team)
+    # Counted on the raw axes first: a plan of 40,000 values is refused before
+    # each value is typed and checked.
+    _check_cell_limit(raw_cell_count(document))
     spec = load_plan(document)
     check_plan(spec)  # never the app's own services (docs/trust-model.md)
-    cells = count_cells(spec)
+    _check_cell_limit(count_cells(spec))
+    return spec
+
+
+def _check_cell_limit(cells: int) -> None:
     limit = settings.BENCHBOARD_CELL_LIMIT
     if cells > limit:
         raise PlanRefused(
@@ -37,7 +45,6 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
             f"this plan has {cells} cells; the limit is {limit} "
             "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.",
         )
-    return spec
 
 
 def _parsed(document):

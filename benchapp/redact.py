@@ -2,8 +2,9 @@
 names, addresses, ports or user names, error texts included.
 
 Two layers:
-- the team's own targets are known: their hosts, SSH hosts, node addresses,
-  ports and user names are replaced wherever they appear;
+- the team's own targets, and the targets the shown runs' plans wrote
+  themselves, are known: their hosts, SSH hosts, node addresses and user
+  names are replaced wherever they appear, quoted or not;
 - patterns catch what the targets do not name: IP addresses, host:port,
   names under common domain suffixes, and the places where database, SSH and
   HTTP clients put a host, port or user in their error messages
@@ -50,6 +51,16 @@ _PATTERNS = [
         rf"\1\2{USER}\2",
     ),
     (re.compile(r"(\s-u\s*)\S+|(--user[= ])\S+"), lambda m: (m.group(1) or m.group(2)) + USER),
+    # resolver errors: host name "x" (libpq), x: Name or service not known (getaddrinfo)
+    (re.compile(r"(?i)(\bhost\s+name\s+)(['\"]?)[^\s'\"]+\2"), rf"\1\2{HOST}\2"),
+    (
+        re.compile(
+            r"(?<![^\s'\"(])(?!address\b)[^\s'\"(]+(?=['\"]?:\s*(?:Name or service not known|"
+            r"Temporary failure in name resolution|No address associated with hostname|"
+            r"nodename nor servname))"
+        ),
+        HOST,
+    ),
     # host "x", host=x, server at "x", to host x, on 'x', at x:port
     (
         re.compile(
@@ -58,7 +69,10 @@ _PATTERNS = [
         ),
         rf"\1\2{HOST}\2",
     ),
-    (re.compile(r"(?i)(\b(?:host(?:name)?)(?:\s*[=:]\s*|\s+))[^\s'\",;)\[]+"), rf"\1{HOST}"),
+    (
+        re.compile(r"(?i)(\b(?:host(?:name)?)(?:\s*[=:]\s*|\s+))(?!name\s)[^\s'\",;)\[]+"),
+        rf"\1{HOST}",
+    ),
     # port 5432, port=5432, port: 22
     (re.compile(r"(?i)(\bports?\s*[=:]?\s*)\d{1,5}\b"), rf"\1{PORT}"),
     # addresses, then name:port, then names under known suffixes
@@ -91,6 +105,29 @@ def known_values(team) -> dict[str, str]:
         for user in (target.user, target.ssh_user):
             if user and len(user) >= 3:
                 known[user] = USER
+    return known
+
+
+def plan_values(documents) -> dict[str, str]:
+    """The hosts and users that plan documents wrote themselves (targets, their
+    SSH hosts and nodes, the client's SSH host), as known_values gives them for
+    stored targets: a plan-written host stays out of a share page too."""
+    known = {}
+    for document in documents:
+        document = document if isinstance(document, dict) else {}
+        targets = document.get("targets") if isinstance(document.get("targets"), list) else []
+        client = document.get("client") if isinstance(document.get("client"), dict) else {}
+        for entry in [*targets, client]:
+            if not isinstance(entry, dict):
+                continue
+            ssh = entry.get("ssh") if isinstance(entry.get("ssh"), dict) else {}
+            hosts = [entry.get("host"), entry.get("via"), ssh.get("host")]
+            for host in [*hosts, *_node_hosts(entry.get("nodes"))]:
+                if isinstance(host, str) and len(host) >= 3:
+                    known[host] = HOST
+            for user in (entry.get("user"), ssh.get("user")):
+                if isinstance(user, str) and len(user) >= 3:
+                    known[user] = USER
     return known
 
 
@@ -136,8 +173,10 @@ def _hidden(value):
 
 
 class Redactor:
-    def __init__(self, team):
-        self.known = known_values(team)
+    def __init__(self, team, runs=()):
+        """team: whose stored targets are known; runs: the runs shown, whose plans'
+        own targets are known too."""
+        self.known = {**plan_values(run.document for run in runs), **known_values(team)}
 
     def text(self, value: str) -> str:
         return redact_text(value, self.known)

@@ -4,7 +4,8 @@ With no environment at all, a fresh clone runs on the embedded default:
 SQLite and a filesystem Celery broker under var/, with SECRET_KEY and the
 Fernet key generated into var/ on first run. DATABASE_URL and
 CELERY_BROKER_URL (or REDIS_URL) switch to PostgreSQL and Redis. With
-DJANGO_DEBUG=False the required secrets must come from the environment.
+DJANGO_DEBUG unset (DEBUG off, Django's convention) and DATABASE_URL set, the
+required secrets must come from the environment.
 Every variable read here is listed in .env.example (a test checks it).
 """
 
@@ -22,12 +23,16 @@ from django.core.management.utils import get_random_secret_key
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
-DEBUG = env.bool("DJANGO_DEBUG", default=True)
-# `make run` on the embedded default (no DATABASE_URL) sets BENCHBOARD_EMBEDDED:
-# one machine over plain HTTP, DEBUG off, secrets still generated into var/.
-EMBEDDED = env.bool("BENCHBOARD_EMBEDDED", default=False) and not env.str(
-    "DATABASE_URL", default=""
-)
+# Off unless the operator turns it on (Django's convention): an error must not
+# show the debug page to whoever caused it. `make dev` and the tests turn it on.
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+# The embedded default (no DATABASE_URL, as `make run` has it): one machine over
+# plain HTTP, DEBUG off, secrets generated into var/. A fresh clone with no
+# environment at all is embedded too; an explicit DJANGO_DEBUG=False without
+# BENCHBOARD_EMBEDDED is production, on SQLite as on PostgreSQL.
+EMBEDDED = env.bool(
+    "BENCHBOARD_EMBEDDED", default="DJANGO_DEBUG" not in os.environ
+) and not env.str("DATABASE_URL", default="")
 VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 

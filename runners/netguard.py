@@ -2,9 +2,11 @@
 
 Pure logic, no Django: the caller passes the protected services (name, host,
 port) and the operator's allow/deny networks. Hosts are resolved with
-socket.getaddrinfo; every loopback or unspecified address counts as the same
-machine, so localhost, 127.0.0.2, ::1 and 0.0.0.0 all match a service on
-127.0.0.1.
+socket.getaddrinfo; every loopback or unspecified address, and every address
+of this machine's interfaces (runners/localaddrs.py, re-read every few
+seconds), counts as the same machine, so localhost, 127.0.0.2, ::1, 0.0.0.0
+and eth0's address all match a service on 127.0.0.1 (a service listening on
+all interfaces answers on each of them).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from runners.localaddrs import local_addresses
 
 
 class TargetRefused(ValueError):
@@ -50,7 +54,7 @@ def _normalise(address):
 
 
 def _is_this_machine(address) -> bool:
-    return address.is_loopback or address.is_unspecified
+    return address.is_loopback or address.is_unspecified or address in local_addresses()
 
 
 def _same_host(a, b) -> bool:

@@ -101,7 +101,7 @@ class CellSpec:
 
 def load_plan(source: str | bytes | dict) -> Plan:
     """Read a plan from YAML/JSON text or a parsed dict; ValidationError if wrong."""
-    data = _parse_text(source) if isinstance(source, (str, bytes)) else source
+    data = _parse_text(source) if isinstance(source, (str, bytes)) else _bounded(source)
     if not isinstance(data, dict):
         raise ValidationError("", "a plan must be a mapping of keys (name, tool, targets, ...)")
     document = _plain(data)
@@ -164,6 +164,33 @@ def _parse_text(text: str | bytes) -> Any:
         raise ValidationError("", f"cannot read the plan{where}: {problem}") from None
 
 
+def _bounded(data: Any) -> Any:
+    """Parsed data (the API's JSON) under the caps YAML text has: depth, then size as JSON."""
+    try:
+        safeyaml.check_depth(data)
+        safeyaml.check_size(len(json.dumps(data, default=str).encode()))
+    except yaml.YAMLError as exc:
+        raise ValidationError("", f"cannot read the plan: {exc.problem}") from None
+    return data
+
+
+def raw_cell_count(data: Any) -> int:
+    """The product of the lengths of a document's axis lists, before any checking.
+
+    Cheap (no value is typed), and never above the count of the plan load_plan
+    would accept, so a caller can refuse a plan over its cell limit before the
+    work of validating every value."""
+    axes = data.get("axes") if isinstance(data, dict) else None
+    count = 1
+    for values in axes.values() if isinstance(axes, dict) else ():
+        count *= len(values) if isinstance(values, list) and values else 1
+    repeat = data.get("repeat") if isinstance(data, dict) else None
+    repeat = repeat.get("max") if isinstance(repeat, dict) else repeat
+    if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 1:
+        count *= repeat  # a run holds `max` cells per combination (count_cells)
+    return count
+
+
 def _plain(data: Any) -> Any:
     """A deep copy with tuples as lists and text keys, so a YAML round trip is equal.
 
@@ -174,6 +201,8 @@ def _plain(data: Any) -> Any:
         return {_key(k): _plain(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [_plain(v) for v in data]
+    if data is None or type(data) in (str, int, float, bool):
+        return data  # already plain: the JSON round trip below costs 3 µs a value
     return json.loads(json.dumps(data, default=str))
 
 
@@ -210,25 +239,35 @@ def _read_param_block(doc: Doc, key: str, tool) -> dict[str, Any] | None:
 def _read_axes(doc: Doc, tool, target_names: list[str]) -> dict[str, list[Any]]:
     """axes: name -> non-empty list of distinct, typed values."""
     raw = doc.mapping("axes", default={})
+    known = dict.fromkeys(target_names)  # ordered, and membership in constant time
     axes: dict[str, list[Any]] = {}
     for name, values in raw.items():
         path = f"axes.{name}"
         if not isinstance(values, list) or not values:
             raise ValidationError(path, "expected a non-empty list of values")
-        typed = [
-            _axis_value(tool, name, v, f"{path}[{i}]", target_names) for i, v in enumerate(values)
-        ]
+        typed = [_axis_value(tool, name, v, f"{path}[{i}]", known) for i, v in enumerate(values)]
+        seen: set = set()
         for i, value in enumerate(typed):
-            if value in typed[:i]:
+            if _identity(value) in seen:  # a set: a list search here was quadratic
                 raise ValidationError(f"{path}[{i}]", f"{values[i]!r} is listed twice")
+            seen.add(_identity(value))
         axes[name] = typed
     return axes
 
 
-def _axis_value(tool, name: str, value: Any, path: str, target_names: list[str]) -> Any:
-    """One axis value typed like the thing it varies."""
+def _identity(value: Any) -> Any:
+    """A hashable stand-in that is equal exactly when the values are (==)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", json.dumps(value, sort_keys=True, default=str))
+    return value
+
+
+def _axis_value(tool, name: str, value: Any, path: str, target_names) -> Any:
+    """One axis value typed like the thing it varies (target_names: a list or dict)."""
     if name == "target":
-        if value not in target_names:
+        if not isinstance(value, str) or value not in target_names:
             raise ValidationError(
                 path, f"{value!r} is not a target; targets: {', '.join(target_names)}"
             )
@@ -253,6 +292,8 @@ def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: li
     if not isinstance(raw, list):
         raise ValidationError("overrides", "expected a list of {when: {...}, set: {...}}")
     pairs = []
+    known = dict.fromkeys(target_names)
+    values = {axis: {_identity(v) for v in typed} for axis, typed in axes.items()}
     for i, item in enumerate(raw):
         entry = Doc(item, f"overrides[{i}]")
         when = entry.mapping("when", required=True)
@@ -263,8 +304,8 @@ def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: li
             path = f"overrides[{i}].when.{axis}"
             if axis not in axes:
                 raise ValidationError(path, f"not an axis; axes: {', '.join(axes) or 'none'}")
-            typed = _axis_value(tool, axis, value, path, target_names)
-            if typed not in axes[axis]:
+            typed = _axis_value(tool, axis, value, path, known)
+            if _identity(typed) not in values[axis]:
                 raise ValidationError(path, f"{value!r} is not one of the axis values")
             typed_when[axis] = typed
         typed_set = dict(
@@ -278,8 +319,9 @@ def _check_combinations(plan: Plan, tool) -> None:
     """Run the tool's cross-field rules over every distinct parameter set."""
     if count_cells(plan) // plan.repeat > FULL_CHECK_LIMIT:
         return
+    matching = _override_lookup(plan)
     for combo in _combinations(plan):
-        _cell_params(plan, tool, combo)
+        _cell_params(plan, tool, combo, matching)
 
 
 # ---------------------------------------------------------------- expansion
@@ -308,15 +350,43 @@ def _show(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _cell_params(plan: Plan, tool, combo: dict[str, Any]) -> dict[str, Any]:
-    """Base params + param axes + matching overrides, through tool.validate."""
+def _override_lookup(plan: Plan):
+    """combo -> the `set` mappings of the overrides whose `when` it matches, in file order.
+
+    Comparing every override with every combination is cells x overrides (a
+    plan of 2,000 cells and 20,000 overrides fits in the size cap). Instead the
+    overrides are grouped by the axes their `when` names, each group a dict from
+    those axes' values to override positions, so a combination makes one lookup
+    per group. A single-valued axis always matches (load_plan checked the value
+    is the axis's), so it is left out of the grouping: there are at most as many
+    groups as subsets of the multi-valued axes, which the cell limit keeps small.
+    """
+    groups: dict[tuple, dict[tuple, list[int]]] = {}
+    for i, (when, _) in enumerate(plan.overrides):
+        names = tuple(sorted(a for a in when if len(plan.axes.get(a, ())) != 1))
+        values = tuple(_identity(when[a]) for a in names)
+        groups.setdefault(names, {}).setdefault(values, []).append(i)
+
+    def matching(combo: dict[str, Any]) -> list[dict[str, Any]]:
+        hits: list[int] = []
+        for names, table in groups.items():
+            if all(a in combo for a in names):
+                hits += table.get(tuple(_identity(combo[a]) for a in names), ())
+        return [plan.overrides[i][1] for i in sorted(hits)]
+
+    return matching
+
+
+def _cell_params(plan: Plan, tool, combo: dict[str, Any], matching=None) -> dict[str, Any]:
+    """Base params + param axes + matching overrides, through tool.validate.
+
+    matching: _override_lookup(plan), built once by callers that go over many cells."""
     merged = dict(plan.params)
     for name, value in combo.items():
         if name not in SPECIAL_AXES:
             merged[canonical(tool, name)] = value
-    for when, sets in plan.overrides:
-        if all(combo.get(axis) == value for axis, value in when.items()):
-            merged.update(sets)
+    for sets in (matching or _override_lookup(plan))(combo):
+        merged.update(sets)
     try:
         return tool.validate(merged)
     except ValidationError as exc:
@@ -359,7 +429,8 @@ def expand(plan: Plan, seed: int | None = None) -> list[CellSpec]:
     """
     tool = get_tool(plan.tool)
     combos = _combinations(plan)
-    params = [_cell_params(plan, tool, combo) for combo in combos]
+    matching = _override_lookup(plan)
+    params = [_cell_params(plan, tool, combo, matching) for combo in combos]
     if plan.order == "sequential":
         slots = [(c, r) for c in range(len(combos)) for r in range(1, plan.repeat + 1)]
     else:

@@ -186,7 +186,7 @@ def shared(request, token):
     # ports or user names (benchapp/redact.py); the pivot form keeps the real
     # view names, which are the plan's axis and metric names.
     form, query = pivot_form(data), view_query(data)
-    redactor = Redactor(comparison.team)
+    redactor = Redactor(comparison.team, comparison.runs.all())
     charts = redactor.data(charts_payload(data, True))
     data = redactor.data({k: v for k, v in data.items() if k != "runs"})
     return render(
@@ -207,14 +207,18 @@ def shared(request, token):
 @gzip_page
 def shared_json(request, token):
     comparison = comparisons.by_share_token(token)
-    return JsonResponse(Redactor(comparison.team).data(_chart_json(comparison, request)))
+    return JsonResponse(
+        Redactor(comparison.team, comparison.runs.all()).data(_chart_json(comparison, request))
+    )
 
 
 @_private
 @gzip_page
 def shared_series(request, token):
     comparison = comparisons.by_share_token(token)
-    return JsonResponse(Redactor(comparison.team).data(_series(comparison, request)))
+    return JsonResponse(
+        Redactor(comparison.team, comparison.runs.all()).data(_series(comparison, request))
+    )
 
 
 def _chart_json(comparison, request) -> dict:

@@ -49,7 +49,7 @@ def test_settings_embedded_default_without_environment(tmp_path):
     assert json.loads(proc.stdout) == {
         "db": "django.db.backends.sqlite3",
         "broker": "filesystem://",
-        "debug": True,
+        "debug": False,
     }
     assert (tmp_path / "django_secret_key").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "benchboard_fernet_keys").exists()
@@ -57,7 +57,10 @@ def test_settings_embedded_default_without_environment(tmp_path):
 
 def test_settings_environment_selects_postgres_and_redis(tmp_path):
     proc = settings_in_subprocess(
-        tmp_path, DATABASE_URL="postgres://u@127.0.0.1:5432/x", REDIS_URL="redis://127.0.0.1:6379/3"
+        tmp_path,
+        DATABASE_URL="postgres://u@127.0.0.1:5432/x",
+        REDIS_URL="redis://127.0.0.1:6379/3",
+        DJANGO_DEBUG="True",
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
