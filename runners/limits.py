@@ -1,0 +1,177 @@
+"""The operator's limits for tools run on the worker host, and the plan check against them.
+
+Limits are what one sandboxed tool run may use (runners/cgroups.py enforces
+them while it runs). Before that, check_plan() refuses a plan whose own
+parameters ask for more than the limits of the place each tool runs: a tool
+on the worker host gets the worker's limits; a tool over SSH runs on a host
+that is the team's own, whose limits are the team's business.
+
+What counts is declared by each tool in its registry block, as LIMITS: a
+tuple of Use rows (which parameter, which resource, multiplied by which
+other parameters). One function reads them all; no tool is named here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from runners.errors import ValidationError
+
+MB = 1024 * 1024
+# The resource kinds a Use row may count, with the unit shown and the setting named.
+KINDS = {
+    "processes": ("", "BENCHBOARD_SANDBOX_PIDS"),
+    "memory": ("bytes", "BENCHBOARD_SANDBOX_MEMORY_MB"),
+    "disk": ("bytes", "BENCHBOARD_SANDBOX_SCRATCH_MB"),
+    "seconds": ("s", "BENCHBOARD_SANDBOX_SECONDS"),
+}
+# fio, sysbench and stress-ng read k, m, g... as powers of 1024 (kb_base=1024).
+UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+SIZE = re.compile(r"^([0-9]+)([kmgtp]?)(?:i?b)?$")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one tool run on the worker may use (operator settings, plain values)."""
+
+    cpus: float = 2.0
+    memory_mb: int = 4096
+    pids: int = 512
+    scratch_mb: int = 1024
+    seconds: int = 14400
+
+    def allowed(self, kind: str) -> int:
+        """The limit of a resource kind, in the unit its Use rows count."""
+        return {
+            "processes": self.pids,
+            "memory": self.memory_mb * MB,
+            "disk": self.scratch_mb * MB,
+            "seconds": self.seconds,
+        }[kind]
+
+
+@dataclass(frozen=True)
+class Use:
+    """One parameter that counts against a limit: its value (a number or a
+    size such as 4G) times the values of `times` (each 1 when absent)."""
+
+    param: str
+    kind: str
+    times: tuple[str, ...] = ()
+
+
+def size_bytes(value: Any) -> int | None:
+    """A count or size (4096, "4k", "1P", "16MiB") as a number; None when unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = SIZE.fullmatch(str(value).strip().lower())
+    if not match:
+        return None
+    return int(match.group(1)) * UNITS[match.group(2)]
+
+
+def check_params(tool, params: dict, limits: Limits, where: str = "params") -> None:
+    """Raise ValidationError for the first of tool.LIMITS over limits (params: one cell's)."""
+    for use in getattr(tool, "LIMITS", ()):
+        amount = _amount(use, params)
+        if amount is not None and amount > limits.allowed(use.kind):
+            raise ValidationError(f"{where}.{use.param}", _message(use, params, amount, limits))
+
+
+def _amount(use: Use, params: dict) -> int | None:
+    value = size_bytes(params.get(use.param)) if use.param in params else None
+    if value is None:
+        return None
+    for name in use.times:
+        value *= size_bytes(params.get(name, 1)) or 1
+    return value
+
+
+def _message(use: Use, params: dict, amount: int, limits: Limits) -> str:
+    unit, setting = KINDS[use.kind]
+    asked = " × ".join(
+        f"{name} {params[name]}" for name in (use.param, *use.times) if name in params
+    )
+    shown = _show(amount, unit)
+    total = f" = {shown}" if len(use.times) and any(n in params for n in use.times) else ""
+    return (
+        f"{asked}{total} is over the worker's limit of {_show(limits.allowed(use.kind), unit)} "
+        f"{_noun(use.kind)} for a tool run on the worker ({setting}); lower it, or run the "
+        "tool over SSH on your own host"
+    )
+
+
+def _noun(kind: str) -> str:
+    return {
+        "processes": "processes and threads",
+        "memory": "of memory",
+        "disk": "in the scratch directory",
+        "seconds": "per run",
+    }[kind]
+
+
+def _show(amount: int, unit: str) -> str:
+    if unit == "bytes":
+        return f"{amount / MB:,.0f} MB"
+    if unit == "s":
+        return f"{amount:,} s"
+    return f"{amount:,}"
+
+
+# ---------------------------------------------------------------- plans
+
+
+def check_plan(plan, limits: Limits) -> None:
+    """Refuse a plan whose local tool runs (measured tool, prepare, warmup,
+    stress-ng) ask for more than limits; ValidationError naming the limit."""
+    from runners.plan import expand
+    from runners.tools import get_tool
+
+    tool, stress_ng = get_tool(plan.tool), get_tool("stress_ng")
+    seen: set[str] = set()
+    for cell in expand(plan):
+        if cell.key in seen:
+            continue  # a repeat of a combination already checked
+        seen.add(cell.key)
+        try:
+            if tool_runs_here(plan, cell.target):
+                for where, params in _phases(plan, cell):
+                    check_params(tool, params, limits, where)
+            if cell.stress and target_is_here(plan.target(cell.target)):
+                check_params(stress_ng, cell.stress, limits, "stress")
+        except ValidationError as exc:
+            shown = f" (cell {cell.key})" if cell.key else ""
+            raise ValidationError(exc.param, exc.message + shown) from None
+
+
+def _phases(plan, cell) -> list[tuple[str, dict]]:
+    phases = [("params", cell.params)]
+    if plan.prepare.enabled and plan.prepare.params:
+        phases.append(("prepare.params", {**cell.params, **plan.prepare.params}))
+    if plan.warmup:
+        phases.append(("warmup", {**cell.params, **plan.warmup}))
+    return phases
+
+
+def target_is_here(target) -> bool:
+    """True when a target's machine is the worker (runners.context.host_ssh gives None)."""
+    if target.ssh is not None or target.provision is not None:
+        return False
+    return target.is_local or (target.kind == "host" and target.host is None)
+
+
+def tool_runs_here(plan, target_name: str) -> bool:
+    """True when the measured tool of a cell on target_name runs on the worker."""
+    from runners.planspec import CELL_TARGET
+
+    client = plan.client
+    if client.kind == "local":
+        return True
+    if client.kind == "on":
+        name = target_name if client.target == CELL_TARGET else client.target
+        return target_is_here(plan.target(name))
+    return False  # {ssh: ...} or a provisioned client: a host of the team's own
