@@ -9,6 +9,7 @@ from benchapp.models import Plan, Team
 from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
+from runners.limits import Limits, check_plan_limits
 from runners.plan import Plan as PlanSpec
 from runners.plan import count_cells, load_plan
 
@@ -37,7 +38,20 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
             f"this plan has {cells} cells; the limit is {limit} "
             "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.",
         )
+    # Tools on the worker host within the operator's limits (docs/sandbox.md).
+    check_plan_limits(spec, sandbox_limits())
     return spec
+
+
+def sandbox_limits() -> Limits:
+    """The operator's limits for one tool run on the worker (BENCHBOARD_SANDBOX_*)."""
+    return Limits(
+        cpus=settings.BENCHBOARD_SANDBOX_CPUS,
+        memory_mb=settings.BENCHBOARD_SANDBOX_MEMORY_MB,
+        pids=settings.BENCHBOARD_SANDBOX_PIDS,
+        scratch_mb=settings.BENCHBOARD_SANDBOX_SCRATCH_MB,
+        seconds=settings.BENCHBOARD_SANDBOX_SECONDS,
+    )
 
 
 def _parsed(document):

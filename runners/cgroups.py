@@ -257,7 +257,7 @@ def _kill_members(path: str) -> None:
 
 def _shown(limits: Limits, controller: str) -> str:
     return {
-        "cpu": f"cpu {limits.cpus:g}",
+        "cpu": f"cpu {float(limits.cpus)}",
         "memory": f"memory {limits.memory_mb} MB",
         "pids": f"pids {limits.pids}",
     }[controller]

@@ -1,7 +1,7 @@
 """The operator's limits for tools run on the worker host, and the plan check against them.
 
 Limits are what one sandboxed tool run may use (runners/cgroups.py enforces
-them while it runs). Before that, check_plan() refuses a plan whose own
+them while it runs). Before that, check_plan_limits() refuses a plan whose own
 parameters ask for more than the limits of the place each tool runs: a tool
 on the worker host gets the worker's limits; a tool over SSH runs on a host
 that is the team's own, whose limits are the team's business.
@@ -63,7 +63,11 @@ class Use:
 
 
 def size_bytes(value: Any) -> int | None:
-    """A count or size (4096, "4k", "1P", "16MiB") as a number; None when unreadable."""
+    """A count or size (4096, "4k", "1P", "16MiB") as a number, the largest of
+    a list (mysqlslap's concurrency: 1,8,64); None when unreadable."""
+    if isinstance(value, (list, tuple)):
+        sizes = [size for size in map(size_bytes, value) if size is not None]
+        return max(sizes, default=None)
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -125,7 +129,7 @@ def _show(amount: int, unit: str) -> str:
 # ---------------------------------------------------------------- plans
 
 
-def check_plan(plan, limits: Limits) -> None:
+def check_plan_limits(plan, limits: Limits) -> None:
     """Refuse a plan whose local tool runs (measured tool, prepare, warmup,
     stress-ng) ask for more than limits; ValidationError naming the limit."""
     from runners.plan import expand
