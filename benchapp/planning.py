@@ -9,9 +9,10 @@ from benchapp.models import Plan, Team
 from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
-from runners.limits import Limits, check_plan_limits
+from runners.limits import Limits
 from runners.plan import Plan as PlanSpec
 from runners.plan import count_cells, load_plan
+from runners.planlimits import check_plan_limits
 
 
 class PlanRefused(ValidationError):

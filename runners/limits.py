@@ -1,7 +1,7 @@
 """The operator's limits for tools run on the worker host, and the plan check against them.
 
 Limits are what one sandboxed tool run may use (runners/cgroups.py enforces
-them while it runs). Before that, check_plan_limits() refuses a plan whose own
+them while it runs). Before that, runners.planlimits.check_plan_limits() refuses a plan whose own
 parameters ask for more than the limits of the place each tool runs: a tool
 on the worker host gets the worker's limits; a tool over SSH runs on a host
 that is the team's own, whose limits are the team's business.
@@ -124,58 +124,3 @@ def _show(amount: int, unit: str) -> str:
     if unit == "s":
         return f"{amount:,} s"
     return f"{amount:,}"
-
-
-# ---------------------------------------------------------------- plans
-
-
-def check_plan_limits(plan, limits: Limits) -> None:
-    """Refuse a plan whose local tool runs (measured tool, prepare, warmup,
-    stress-ng) ask for more than limits; ValidationError naming the limit."""
-    from runners.plan import expand
-    from runners.tools import get_tool
-
-    tool, stress_ng = get_tool(plan.tool), get_tool("stress_ng")
-    seen: set[str] = set()
-    for cell in expand(plan):
-        if cell.key in seen:
-            continue  # a repeat of a combination already checked
-        seen.add(cell.key)
-        try:
-            if tool_runs_here(plan, cell.target):
-                for where, params in _phases(plan, cell):
-                    check_params(tool, params, limits, where)
-            if cell.stress and target_is_here(plan.target(cell.target)):
-                check_params(stress_ng, cell.stress, limits, "stress")
-        except ValidationError as exc:
-            shown = f" (cell {cell.key})" if cell.key else ""
-            raise ValidationError(exc.param, exc.message + shown) from None
-
-
-def _phases(plan, cell) -> list[tuple[str, dict]]:
-    phases = [("params", cell.params)]
-    if plan.prepare.enabled and plan.prepare.params:
-        phases.append(("prepare.params", {**cell.params, **plan.prepare.params}))
-    if plan.warmup:
-        phases.append(("warmup", {**cell.params, **plan.warmup}))
-    return phases
-
-
-def target_is_here(target) -> bool:
-    """True when a target's machine is the worker (runners.context.host_ssh gives None)."""
-    if target.ssh is not None or target.provision is not None:
-        return False
-    return target.is_local or (target.kind == "host" and target.host is None)
-
-
-def tool_runs_here(plan, target_name: str) -> bool:
-    """True when the measured tool of a cell on target_name runs on the worker."""
-    from runners.planspec import CELL_TARGET
-
-    client = plan.client
-    if client.kind == "local":
-        return True
-    if client.kind == "on":
-        name = target_name if client.target == CELL_TARGET else client.target
-        return target_is_here(plan.target(name))
-    return False  # {ssh: ...} or a provisioned client: a host of the team's own

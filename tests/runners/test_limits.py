@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from runners.errors import ValidationError
-from runners.limits import Limits, check_plan_limits, size_bytes
+from runners.limits import Limits, size_bytes
 from runners.plan import load_plan
+from runners.planlimits import check_plan_limits
 from runners.tools import TOOLS
 
 LIMITS = Limits(cpus=2.0, memory_mb=4096, pids=512, scratch_mb=1024, seconds=14400)
