@@ -92,6 +92,7 @@ def make_group(limits: Limits, scratch_capped: bool = True) -> Group:
 
     scratch_capped: the scratch directory has a size limit of its own; when
     not, RLIMIT_FSIZE caps each file the tool writes at the scratch limit."""
+    _sweep_once()
     group = _v2(limits) or _v1(limits) or Group(limits)
     missing = [c for c in CONTROLLERS if c not in group.dirs]
     for controller in missing:
@@ -196,6 +197,33 @@ def _own_paths() -> dict[str, str]:
             for name in names.split(",") if names else [""]:
                 paths[name] = path.rstrip("/")
     return paths
+
+
+def _sweep_once() -> None:
+    """Remove the groups a dead worker left behind (killed with -9 before its
+    tools' groups were removed), once per process: benchboard-PID-N groups
+    in this process's own groups whose PID is gone."""
+    global _swept
+    if _swept or os.geteuid() != 0:
+        return
+    _swept = True
+    own = _own_paths()
+    parents = [mount + own.get(c, "/") for c, mount in _v1_mounts().items()]
+    if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):
+        parents.append(ROOT + own.get("", "/"))
+    for parent in parents:
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 3 and parts[0] == "benchboard" and parts[1].isdigit():
+                if not os.path.exists(f"/proc/{parts[1]}"):
+                    _remove(os.path.join(parent, name))
+
+
+_swept = False
 
 
 def _make_dir(parent: str) -> str:

@@ -60,9 +60,10 @@ def _scratch_mounts() -> list[str]:
 def sandbox_here():
     assert unavailable() is None, unavailable()  # bubblewrap is a test dependency
     assert os.geteuid() == 0, "cgroups and the scratch file system need a root worker"
+    mounted = set(_scratch_mounts())  # (another test's worker may hold one meanwhile)
     yield
     assert _groups_left() == []  # every group removed after its tool
-    assert _scratch_mounts() == []  # every scratch file system unmounted
+    assert set(_scratch_mounts()) <= mounted  # every scratch file system unmounted
 
 
 def _then_a_cell_runs_fine():
@@ -265,3 +266,16 @@ def test_a_real_worker_fails_the_breaching_cell_and_runs_the_next(
         f"Local tools ran with limits: {applied}" in client.get(f"/runs/{run.pk}/").content.decode()
     )
     assert _groups_left("benchboard-") == []  # the worker's groups are gone too
+
+
+def test_groups_a_killed_worker_left_are_swept(monkeypatch):
+    from runners import cgroups
+
+    dead = 4194303  # above any pid this machine hands out (pid_max is at most 2^22)
+    own = _own_paths()
+    left = [Path(m + own.get(c, "/"), f"benchboard-{dead}-1") for c, m in _v1_mounts().items()]
+    for path in left:
+        path.mkdir()
+    monkeypatch.setattr(cgroups, "_swept", False)
+    cgroups.make_group(SMALL).remove()
+    assert [p for p in left if p.exists()] == []
