@@ -73,7 +73,10 @@ class Group:
             )
         if exit_code == 128 + signal.SIGXCPU and resource.RLIMIT_CPU in self.rlimits:
             seconds = self.rlimits[resource.RLIMIT_CPU]
-            return f"killed: CPU time limit {seconds} s (BENCHBOARD_SANDBOX_CPUS × _SECONDS)"
+            return (
+                f"killed: CPU time limit {seconds} s "
+                "(BENCHBOARD_SANDBOX_CPUS × BENCHBOARD_SANDBOX_SECONDS)"
+            )
         if exit_code == 128 + signal.SIGXFSZ and resource.RLIMIT_FSIZE in self.rlimits:
             return (
                 f"scratch directory full: file size limit {self.limits.scratch_mb} MB "

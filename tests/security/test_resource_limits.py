@@ -279,3 +279,27 @@ def test_groups_a_killed_worker_left_are_swept(monkeypatch):
     monkeypatch.setattr(cgroups, "_swept", False)
     cgroups.make_group(SMALL).remove()
     assert [p for p in left if p.exists()] == []
+
+
+def test_without_cgroups_rlimits_are_the_floor(monkeypatch):
+    """Where no group can be made (here: the cgroup mechanisms switched off),
+    the tool runs under rlimits, and a CPU-time breach fails naming it."""
+    from runners import cgroups
+
+    monkeypatch.setattr(cgroups, "_v2", lambda limits: None)
+    monkeypatch.setattr(cgroups, "_v1", lambda limits: None)
+    limits = Limits(cpus=0.5, memory_mb=1024, pids=64, scratch_mb=64, seconds=2)
+    with LocalExecutor() as executor:
+        executor.contain(Sandbox(limits=limits))
+        command = Command(argv=["sysbench", "cpu", "--threads=2", "--time=20", "run"])
+        execution = executor.run(command, timeout=60)
+        applied = executor.limits_applied
+    assert applied == (
+        "rlimits only: CPU time 1 s, address space 1024 MB, processes 64 (per user); scratch 64 MB"
+    )
+    assert execution.exit_code == 128 + 24  # SIGXCPU
+    assert (
+        execution.limit
+        == "killed: CPU time limit 1 s (BENCHBOARD_SANDBOX_CPUS × BENCHBOARD_SANDBOX_SECONDS)"
+    )
+    assert execution.duration < 10
