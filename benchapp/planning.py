@@ -9,8 +9,10 @@ from benchapp.models import Plan, Team
 from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
+from runners.limits import Limits
 from runners.plan import Plan as PlanSpec
 from runners.plan import count_cells, load_plan, raw_cell_count
+from runners.planlimits import check_plan_limits
 
 
 class PlanRefused(ValidationError):
@@ -34,6 +36,8 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     spec = load_plan(document)
     check_plan(spec)  # never the app's own services (docs/trust-model.md)
     _check_cell_limit(count_cells(spec))
+    # Tools on the worker host within the operator's limits (docs/sandbox.md).
+    check_plan_limits(spec, sandbox_limits())
     return spec
 
 
@@ -45,6 +49,17 @@ def _check_cell_limit(cells: int) -> None:
             f"this plan has {cells} cells; the limit is {limit} "
             "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.",
         )
+
+
+def sandbox_limits() -> Limits:
+    """The operator's limits for one tool run on the worker (BENCHBOARD_SANDBOX_*)."""
+    return Limits(
+        cpus=settings.BENCHBOARD_SANDBOX_CPUS,
+        memory_mb=settings.BENCHBOARD_SANDBOX_MEMORY_MB,
+        pids=settings.BENCHBOARD_SANDBOX_PIDS,
+        scratch_mb=settings.BENCHBOARD_SANDBOX_SCRATCH_MB,
+        seconds=settings.BENCHBOARD_SANDBOX_SECONDS,
+    )
 
 
 def _parsed(document):

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from benchapp import provisioning, seriesstore, targetguard
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run
+from benchapp.planning import sandbox_limits
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
@@ -90,6 +91,7 @@ def cell_context(
         sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
         unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
         guard=targetguard.guard(),
+        limits=sandbox_limits(),
     )
     ctx.prepared = set(run.prepared_targets)
     ctx.host_facts, ctx.db_facts, ctx.versions = run_facts(run.pk)

@@ -153,6 +153,7 @@ class _CellRun:
         self.outcome = CellOutcome(status="failed", started=time.time())
         self.deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
         self.stress = None  # (executor, Background) while stress-ng runs
+        self.stress_breach = None  # the sandbox limit stress-ng hit, if any
         self.needs_cleanup = False
 
     # -- the sequence ------------------------------------------------------
@@ -249,12 +250,21 @@ class _CellRun:
         )
         record = _record(phase, command, execution)
         self.outcome.phases.append(record)
+        self._note_limits(executor)
+        if check and execution.limit:
+            raise CellFailed(f"{phase} {execution.limit}", permanent=True)
         if check and (execution.exit_code != 0 or execution.timed_out or execution.cancelled):
             raise CellFailed(phase_failure(phase, record), cancelled=execution.cancelled)
         errors = self._tool_errors(execution.output) if check and tool else []
         if errors:
             raise CellFailed(reported_failure(phase, record, errors))
         return execution
+
+    def _note_limits(self, executor) -> None:
+        """Keep what limited the tool (a sandboxed local run) in the cell's facts."""
+        applied = getattr(executor, "limits_applied", None)
+        if applied:
+            self.outcome.facts["limits"] = applied
 
     def _tool_errors(self, output: str) -> list[str]:
         """The error lines the tool reported in a phase's output ([] if none or unreadable)."""
@@ -349,6 +359,7 @@ class _CellRun:
             self._stop_stress()
             record = self.outcome.phases[-1] if self.outcome.phases else None
             ended = phase_failure("stress", record) if record else "stress-ng did not start"
+            ended = self.stress_breach or ended
             raise CellFailed(f"stress-ng ended before the measure: {ended}")
 
     def _stop_stress(self) -> None:
@@ -363,6 +374,7 @@ class _CellRun:
             self.outcome.warnings.append(f"stress stop: {exc.message}")
             return
         self.outcome.phases.append(_record("stress", command, execution))
+        self.stress_breach = execution.limit and f"stress {execution.limit}"
         try:
             self.outcome.stress_result = read_output("stress_ng", execution.output)
         except ParseError as exc:
@@ -411,6 +423,10 @@ class _CellRun:
         else:
             parse_error = ""
         self.outcome.result = result
+        if execution.limit or self.stress_breach:
+            # A run cut by a sandbox limit is not the run the plan asked for.
+            breach = f"measure {execution.limit}" if execution.limit else self.stress_breach
+            raise CellFailed(breach, permanent=True)
         if execution.cancelled or execution.timed_out or execution.exit_code != 0:
             raise CellFailed(phase_failure("measure", record), cancelled=execution.cancelled)
         if result is None:

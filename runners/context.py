@@ -18,6 +18,7 @@ from typing import Self
 
 from runners.command import Endpoint
 from runners.errors import RunnerError
+from runners.limits import Limits
 from runners.netguard import Guard, TargetRefused
 from runners.plan import Plan
 from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
@@ -75,7 +76,8 @@ class CellContext:
     plainly otherwise. Untrusted (web, API, schedule): `permissions` (target
     name -> Permissions, from the stored targets) decide what may run, every
     local tool is sandboxed, and without a sandbox local execution is refused
-    unless unsafe_local (BENCHBOARD_UNSAFE_LOCAL_EXECUTION). sandbox_user:
+    unless unsafe_local (BENCHBOARD_UNSAFE_LOCAL_EXECUTION). limits: what
+    each sandboxed tool run may use (runners/limits.py). sandbox_user:
     the uid local tools drop to when the worker is root.
 
     guard: the app's own services and the operator's network lists
@@ -97,6 +99,7 @@ class CellContext:
         sandbox_user: str = "nobody",
         unsafe_local: bool = False,
         guard: Guard | None = None,
+        limits: Limits | None = None,
     ):
         self.plan = plan
         self.resolve_secret = resolve_secret or _no_secrets
@@ -115,6 +118,7 @@ class CellContext:
         self.sandbox_user = sandbox_user
         self.unsafe_local = unsafe_local
         self.guard = guard
+        self.limits = limits or Limits()
         self._executors: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -206,7 +210,8 @@ class CellContext:
         reason = unavailable(self.sandbox_user)
         if reason is None:
             dirs = {d for p in self._local_permissions() for d in p.data_dirs}
-            executor.contain(Sandbox(user=self.sandbox_user, data_dirs=tuple(sorted(dirs))))
+            sandbox = Sandbox(self.sandbox_user, tuple(sorted(dirs)), self.limits)
+            executor.contain(sandbox)
         elif not self.trusted and not self.unsafe_local:
             executor.close()
             raise refusal(reason)

@@ -9,6 +9,9 @@ inside. Its environment is empty but for PATH, LANG, HOME and the command's
 own variables. When the worker runs as root, the tool runs as an
 unprivileged user (BENCHBOARD_SANDBOX_USER, default nobody): the uid is
 dropped before bwrap starts, and bwrap makes an unprivileged user namespace.
+With limits (runners/limits.py), each tool run gets a cgroup of its own
+(CPU quota, memory, pids; rlimits where no cgroup can be made, see
+runners/cgroups.py) and the scratch directory a size cap (runners/scratch.py).
 
 Scope says which code-running and file-reaching features a cell may use;
 each tool's check_scope() refuses the rest (see docs/sandbox.md).
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 
 from runners.command import WORKDIR
 from runners.errors import RunnerError, ValidationError
+from runners.limits import Limits
 
 BWRAP = "bwrap"
 PACKAGE = "bubblewrap"
@@ -83,10 +87,12 @@ ANYTHING = Scope()
 
 @dataclass(frozen=True)
 class Sandbox:
-    """How local tools are contained: user to run as (when root), writable data dirs."""
+    """How local tools are contained: user to run as (when root), writable
+    data dirs, and the hard limits of each tool run (None: no limits)."""
 
     user: str = "nobody"
     data_dirs: tuple[str, ...] = ()
+    limits: Limits | None = None
 
     def ids(self) -> tuple[int, int] | None:
         """(uid, gid) to drop to when the worker is root, else None."""

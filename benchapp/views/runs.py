@@ -55,8 +55,15 @@ def run_detail(request, pk):
             "tails": _tails(run),
             "table": results_table(result_document(run)) if inline else None,
             "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
+            "limits": _limits(run),
         },
     )
+
+
+def _limits(run) -> str | None:
+    """What limited the run's local tools (the latest cell that says; docs/sandbox.md)."""
+    cells = run.cells.filter(facts__has_key="limits").order_by("-index")
+    return cells.values_list("facts__limits", flat=True).first()
 
 
 @login_required

@@ -37,6 +37,8 @@ class Execution:
 
     exit_code is None when the process was killed by us (timeout, cancel);
     a process killed by a signal otherwise reports 128 + signal number.
+    limit: the sandbox limit the process hit (runners/cgroups.py), as a
+    cell error ("killed: memory limit 4096 MB ..."), or None.
     """
 
     exit_code: int | None
@@ -46,6 +48,7 @@ class Execution:
     finished: float
     timed_out: bool = False
     cancelled: bool = False
+    limit: str | None = None
 
     @property
     def output(self) -> str:
@@ -96,6 +99,7 @@ class Background:
         self.timed_out = False
         self.cancelled = False
         self.error: RunnerError | None = None
+        self.limit: str | None = None  # set by a sandboxing executor before finish()
         self.done = threading.Event()
         self.stdout = _Stream("stdout", self)
         self.stderr = _Stream("stderr", self)
@@ -147,6 +151,7 @@ class Background:
             finished=self.finished or time.time(),
             timed_out=self.timed_out,
             cancelled=self.cancelled,
+            limit=self.limit,
         )
 
 

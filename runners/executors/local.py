@@ -3,7 +3,9 @@
 start_new_session=True makes every tool the leader of a fresh process group,
 so a timeout or cancel can kill it and whatever it forked with one killpg().
 With a Sandbox (runners/sandbox.py) each tool runs inside bubblewrap, as an
-unprivileged user when the worker is root, with an empty environment.
+unprivileged user when the worker is root, with an empty environment; with
+the sandbox's limits, in a cgroup of its own (runners/cgroups.py) and with a
+size-capped scratch directory (runners/scratch.py).
 """
 
 from __future__ import annotations
@@ -16,19 +18,25 @@ import tempfile
 import threading
 from pathlib import Path
 
+from runners.cgroups import make_group
 from runners.errors import RunnerError
 from runners.executors.base import Background, Executor, check_upload_name, not_installed
 from runners.sandbox import PATH, Sandbox, drop_privileges
+from runners.scratch import Scratch
 
 READ_SIZE = 65536
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(drop=None):
-    """The preexec function: drop privileges first (a uid change clears the
-    parent-death signal), then ask for the signal (see _set_pdeathsig)."""
+def _die_with_parent(drop=None, group=None):
+    """The preexec function: join the tool's cgroup and set its rlimits while
+    still root (so the whole tree is inside from its first instruction),
+    drop privileges (a uid change clears the parent-death signal), then ask
+    for the signal (see _set_pdeathsig)."""
 
     def preexec() -> None:
+        if group is not None:
+            group.enter()
         if drop is not None:
             drop()
         _set_pdeathsig()
@@ -107,6 +115,9 @@ class LocalExecutor(Executor):
         self.sandbox = sandbox
         self.clean_env = clean_env or sandbox is not None
         self._ids = sandbox.ids() if sandbox is not None else None
+        self._scratch: Scratch | None = None
+        # What limited the last sandboxed tool run, for the cell's facts.
+        self.limits_applied: str | None = None
 
     def contain(self, sandbox: Sandbox) -> None:
         """Sandbox every later tool run (before the work dir is made)."""
@@ -117,6 +128,9 @@ class LocalExecutor(Executor):
         path = tempfile.mkdtemp(prefix="benchboard.")
         if self._ids is not None:
             os.chown(path, *self._ids)
+        limits = self.sandbox.limits if self.sandbox is not None else None
+        if limits is not None:
+            self._scratch = Scratch.mount(path, limits.scratch_mb, self._ids)
         return path
 
     def _launch(self, bg: Background, timeout: float | None) -> None:
@@ -127,11 +141,12 @@ class LocalExecutor(Executor):
             env = {**os.environ, **command.env}
         if shutil.which(command.argv[0], path=env.get("PATH")) is None:
             raise not_installed(command, self.host)
-        argv, drop = command.argv, None
+        argv, drop, group = command.argv, None, None
         if self.sandbox is not None and command.sandbox:
             argv, env, ids = self.sandbox.wrap(command.argv, self.workdir, command.env)
             drop = drop_privileges(ids)
             bg.sandboxed = True
+            group = self._limit(bg)
         try:
             proc = subprocess.Popen(
                 argv,
@@ -141,10 +156,16 @@ class LocalExecutor(Executor):
                 env=env,
                 cwd=self.workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(drop),
+                preexec_fn=_die_with_parent(drop, group),
             )
         except (FileNotFoundError, PermissionError) as exc:
+            if group is not None:
+                group.remove()
             raise not_installed(command, self.host) from exc
+        except BaseException:
+            if group is not None:
+                group.remove()
+            raise
         bg.handle = proc
         readers = [
             threading.Thread(target=_pump, args=(proc.stdout, bg.stdout), daemon=True),
@@ -152,7 +173,22 @@ class LocalExecutor(Executor):
         ]
         for reader in readers:
             reader.start()
-        threading.Thread(target=_reap, args=(bg, proc, readers), daemon=True).start()
+        threading.Thread(target=_reap, args=(bg, proc, readers, self._scratch), daemon=True).start()
+
+    def _limit(self, bg: Background):
+        """The cgroup (or rlimits) of one sandboxed run, kept on bg; None without limits."""
+        limits = self.sandbox.limits if self.sandbox is not None else None
+        if limits is None:
+            return None
+        bg.group = make_group(limits, scratch_capped=self._scratch is not None)
+        # A scratch directory already full (a tool before this one filled it)
+        # is not this run's doing.
+        bg.scratch_was_full = self._scratch is not None and self._scratch.full()
+        applied = bg.group.describe()
+        if self._scratch is not None:
+            applied += "; " + self._scratch.describe()
+        self.limits_applied = applied
+        return bg.group
 
     def _kill(self, bg: Background, grace: float) -> None:
         proc = bg.handle
@@ -174,6 +210,9 @@ class LocalExecutor(Executor):
     def _close(self) -> None:
         with self._lock:
             workdir, self._workdir = self._workdir, None
+            scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            scratch.unmount()
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -218,8 +257,14 @@ def _pump(pipe, stream) -> None:
             stream.feed(data)
 
 
-def _reap(bg: Background, proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
-    """Wait for the leader, then for its output, then record the end."""
+def _reap(
+    bg: Background,
+    proc: subprocess.Popen,
+    readers: list[threading.Thread],
+    scratch: Scratch | None = None,
+) -> None:
+    """Wait for the leader, then for its output, then record the end (and the
+    limit it hit: its group is read, then removed, before finish())."""
     code = proc.wait()
     for reader in readers:
         reader.join(STRAGGLER_WAIT)
@@ -229,4 +274,12 @@ def _reap(bg: Background, proc: subprocess.Popen, readers: list[threading.Thread
         for reader in readers:
             reader.join()
     # Popen reports death by signal N as -N; report 128+N like a shell.
-    bg.finish(128 - code if code < 0 else code)
+    code = 128 - code if code < 0 else code
+    group = getattr(bg, "group", None)
+    if group is not None:
+        bg.limit = group.breach(code)
+        group.remove()
+        filled = scratch is not None and not bg.scratch_was_full and scratch.full()
+        if bg.limit is None and filled:
+            bg.limit = scratch.breach()
+    bg.finish(code)

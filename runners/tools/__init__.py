@@ -14,7 +14,9 @@ Every module exposes the same interface:
   metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
   DEFAULT_PORTS ({kind: port} for a target kind the tool brings) and
-  expected_groups(params) (how many result blocks a whole output holds).
+  expected_groups(params) (how many result blocks a whole output holds),
+  and LIMITS (runners.limits.Use rows: the parameters that count as
+  processes, memory, disk or seconds against the worker's limits).
 
 Adding a tool: a module with that interface and one row below.
 """

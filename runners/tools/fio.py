@@ -16,6 +16,7 @@ from typing import Any
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import Param
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings
@@ -504,6 +505,14 @@ TARGET_KIND = "host"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # the disks of any host
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = "runtime"
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+LIMITS = (
+    Use("numjobs", "processes"),
+    Use("size", "disk", ("numjobs",)),  # per job (a shared filename counts once per job too)
+    Use("iodepth", "memory", ("bs", "numjobs")),  # I/O buffers in flight
+    Use("runtime", "seconds"),
+    Use("ramp_time", "seconds"),
+)
 SERIES: tuple[str, ...] = ()  # JSON output has no per-second values
 METRICS = {
     "iops": m.throughput("IOPS (read + write)", "IOPS"),  # derived when results are read

@@ -34,6 +34,7 @@ import re
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
 from runners.tools.mysqlslap_parse import parse  # noqa: F401 (the tool's parse)
@@ -299,6 +300,8 @@ TARGET_KINDS = ("mysql",)  # the kinds it can run against
 DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the plan does not say
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = None  # runs a number of queries, not for a time
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+LIMITS = (Use("concurrency", "processes"),)  # a thread per client
 SERIES: tuple[str, ...] = ()  # no per-second output
 METRICS = {
     "avg_s": m.latency("Average time to run all queries", "s"),

@@ -17,6 +17,7 @@ import re
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
 from runners.tools.pgbench_parse import parse  # noqa: F401 (the tool's parse)
@@ -277,6 +278,8 @@ TARGET_KINDS = ("postgres",)  # the kinds it can run against
 DEFAULT_PORTS = {"postgres": 5432}  # the port of a target of that kind when the plan does not say
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = "time"
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "seconds"))
 SERIES = ("tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms", "skipped", "failed")
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),

@@ -19,6 +19,7 @@ import re
 from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings, line_warning
@@ -375,6 +376,8 @@ TARGET_KINDS = ("redis",)  # the kinds it can run against
 DEFAULT_PORTS = {"redis": 6379}
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = None  # runs a number of requests, not for a time
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+LIMITS = (Use("clients", "processes"), Use("threads", "processes"))
 SERIES: tuple[str, ...] = ()  # its progress lines are overwritten, not a series
 METRICS = {
     "rps": m.throughput("Requests per second", "req/s"),

@@ -19,6 +19,7 @@ import re
 from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import Param
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings, line_warning
@@ -345,6 +346,16 @@ TARGET_KIND = "host"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # background load on any host
 MEASURED = False  # background load (a plan's stress:), never the measured tool
 DURATION_PARAM = "timeout"
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+# (Not its timeout: a safety net, Benchboard stops stress-ng after the measure.)
+LIMITS = (
+    Use("cpu", "processes"),
+    Use("vm", "processes"),
+    Use("io", "processes"),
+    Use("hdd", "processes"),
+    Use("vm_bytes", "memory", ("vm",)),  # per vm worker
+    Use("hdd_bytes", "disk", ("hdd",)),  # per hdd worker
+)
 SERIES: tuple[str, ...] = ()
 # Several stressors prefix these with the stressor ("vm_bogo_ops"); the
 # catalog lookup (runners.tools.metric) reads the suffix.

@@ -39,6 +39,7 @@ import re
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
 from runners.errors import ParseError, ValidationError
+from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
 from runners.tools.sysbench_parse import parse  # noqa: F401  (the interface's parse)
@@ -417,6 +418,14 @@ TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # OLTP on either database; cpu/fileio on a host
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = "time"
+# What counts against the worker's limits when this tool runs there (runners/limits.py).
+LIMITS = (
+    Use("threads", "processes"),
+    Use("memory_block_size", "memory", ("threads",)),  # a block per thread
+    Use("file_total_size", "disk"),
+    Use("time", "seconds"),
+    Use("warmup_time", "seconds"),
+)
 SERIES = (
     "tps",
     "qps",

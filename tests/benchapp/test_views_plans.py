@@ -305,7 +305,9 @@ STUDY_CELLS = {
 
 
 @pytest.mark.parametrize("template", plan_templates(), ids=lambda t: t["slug"])
-def test_template_study_preset_binds_to_your_targets(team, stored, disk, template):
+def test_template_study_preset_binds_to_your_targets(team, stored, disk, template, settings):
+    # S3's study writes 64 jobs × 5G on the worker: an operator with that disk raises the limit.
+    settings.BENCHBOARD_SANDBOX_SCRATCH_MB = 512 * 1024
     roles = {r["name"]: (disk if r["kind"] == "host" else stored).pk for r in template["roles"]}
     document = bound(team, template, "study", **roles)
     assert count_cells(validate_document(document, team)) == STUDY_CELLS[template["slug"]]
@@ -335,7 +337,18 @@ def test_template_provisioning_choice_keeps_the_scenarios_spec(owner_client, tea
     assert document["params"]["number_of_queries"] == 10000
 
 
-def test_template_fio_works_in_the_host_targets_directory(owner_client, team, disk):
+def test_template_study_of_s3_on_the_worker_is_over_the_default_scratch_limit(team, disk):
+    template = get_template("s3-ebs-raid0-fio")
+    form = TemplateForm(
+        {"preset": "study", "role-c1-medium": str(disk.pk)}, team=team, template=template
+    )
+    assert not form.is_valid()
+    assert "size 5G × numjobs 64 = 327,680 MB" in str(form.errors)
+    assert "BENCHBOARD_SANDBOX_SCRATCH_MB" in str(form.errors)
+
+
+def test_template_fio_works_in_the_host_targets_directory(owner_client, team, disk, settings):
+    settings.BENCHBOARD_SANDBOX_SCRATCH_MB = 512 * 1024  # the study's 64 × 5G on this disk
     template = get_template("s3-ebs-raid0-fio")
     document = bound(team, template, "study", **{"c1-medium": disk.pk})
     assert document["params"]["directory"] == disk.directory
