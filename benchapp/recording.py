@@ -249,7 +249,14 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             measurement_rows(cell, attempt, outcome.result)
             + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
         )
-        CellSeries.objects.bulk_create(series_rows(cell, attempt, outcome.result))
+        CellSeries.objects.bulk_create(
+            series_rows(cell, attempt, outcome.result)
+            + [
+                row
+                for source, series in (getattr(outcome, "telemetry", None) or {}).items()
+                for row in seriesstore.rows(cell, attempt, series, source=source)
+            ]
+        )
         Artifact.objects.bulk_create(
             Artifact(
                 cell=cell,

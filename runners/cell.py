@@ -188,7 +188,7 @@ class _CellRun:
         self._warmup()
         self._start_stress(target)
         self._sample_nodes(target)
-        execution, command = self._measure()
+        execution, command = self._measure(target)
         self._stop_stress()
         self._collect(target, execution, command)
 
@@ -393,7 +393,7 @@ class _CellRun:
         else:
             self.outcome.facts["db_nodes"] = nodes
 
-    def _measure(self):
+    def _measure(self, target: TargetSpec):
         from runners.facts import CpuSampler
 
         self.on_phase("measure")
@@ -401,12 +401,28 @@ class _CellRun:
         self.outcome.command = masked(command)
         sampler = CpuSampler()
         sampler.start(self.client)
+        watch = self._watch(target)
         try:
             execution = self._run("measure", self.client, command, check=False)
         finally:
             cpu = sampler.stop()
+            if watch is not None:
+                watch.stop()
+                self.outcome.telemetry = watch.series
+                self.outcome.facts.update(watch.facts())
+                self.outcome.warnings += watch.warnings
         self.outcome.facts.update(cpu)
         return execution, command
+
+    def _watch(self, target: TargetSpec):
+        """The telemetry samplers of this cell, started (None when turned off)."""
+        if not (self.plan.telemetry and target.telemetry):
+            return None
+        from runners.cellwatch import CellWatch
+
+        watch = CellWatch(self.ctx, target, self.client, self.client_ssh, self.endpoint)
+        watch.start()
+        return watch
 
     # -- collect and cleanup -----------------------------------------------
 

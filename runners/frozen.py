@@ -39,6 +39,7 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             "stress": plan.stress,
             "cleanup": plan.cleanup,
             "timeout": plan.timeout,
+            "telemetry": plan.telemetry,
             "prepare": asdict(plan.prepare),
             "client": asdict(plan.client),
             "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
@@ -94,6 +95,7 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         stress=doc["stress"],
         cleanup=doc["cleanup"],
         timeout=doc["timeout"],
+        telemetry=doc.get("telemetry", True),
         document={},
         repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None,
     )

@@ -67,6 +67,9 @@ class CellOutcome:
     tool_version: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Per-second telemetry of the measure, by source ("client", "target",
+    # "host", "db"): columnar series (runners.cellwatch).
+    telemetry: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
 

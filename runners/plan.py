@@ -69,6 +69,7 @@ class Plan:
     stress: dict[str, Any] | None = None
     cleanup: bool | None = None
     timeout: int | None = None
+    telemetry: bool = True  # host and database telemetry during the measure
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def target(self, name: str) -> TargetSpec:
@@ -130,6 +131,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
         stress=read_stress(doc),
         cleanup=doc.boolean("cleanup"),
         timeout=doc.integer("timeout", lo=1),
+        telemetry=doc.boolean("telemetry", default=True),
         document=document,
     )
     repeat, rule = read_repeat(doc, lambda name: _measures(tool_name, name))

@@ -259,6 +259,7 @@ class TargetSpec:
     # Directories a sandboxed local tool may write (operator plan files only;
     # for web/API plans the stored Target's data_dirs count, see runners/sandbox.py).
     data_dirs: tuple[str, ...] = ()
+    telemetry: bool = True  # sample this target's host and database during the measure
 
     @property
     def is_local(self) -> bool:
@@ -326,6 +327,7 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         price_per_month=doc.number("price_per_month"),
         currency=doc.text("currency", default="USD", pattern=CURRENCY),
         data_dirs=doc.text_list("data_dirs", pattern=ABS_PATH),
+        telemetry=doc.boolean("telemetry", default=True),
     )
     if any(
         ".." in d.split("/") or d.rstrip("/") in FORBIDDEN_DIRS | {""} for d in target.data_dirs

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, rawoutput
+from benchapp import orchestration, rawoutput, timeline
 from benchapp.access import MEMBER, current_team, get_run, role_required
 from benchapp.documents import result_document
 from benchapp.models import Artifact, Cell, Run
@@ -107,6 +107,9 @@ def cell_artifacts(request, pk, cell_id):
         {
             "run": run,
             "cell": cell,
+            "timeline": timeline.cell_timeline(cell),
+            "telemetry_rows": timeline.summary_rows(cell.facts or {}),
+            "verdict": (cell.facts or {}).get("verdict"),
             "artifacts": rawoutput.excerpts(cell.artifacts.all()),
             "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024,
         },

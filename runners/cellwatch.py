@@ -1,0 +1,92 @@
+"""The telemetry of one cell's measure: host samplers on every machine it
+uses and the database's counters, started before the tool and stopped after.
+
+Sources: "client" (the machine the tool runs on), "target" (the database or
+storage host, reached over the target's own SSH), "host" when client and
+target are one machine, and "db" (the database server's counters). Telemetry is context: a sampler that cannot start or whose
+output cannot be read is a warning on the cell, never its failure.
+"""
+
+from __future__ import annotations
+
+import time
+
+from runners import dbstatus, telemetry, verdict
+from runners.errors import RunnerError
+from runners.planspec import TargetSpec
+
+
+class CellWatch:
+    """start() before the measure, stop() after; then series, summaries, verdict."""
+
+    def __init__(self, ctx, target: TargetSpec, client, client_ssh, endpoint) -> None:
+        self.ctx, self.target, self.endpoint = ctx, target, endpoint
+        self.client, self.client_ssh = client, client_ssh
+        self.running: list[tuple[str, object, object, object]] = []  # (source, ex, bg, cmd)
+        self.series: dict[str, dict] = {}
+        self.warnings: list[str] = []
+        self.started_at: float | None = None
+
+    def _hosts(self) -> list[tuple[str, object]]:
+        """(role, executor) of every machine to sample."""
+        target_ssh = self.target.ssh
+        one_machine = (self.client_ssh is None and self.target.is_local) or (
+            target_ssh is not None and self.client_ssh == target_ssh
+        )
+        if one_machine:
+            return [("host", self.client)]
+        hosts = [("client", self.client)]
+        if target_ssh is not None:
+            hosts.append(("target", self.ctx.executor(target_ssh)))
+        return hosts
+
+    def start(self) -> None:
+        self.started_at = time.time()
+        starts = [(role, ex, telemetry.sampler_command()) for role, ex in self._hosts()]
+        db_command = dbstatus.sampler_command(self.endpoint) if self.endpoint else None
+        if db_command is not None:
+            starts.append(("db", self.client, db_command))
+        for source, executor, command in starts:
+            try:
+                self.running.append((source, executor, executor.start(command), command))
+            except RunnerError as exc:
+                self.warnings.append(f"telemetry {source}: {exc.message}")
+
+    def stop(self) -> None:
+        """Stop every sampler and read what it printed."""
+        for source, executor, background, command in self.running:
+            try:
+                execution = executor.stop(background, grace=1.0)
+            except RunnerError as exc:
+                self.warnings.append(f"telemetry {source}: {exc.message}")
+                continue
+            finally:
+                for upload in command.uploads:
+                    _remove(executor, upload.name)
+            self._read(source, execution.stdout)
+        self.running = []
+
+    def _read(self, source: str, text: str) -> None:
+        if source == "db":
+            series, errors = dbstatus.parse_samples(self.endpoint.kind, text)
+            if errors:
+                self.warnings.append("telemetry db: " + errors[0][:200])
+        else:
+            series = telemetry.parse_samples(text)
+        if series:
+            self.series[source] = series
+        else:
+            self.warnings.append(f"telemetry {source}: no complete sample")
+
+    def facts(self) -> dict:
+        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts."""
+        summaries = {source: telemetry.summarize(s) for source, s in self.series.items()}
+        hosts = {source: v for source, v in summaries.items() if source != "db"}
+        return {"telemetry": summaries, "verdict": verdict.judge(hosts, summaries.get("db"))}
+
+
+def _remove(executor, name: str) -> None:
+    try:
+        executor.remove(f"{executor.workdir}/{name}")
+    except RunnerError:
+        pass

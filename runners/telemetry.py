@@ -1,0 +1,277 @@
+"""Host telemetry: what a machine did, second by second, while a cell measured.
+
+A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
+/proc that a person would read with mpstat, vmstat, iostat and sar -n DEV:
+
+    @@ 940.18 807.93                        /proc/uptime: the sample's clock
+    cpu  91355 295 13200 80793 703 0 475 81 0 0
+    cpu0 41097 117 5765 46182 90 0 148 39 0 0
+    ctxt 3599824
+    procs_running 3
+    0.52 0.61 0.58 2/311 12345              /proc/loadavg
+    MemTotal:       24562892 kB             (selected /proc/meminfo lines)
+    pswpin 0                                (/proc/vmstat)
+    253 0 vda 59551 0 492200 1299 520 ...   /proc/diskstats
+    eth0: 214489060 331180 0 0 ...          /proc/net/dev
+
+Nothing is installed on the host: sh, grep, cat and sleep. It runs through
+the cell's executor like any command (locally in the sandbox, whose /proc
+still shows the whole machine's counters; over SSH on the pooled
+connection). `parse_samples` turns the text into a columnar series
+(runners.results.Series) of per-second rates and levels; `summarize` gives
+the mean, max and the share of seconds above a level that the verdict
+rules (runners.verdict) read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from runners.command import Command
+from runners.results import Series
+
+INTERVAL_S = 1
+MARK = "@@"
+# Only these /proc/stat lines: the "intr" line alone can be thousands of numbers.
+_SCRIPT = (
+    "while :; do "
+    f"echo {MARK} $(cat /proc/uptime); "
+    "grep -E '^(cpu|ctxt|procs_)' /proc/stat; "
+    "echo load $(cat /proc/loadavg); "
+    "grep -E '^(MemTotal|MemAvailable|Cached|Dirty|SwapTotal|SwapFree):' /proc/meminfo; "
+    "grep -E '^(pswpin|pswpout) ' /proc/vmstat; "
+    "sed 's/^/disk /' /proc/diskstats; "
+    "sed -n 's/^ *\\([^ :]*\\): */net \\1 /p' /proc/net/dev; "
+    f"echo {MARK} end; sleep {INTERVAL_S}; done"
+)
+# /proc/stat cpu columns, in order (steal is the 8th).
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+_IGNORED_DISKS = re.compile(r"^(loop|ram|zram|sr|fd)\d*")
+SECTOR_BYTES = 512
+MB = 1_000_000
+
+
+def sampler_command() -> Command:
+    """The background command that prints one sample a second until stopped."""
+    return Command(argv=["sh", "-c", _SCRIPT], tool="telemetry", package="coreutils")
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def _samples(text: str) -> Iterator[tuple[float, list[str]]]:
+    """(uptime, the sample's lines) for every complete sample in text (one
+    that reached its end mark: the stop may cut the last one short)."""
+    clock, lines = None, []
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            fields = line.split()
+            if fields[1:] == ["end"]:
+                if clock is not None:
+                    yield clock, lines
+                clock = None
+                continue
+            try:
+                clock, lines = float(fields[1]), []
+            except (IndexError, ValueError):
+                clock = None
+        elif clock is not None:
+            lines.append(line)
+
+
+def _counters(lines: list[str]) -> dict[str, float]:
+    """Every counter and level of one sample, flat: cpu.user, disk.vda.4, net.eth0.0 ..."""
+    out: dict[str, float] = {}
+    for line in lines:
+        fields = line.split()
+        if not fields:
+            continue
+        head = fields[0]
+        try:
+            if head.startswith("cpu"):
+                for name, value in zip(_CPU_FIELDS, fields[1:]):
+                    out[f"{head}.{name}"] = float(value)
+            elif head in ("ctxt", "procs_running", "procs_blocked", "pswpin", "pswpout"):
+                out[head] = float(fields[1])
+            elif head == "load":
+                out["load1"] = float(fields[1])
+            elif head.endswith(":") and len(fields) >= 2:
+                out["mem." + head[:-1]] = float(fields[1]) * 1024
+            elif head == "disk" and len(fields) >= 15:
+                for i, value in enumerate(fields[4:15]):
+                    out[f"disk.{fields[3]}.{i}"] = float(value)
+            elif head == "net" and len(fields) >= 11:
+                for i, value in enumerate(fields[2:12]):
+                    out[f"net.{fields[1]}.{i}"] = float(value)
+        except ValueError:
+            continue  # a line cut by the stop
+    return out
+
+
+def _whole_disks(names: set[str]) -> list[str]:
+    """Devices that are not partitions of another listed device, nor loop/ram devices."""
+    disks = []
+    for name in sorted(names):
+        if _IGNORED_DISKS.match(name):
+            continue
+        if any(
+            other != name and name.startswith(other) and re.fullmatch(r"p?\d+", name[len(other) :])
+            for other in names
+        ):
+            continue
+        disks.append(name)
+    return disks
+
+
+def _cpu_pcts(prev: dict, cur: dict, cpu: str) -> dict[str, float] | None:
+    deltas = {f: cur.get(f"{cpu}.{f}", 0.0) - prev.get(f"{cpu}.{f}", 0.0) for f in _CPU_FIELDS}
+    total = sum(deltas.values())
+    if total <= 0:
+        return None
+    pct = {f: 100.0 * d / total for f, d in deltas.items()}
+    return {
+        "user": pct["user"] + pct["nice"],
+        "system": pct["system"] + pct["irq"] + pct["softirq"],
+        "iowait": pct["iowait"],
+        "steal": pct["steal"],
+        "idle": pct["idle"],
+        "busy": 100.0 - pct["idle"] - pct["iowait"],
+    }
+
+
+def _interval_row(prev: dict, cur: dict, dt: float, disks, nets, cpus) -> dict[str, float]:
+    row: dict[str, float] = {}
+    for cpu in cpus:
+        pcts = _cpu_pcts(prev, cur, cpu)
+        if pcts is None:
+            continue
+        if cpu == "cpu":
+            for name, value in pcts.items():
+                row[f"cpu_{name}_pct"] = value
+        else:
+            row[f"{cpu}_busy_pct"] = pcts["busy"]
+    for level in ("load1", "procs_running", "procs_blocked"):
+        if level in cur:
+            row[level] = cur[level]
+    if "ctxt" in cur and "ctxt" in prev:
+        row["ctxt_per_s"] = (cur["ctxt"] - prev["ctxt"]) / dt
+    if "mem.MemTotal" in cur and "mem.MemAvailable" in cur:
+        row["mem_used_mb"] = (cur["mem.MemTotal"] - cur["mem.MemAvailable"]) / MB
+        row["mem_cached_mb"] = cur.get("mem.Cached", 0.0) / MB
+        row["mem_dirty_mb"] = cur.get("mem.Dirty", 0.0) / MB
+    for name in ("pswpin", "pswpout"):
+        if name in cur and name in prev:
+            row[f"swap_{name[4:]}_pages_s"] = (cur[name] - prev[name]) / dt
+    for disk in disks:
+        row.update(_disk_row(prev, cur, dt, disk))
+    for net in nets:
+        row.update(_net_row(prev, cur, dt, net))
+    return row
+
+
+def _disk_row(prev: dict, cur: dict, dt: float, disk: str) -> dict[str, float]:
+    """iostat's figures from two /proc/diskstats lines (fields as the kernel documents)."""
+
+    def delta(i: int) -> float:
+        return cur.get(f"disk.{disk}.{i}", 0.0) - prev.get(f"disk.{disk}.{i}", 0.0)
+
+    ios = delta(0) + delta(4)
+    return {
+        f"disk_{disk}_iops": ios / dt,
+        f"disk_{disk}_read_mb_s": delta(2) * SECTOR_BYTES / MB / dt,
+        f"disk_{disk}_write_mb_s": delta(6) * SECTOR_BYTES / MB / dt,
+        f"disk_{disk}_await_ms": (delta(3) + delta(7)) / ios if ios else 0.0,
+        f"disk_{disk}_util_pct": min(100.0, delta(9) / (10.0 * dt)),
+        f"disk_{disk}_queue": delta(10) / (1000.0 * dt),
+    }
+
+
+def _net_row(prev: dict, cur: dict, dt: float, net: str) -> dict[str, float]:
+    def delta(i: int) -> float:
+        return cur.get(f"net.{net}.{i}", 0.0) - prev.get(f"net.{net}.{i}", 0.0)
+
+    return {
+        f"net_{net}_rx_mb_s": delta(0) / MB / dt,
+        f"net_{net}_tx_mb_s": delta(8) / MB / dt,
+        f"net_{net}_rx_pkts_s": delta(1) / dt,
+        f"net_{net}_tx_pkts_s": delta(9) / dt,
+    }
+
+
+def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
+    """The devices whose counters moved between the first and last sample."""
+    first, last = samples[0], samples[-1]
+    return [
+        name
+        for name in names
+        if any(
+            last.get(key) != first.get(key) for key in last if key.startswith(f"{prefix}.{name}.")
+        )
+    ]
+
+
+def parse_samples(text: str, start_uptime: float | None = None) -> Series:
+    """The sampler's output as a columnar series: t (seconds since the first
+    sample, or since start_uptime), one column per figure; per-second rates
+    come from consecutive samples, so n samples give n - 1 rows.
+
+    Disks and interfaces that did nothing during the window are left out,
+    as are partitions (their disk is there) and loop/ram devices."""
+    parsed = [(clock, _counters(lines)) for clock, lines in _samples(text)]
+    if len(parsed) < 2:
+        return {}
+    counters = [c for _, c in parsed]
+    disk_names = {k.split(".")[1] for k in counters[-1] if k.startswith("disk.")}
+    net_names = {k.split(".")[1] for k in counters[-1] if k.startswith("net.")}
+    disks = _active(counters, "disk", _whole_disks(disk_names))
+    nets = _active(counters, "net", sorted(net_names))
+    cpus = sorted({k.split(".")[0] for k in counters[-1] if k.startswith("cpu")}, key=_cpu_order)
+    origin = parsed[0][0] if start_uptime is None else start_uptime
+    rows = []
+    for (t0, prev), (t1, cur) in zip(parsed, parsed[1:]):
+        dt = t1 - t0
+        if dt <= 0:
+            continue
+        rows.append({"t": round(t1 - origin, 2), **_interval_row(prev, cur, dt, disks, nets, cpus)})
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    return {name: [row.get(name) for row in rows] for name in names}
+
+
+def _cpu_order(name: str) -> int:
+    return -1 if name == "cpu" else int(name[3:] or 0)
+
+
+# ---------------------------------------------------------------- summaries
+
+# Figures summarised for every host (mean, max, and the share of seconds at
+# or above a level where a verdict rule reads one).
+HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_steal_pct": 10.0, "cpu_iowait_pct": 20.0}
+DISK_UTIL_HIGH = 90.0
+
+
+def summarize(series: Series) -> dict:
+    """{figure: {"mean", "max", "high_share"?}} of a host's series, plus the
+    busiest disk's utilisation and await under "disk_util_pct"/"disk_await_ms"
+    (with the device's name)."""
+    out: dict = {}
+    for name, values in series.items():
+        if name == "t":
+            continue
+        numbers = [v for v in values if v is not None]
+        if not numbers:
+            continue
+        entry = {"mean": round(sum(numbers) / len(numbers), 2), "max": round(max(numbers), 2)}
+        level = HIGH_LEVELS.get(name)
+        if level is None and name.endswith("_util_pct"):
+            level = DISK_UTIL_HIGH
+        if level is not None:
+            entry["high_share"] = round(sum(v >= level for v in numbers) / len(numbers), 3)
+        out[name] = entry
+    out["seconds"] = len(series.get("t", []))
+    utils = {k: v for k, v in out.items() if k.startswith("disk_") and k.endswith("_util_pct")}
+    if utils:
+        busiest = max(utils, key=lambda k: utils[k]["mean"])
+        disk = busiest[len("disk_") : -len("_util_pct")]
+        out["busiest_disk"] = disk
+    return out

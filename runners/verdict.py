@@ -1,0 +1,149 @@
+"""What limited a cell, read from its telemetry by rules a person can check.
+
+Each rule reads the summaries of runners.telemetry.summarize (per host role:
+"client", "target", "host" when client and target are one machine) and of
+the database's series, and either stays silent or gives a finding: a code,
+a sentence, and the figures it rests on. The verdict is every finding, in
+the order of RULES (the first is the headline); with none, "no limit found
+in the telemetry", with what was looked at. docs/telemetry.md lists the
+rules with their thresholds; these constants are the ones it quotes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+CPU_BUSY_PCT = 90.0  # a CPU this busy (user + system) is saturated ...
+CPU_BUSY_SHARE = 0.8  # ... for this share of the measured seconds
+STEAL_PCT = 10.0  # mean steal: the hypervisor gave the time to a neighbour
+DISK_UTIL_SHARE = 0.5  # the busiest disk at >= 90 % utilisation for this share
+SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
+HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
+DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
+LOCK_WAITS_S = 1.0  # row lock waits per second, or any deadlock
+
+Finding = dict  # {"code", "text", "evidence": {figure: value}}
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0f} %"
+
+
+def _cpu_bound(summary: dict, role: str) -> Finding | None:
+    busy = summary.get("cpu_busy_pct")
+    if not busy or busy.get("high_share", 0) < CPU_BUSY_SHARE:
+        return None
+    who = {"client": "client", "target": "target", "host": "host (client and target)"}[role]
+    return {
+        "code": f"{role}_cpu",
+        "text": f"{who} CPU-bound: CPU {_pct(busy['mean'])} busy on average, at or above "
+        f"{CPU_BUSY_PCT:g} % for {_pct(100 * busy['high_share'])} of the measured seconds",
+        "evidence": {f"{role}.cpu_busy_pct.mean": busy["mean"], "share": busy["high_share"]},
+    }
+
+
+def _steal(summary: dict, role: str) -> Finding | None:
+    steal = summary.get("cpu_steal_pct")
+    if not steal or steal["mean"] < STEAL_PCT:
+        return None
+    return {
+        "code": "cpu_steal",
+        "text": f"CPU steal on the {role}: {_pct(steal['mean'])} of its CPU time went to "
+        f"other guests (max {_pct(steal['max'])}): a noisy neighbour",
+        "evidence": {f"{role}.cpu_steal_pct.mean": steal["mean"]},
+    }
+
+
+def _disk_bound(summary: dict, role: str) -> Finding | None:
+    disk = summary.get("busiest_disk")
+    util = summary.get(f"disk_{disk}_util_pct") if disk else None
+    if not util or util.get("high_share", 0) < DISK_UTIL_SHARE:
+        return None
+    wait = summary.get(f"disk_{disk}_await_ms", {}).get("mean", 0.0)
+    queue = summary.get(f"disk_{disk}_queue", {}).get("mean", 0.0)
+    return {
+        "code": "disk",
+        "text": f"disk-bound on the {role}: {disk} at or above 90 % utilisation for "
+        f"{_pct(100 * util['high_share'])} of the seconds (await {wait:.1f} ms, queue {queue:.1f})",
+        "evidence": {f"{role}.disk_{disk}_util_pct.mean": util["mean"], "await_ms": wait},
+    }
+
+
+def _swapping(summary: dict, role: str) -> Finding | None:
+    swapped = sum(
+        summary.get(k, {}).get("mean", 0.0) for k in ("swap_in_pages_s", "swap_out_pages_s")
+    )
+    if swapped < SWAP_PAGES_S:
+        return None
+    return {
+        "code": "memory",
+        "text": f"memory-bound on the {role}: {swapped:.0f} pages swapped per second",
+        "evidence": {f"{role}.swap_pages_s": round(swapped, 1)},
+    }
+
+
+def _not_in_memory(db: dict) -> Finding | None:
+    hit = db.get("hit_ratio_pct")
+    reads = db.get("buffer_pool_disk_reads_per_s") or db.get("blocks_read_per_s")
+    if not hit or not reads or hit["mean"] >= HIT_RATIO_PCT or reads["mean"] < DISK_READS_S:
+        return None
+    return {
+        "code": "not_in_memory",
+        "text": f"data not in memory: buffer/cache hit ratio {hit['mean']:.1f} %, "
+        f"{reads['mean']:.0f} reads per second from disk",
+        "evidence": {"db.hit_ratio_pct.mean": hit["mean"], "db.disk_reads_per_s": reads["mean"]},
+    }
+
+
+def _locks(db: dict) -> Finding | None:
+    waits = db.get("row_lock_waits_per_s", {}).get("mean", 0.0)
+    deadlocks = db.get("deadlocks_per_s", {}).get("mean", 0.0)
+    seconds = db.get("seconds", 0)
+    if waits < LOCK_WAITS_S and deadlocks * seconds < 1:
+        return None
+    lock_ms = db.get("row_lock_time_ms_per_s", {}).get("mean")
+    detail = f", {lock_ms:.0f} ms waited per second" if lock_ms else ""
+    return {
+        "code": "locks",
+        "text": f"lock contention: {waits:.1f} row lock waits per second{detail}, "
+        f"{deadlocks * seconds:.0f} deadlocks",
+        "evidence": {"db.row_lock_waits_per_s": waits, "db.deadlocks": deadlocks * seconds},
+    }
+
+
+HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
+    _cpu_bound,
+    _steal,
+    _disk_bound,
+    _swapping,
+]
+DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
+# Headline order: the client first (a client-bound figure says nothing of the
+# target), then the target's machine, then the database.
+ROLES = ("client", "host", "target")
+
+
+def judge(hosts: dict[str, dict], db: dict | None) -> dict:
+    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}."""
+    findings, checked = [], []
+    for role in ROLES:
+        if role in hosts and hosts[role].get("seconds"):
+            checked.append(f"{role} host")
+            findings += [f for rule in HOST_RULES if (f := rule(hosts[role], role))]
+    if db and db.get("seconds"):
+        checked.append("database")
+        findings += [f for rule in DB_RULES if (f := rule(db))]
+    if not findings:
+        looked = ", ".join(checked) if checked else "nothing (no telemetry)"
+        return {
+            "limit": "none",
+            "text": f"no limit found in the telemetry (looked at: {looked})",
+            "findings": [],
+            "checked": checked,
+        }
+    return {
+        "limit": findings[0]["code"],
+        "text": findings[0]["text"],
+        "findings": findings,
+        "checked": checked,
+    }

@@ -1,0 +1,89 @@
+// Cell page: the tool's per-second series above, the hosts' and the
+// database's telemetry below, on one time axis. The chosen series and the
+// zoomed range live in the URL (?tool=tps&tele=client:cpu_busy_pct&x0=3&x1=9).
+(function () {
+  "use strict";
+  var div = document.getElementById("cell-timeline");
+  if (!div) return;
+  var data = JSON.parse(document.getElementById("timeline-data").textContent);
+  var toolSelect = document.getElementById("timeline-tool");
+  var teleSelect = document.getElementById("timeline-telemetry");
+
+  function state() {
+    var q = new URLSearchParams(window.location.search);
+    return {
+      tool: q.get("tool") || data.tool[0] || "",
+      tele: q.has("tele") ? q.get("tele").split(",").filter(Boolean) : data.defaults,
+      x0: q.get("x0"), x1: q.get("x1"),
+    };
+  }
+
+  function save(s) {
+    var q = new URLSearchParams(window.location.search);
+    q.set("tool", s.tool);
+    q.set("tele", s.tele.join(","));
+    ["x0", "x1"].forEach(function (k) { if (s[k] !== null && s[k] !== undefined) q.set(k, s[k]); else q.delete(k); });
+    history.replaceState(null, "", "?" + q.toString());
+  }
+
+  function fill() {
+    var s = state();
+    data.tool.forEach(function (m) { toolSelect.add(new Option(m, m, false, m === s.tool)); });
+    Object.keys(data.sources).forEach(function (source) {
+      if (source === "tool") return;
+      Object.keys(data.sources[source]).forEach(function (m) {
+        var v = source + ":" + m;
+        teleSelect.add(new Option(v, v, false, s.tele.indexOf(v) >= 0));
+      });
+    });
+  }
+
+  function draw() {
+    var s = state();
+    var traces = [];
+    var tool = (data.sources.tool || {})[s.tool];
+    if (tool) traces.push({ type: "scatter", mode: "lines", name: s.tool, x: tool.x, y: tool.y, yaxis: "y" });
+    s.tele.forEach(function (v) {
+      var i = v.indexOf(":"), source = v.slice(0, i), m = v.slice(i + 1);
+      var series = (data.sources[source] || {})[m];
+      if (series) traces.push({ type: "scatter", mode: "lines", name: v, x: series.x, y: series.y, yaxis: "y2" });
+    });
+    var xaxis = { title: { text: "seconds" }, anchor: "y2" };
+    if (s.x0 !== null && s.x1 !== null) xaxis.range = [Number(s.x0), Number(s.x1)];
+    var layout = {
+      height: 520, margin: { t: 30 }, xaxis: xaxis,
+      yaxis: { domain: [0.55, 1], title: { text: s.tool || "tool" } },
+      yaxis2: { domain: [0, 0.45], title: { text: "telemetry" } },
+      legend: { orientation: "h" },
+    };
+    return Plotly.react(div, traces, layout, { displaylogo: false, responsive: true }).then(function () {
+      div.dataset.ready = "1";
+    });
+  }
+
+  function onChange() {
+    var s = state();
+    s.tool = toolSelect.value;
+    s.tele = Array.prototype.filter.call(teleSelect.options, function (o) { return o.selected; })
+      .map(function (o) { return o.value; });
+    save(s);
+    draw();
+  }
+
+  fill();
+  toolSelect.addEventListener("change", onChange);
+  teleSelect.addEventListener("change", onChange);
+  document.addEventListener("DOMContentLoaded", function () {
+    draw().then(function () {
+      div.on("plotly_relayout", function (e) {
+        var s = state();
+        if (e["xaxis.autorange"]) { s.x0 = s.x1 = null; }
+        else if (e["xaxis.range[0]"] !== undefined) {
+          s.x0 = Number(e["xaxis.range[0]"]).toFixed(2);
+          s.x1 = Number(e["xaxis.range[1]"]).toFixed(2);
+        } else return;
+        save(s);
+      });
+    });
+  });
+})();

@@ -1,0 +1,268 @@
+"""Host and database telemetry: the sampler's real output read as iostat and
+mpstat would, the same figures as /proc read directly, and verdicts from real
+load (stress-ng on every core, row lock contention, a table larger than the
+buffer pool)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from runners import dbstatus, telemetry, verdict
+from runners.cell import run_cell
+from runners.context import CellContext
+from runners.plan import expand, load_plan
+from tests.support.private_services import Server, free_port, install_mariadb
+from tests.support.sshd import sshd  # noqa: F401
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+
+
+def _raw_samples(text: str) -> list[dict]:
+    """The complete samples of a sampler output, read plainly: uptime, ctxt,
+    the aggregate cpu line, and each device's diskstats fields."""
+    samples, current = [], None
+    for line in text.splitlines():
+        fields = line.split()
+        if line == "@@ end":
+            samples.append(current)
+        elif line.startswith("@@ "):
+            current = {"uptime": float(fields[1]), "disk": {}}
+        elif fields and fields[0] == "ctxt":
+            current["ctxt"] = int(fields[1])
+        elif fields and fields[0] == "cpu":
+            current["cpu"] = [int(v) for v in fields[1:9]]
+        elif fields and fields[0] == "disk":
+            current["disk"][fields[3]] = [int(v) for v in fields[4:15]]
+    return samples
+
+
+def test_host_sampler_output_read_as_the_counters_say():
+    text = (FIXTURES / "host-2cpu-debian12.txt").read_text()
+    series = telemetry.parse_samples(text)
+    raw = _raw_samples(text)
+    assert len(series["t"]) == len(raw) - 1 >= 3
+    for i, (a, b) in enumerate(zip(raw, raw[1:])):
+        dt = b["uptime"] - a["uptime"]
+        assert series["ctxt_per_s"][i] == pytest.approx((b["ctxt"] - a["ctxt"]) / dt)
+        deltas = [y - x for x, y in zip(a["cpu"], b["cpu"])]
+        idle = 100 * (deltas[3] + deltas[4]) / sum(deltas)
+        assert series["cpu_busy_pct"][i] == pytest.approx(100 - idle)
+        assert series["cpu_steal_pct"][i] == pytest.approx(100 * deltas[7] / sum(deltas))
+        for disk in ("vda",):
+            if f"disk_{disk}_iops" in series:
+                ios = (b["disk"][disk][0] - a["disk"][disk][0]) + (
+                    b["disk"][disk][4] - a["disk"][disk][4]
+                )
+                assert series[f"disk_{disk}_iops"][i] == pytest.approx(ios / dt)
+    # Loop devices and partitions are left out; per-core CPU is kept.
+    assert not any(name.startswith("disk_loop") for name in series)
+    assert "cpu0_busy_pct" in series and "cpu1_busy_pct" in series
+
+
+def test_a_sample_cut_by_the_stop_is_dropped_not_misread():
+    text = (FIXTURES / "host-2cpu-debian12.txt").read_text()
+    whole = telemetry.parse_samples(text)
+    cut = text[: text.rindex("@@ end")] + "disk 253 0 vda 1"  # the last sample half written
+    assert telemetry.parse_samples(cut)["t"] == whole["t"][:-1]
+
+
+@pytest.mark.parametrize(
+    "kind, name", [("mysql", "mariadb-10.11-status.txt"), ("postgres", "postgres-15-stat.txt")]
+)
+def test_database_counters_become_rates_and_a_hit_ratio(kind, name):
+    text = (FIXTURES / name).read_text()
+    series, errors = dbstatus.parse_samples(kind, text)
+    assert errors == []
+    assert len(series["t"]) >= 2
+    assert all(0 <= v <= 100 for v in series["hit_ratio_pct"])
+    assert all(v >= 0 for v in series["commits_per_s"])
+    gauge = "threads_connected" if kind == "mysql" else "active_backends"
+    assert all(v >= 1 for v in series[gauge])
+
+
+def test_database_client_errors_are_reported_once():
+    text = "@@ 1.0 0\nERROR 1045 (28000): Access denied\n@@ end\n" * 3
+    series, errors = dbstatus.parse_samples("mysql", text)
+    assert errors == ["ERROR 1045 (28000): Access denied"]
+    assert series == {"t": [0.0, 0.0]} or "commits_per_s" not in series
+
+
+def test_no_limit_found_when_nothing_is_saturated():
+    calm = telemetry.summarize(
+        {"t": [1.0, 2.0, 3.0], "cpu_busy_pct": [20.0, 25.0, 22.0], "cpu_steal_pct": [0.0] * 3}
+    )
+    found = verdict.judge({"client": calm, "target": calm}, None)
+    assert found["limit"] == "none"
+    assert found["text"].startswith("no limit found in the telemetry")
+    assert found["checked"] == ["client host", "target host"]
+
+
+def test_client_cpu_comes_before_target_cpu():
+    busy = telemetry.summarize({"t": [1.0, 2.0], "cpu_busy_pct": [99.0, 97.0]})
+    found = verdict.judge({"client": busy, "target": busy}, None)
+    assert [f["code"] for f in found["findings"]] == ["client_cpu", "target_cpu"]
+    assert "98 % busy" in found["text"] and "100 % of the measured seconds" in found["text"]
+
+
+# ----------------------------------------------------------------- real load
+
+
+def _run(plan_doc: dict, **ctx):
+    plan = load_plan({"name": "t", "timeout": 300, **plan_doc})
+    with CellContext(plan, **ctx) as context:
+        return [run_cell(plan, cell, context) for cell in expand(plan)]
+
+
+def _mysql_target(port: int, database: str = "test") -> dict:
+    return {
+        "name": "db",
+        "kind": "mysql",
+        "host": "127.0.0.1",
+        "port": port,
+        "user": "root",
+        "database": database,
+    }
+
+
+def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa: F811
+    """client: {on: target} over SSH: the host's telemetry (sampled each
+    second) and the client CPU figure (two reads of /proc/stat around the
+    measure) describe one machine over one window."""
+    target = {
+        "name": "box",
+        "kind": "host",
+        "host": sshd.host,
+        "ssh": {
+            "host": sshd.host,
+            "port": sshd.port,
+            "user": sshd.user,
+            "credential": "box-key",
+            "known_host_key": sshd.host_key,
+        },
+    }
+    keys = {"box-key": sshd.client_key}
+    (outcome,) = _run(
+        {
+            "tool": "stress_ng" if False else "fio",
+            "targets": [target],
+            "client": {"on": "target"},
+            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 4, "time_based": True},
+            "stress": {"cpu": 2, "cpu_load": 100},
+        },
+        resolve_secret=keys.__getitem__,
+    )
+    assert outcome.status == "succeeded", outcome.error
+    assert list(outcome.telemetry) == ["host"]
+    sampled = outcome.facts["telemetry"]["host"]["cpu_busy_pct"]["mean"]
+    direct = outcome.facts["client_cpu_busy_pct"]
+    assert sampled == pytest.approx(direct, abs=12)
+    assert outcome.facts["verdict"]["limit"] == "host_cpu"
+
+
+@pytest.fixture
+def tiny_pool_mariadb(tmp_path):
+    """A private mariadbd whose InnoDB buffer pool is 6 MB (resizable online)."""
+    datadir, port = tmp_path / "data", free_port()
+    install_mariadb(datadir)
+    server = Server(
+        [
+            "/usr/sbin/mariadbd",
+            "--no-defaults",
+            f"--datadir={datadir}",
+            f"--port={port}",
+            "--bind-address=127.0.0.1",
+            "--user=root",
+            f"--socket={tmp_path / 'sock'}",
+            "--skip-log-bin",
+            "--innodb-buffer-pool-size=6M",
+            "--innodb-buffer-pool-chunk-size=1M",
+            f"--pid-file={tmp_path / 'pid'}",
+        ],
+        port,
+        tmp_path / "mariadb.log",
+    )
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(datadir, ignore_errors=True)
+
+
+def _sql(port: int, statement: str) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", f"-P{port}", "-uroot", "-e", statement],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+def test_a_table_larger_than_the_buffer_pool_is_data_not_in_memory(tiny_pool_mariadb):
+    port = tiny_pool_mariadb.port
+    _sql(port, "CREATE DATABASE sb")
+    read = {
+        "tool": "sysbench",
+        "targets": [_mysql_target(port, "sb")],
+        "params": {
+            "test": "oltp_point_select",
+            "tables": 1,
+            "table_size": 200000,
+            "threads": 2,
+            "time": 4,
+        },
+    }
+    (small,) = _run({**read, "prepare": {"once": True}})
+    assert small.status == "succeeded", small.error
+    codes = [f["code"] for f in small.facts["verdict"]["findings"]]
+    assert "not_in_memory" in codes, small.facts["telemetry"]["db"]
+    assert small.facts["telemetry"]["db"]["hit_ratio_pct"]["mean"] < 99
+    # The same table in a pool that holds it, read once to warm it.
+    _sql(port, "SET GLOBAL innodb_buffer_pool_size = 256*1024*1024")
+    time.sleep(2)
+    _sql(port, "SELECT COUNT(*), SUM(LENGTH(c)) FROM sb.sbtest1")
+    (large,) = _run({**read, "prepare": False})
+    assert large.status == "succeeded", large.error
+    assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
+    assert large.facts["telemetry"]["db"]["hit_ratio_pct"]["mean"] >= 99
+
+
+@pytest.mark.slow
+def test_many_threads_updating_the_same_rows_is_lock_contention(tiny_pool_mariadb):
+    port = tiny_pool_mariadb.port
+    _sql(port, "CREATE DATABASE sb")
+    (outcome,) = _run(
+        {
+            "tool": "sysbench",
+            "targets": [_mysql_target(port, "sb")],
+            "params": {
+                "test": "oltp_update_non_index",
+                "tables": 1,
+                "table_size": 4,
+                "threads": 16,
+                "time": 4,
+            },
+            "prepare": {"once": True},
+        }
+    )
+    assert outcome.status == "succeeded", outcome.error
+    codes = [f["code"] for f in outcome.facts["verdict"]["findings"]]
+    assert "locks" in codes, outcome.facts["telemetry"]["db"]
+    assert outcome.facts["telemetry"]["db"]["row_lock_waits_per_s"]["mean"] >= 1
+
+
+def test_telemetry_false_samples_nothing(tmp_path):
+    (outcome,) = _run(
+        {
+            "tool": "fio",
+            "telemetry": False,
+            "targets": [{"name": "box", "kind": "host", "data_dirs": [str(tmp_path)]}],
+            "params": {"directory": str(tmp_path), "size": "1M", "runtime": 1},
+        }
+    )
+    assert outcome.telemetry == {} and "verdict" not in outcome.facts
