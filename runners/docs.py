@@ -127,6 +127,15 @@ def prepare_section() -> list[str]:
         "Snapshots and service commands run on the target's machine (its `ssh:`), so a plan "
         "from the web or the API needs the target's admin to allow custom scripts there.",
         "",
+        "## telemetry",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        "| `telemetry: false` | no host or database telemetry during the measure (on by "
+        "default: see docs/telemetry.md) |",
+        "| `targets: [{..., telemetry: false}]` | none for the cells of this target (neither "
+        "its hosts nor its database are sampled) |",
+        "",
     ]
 
 
