@@ -60,7 +60,14 @@ from benchapp.models import Artifact, Measurement, Run
 from runners.sandbox import unavailable
 
 # Ratios reported: (numerator arm, denominator arm).
-RATIOS = (("board", "hand"), ("ssh", "hand"), ("board", "ssh"), ("sandbox", "hand"))
+RATIOS = (
+    ("board", "hand"),
+    ("ssh", "hand"),
+    ("board", "ssh"),
+    ("sandbox", "hand"),
+    # What telemetry costs the tool: the same cell with and without sampling.
+    ("board", "board_quiet"),
+)
 
 
 # How long each job runs by default. On the machine BENCHMARKS.md was measured

@@ -4,6 +4,7 @@
     sandbox  here, in the bubblewrap sandbox Benchboard puts local tools in
     ssh      by hand over the same sshd with the OpenSSH client
     board    one cell through a real Celery worker, over SSH on that sshd
+    board_quiet  the same with `telemetry: false` (no host or database sampling)
 
 Every arm runs the argv Benchboard recorded for the cell (HandCommand,
 recorded_command) with the env and the files the tool's builder gives for it;
@@ -38,9 +39,10 @@ from tests.support.private_services import (
 )
 from tests.support.worker import Worker
 
-ARMS = ("hand", "sandbox", "ssh", "board")
-# The goal's arms: by hand, its two baselines' other half, through Benchboard.
-GOAL_ARMS = ("hand", "ssh", "board")
+ARMS = ("hand", "sandbox", "ssh", "board", "board_quiet")
+# The goal's arms: by hand, its two baselines' other half, through Benchboard
+# (telemetry on, as users run it, and off: what sampling each second costs).
+GOAL_ARMS = ("hand", "ssh", "board", "board_quiet")
 MARIADB_DB = "benchboard_overhead"
 PG_PASSWORD = "bench-pg-secret"  # trust auth ignores it; it makes pgbench use PGPASSFILE
 
@@ -305,7 +307,7 @@ def arm_ssh(stage: Stage, job: Job, hand: HandCommand) -> float:
     return figure(job, proc.stdout + proc.stderr)
 
 
-def board_run(stage: Stage, job: Job, timeout: float = 600) -> Run:
+def board_run(stage: Stage, job: Job, timeout: float = 600, telemetry: bool = True) -> Run:
     """One cell through the worker. Polled once a second: the bench's own
     queries must not weigh on this arm more than its waiting does on the others."""
     plan = {
@@ -315,6 +317,7 @@ def board_run(stage: Stage, job: Job, timeout: float = 600) -> Run:
         "params": job.params,
         "client": {"on": "target"},
         "prepare": False,
+        "telemetry": telemetry,
     }
     # origin cli: an operator's plan file (fio's file is an absolute path).
     run = wait_for(orchestration.start_run(stage.team, plan, origin="cli"), timeout, poll=1.0)
@@ -324,8 +327,8 @@ def board_run(stage: Stage, job: Job, timeout: float = 600) -> Run:
     return run
 
 
-def arm_board(stage: Stage, job: Job, hand: HandCommand) -> float:
-    run = board_run(stage, job)
+def arm_board(stage: Stage, job: Job, hand: HandCommand, telemetry: bool = True) -> float:
+    run = board_run(stage, job, telemetry=telemetry)
     ran = Artifact.objects.get(cell__run=run, phase="measure").command
     if ran != hand.recorded:
         raise RuntimeError(f"{job.tool}: the cell ran {ran!r}, the first one {hand.recorded!r}")
@@ -333,4 +336,14 @@ def arm_board(stage: Stage, job: Job, hand: HandCommand) -> float:
     return Measurement.objects.get(run=run, metric=job.metric, group="").value
 
 
-ARM_FUNCTIONS = {"hand": arm_hand, "sandbox": arm_sandbox, "ssh": arm_ssh, "board": arm_board}
+def arm_board_quiet(stage: Stage, job: Job, hand: HandCommand) -> float:
+    return arm_board(stage, job, hand, telemetry=False)
+
+
+ARM_FUNCTIONS = {
+    "hand": arm_hand,
+    "sandbox": arm_sandbox,
+    "ssh": arm_ssh,
+    "board": arm_board,
+    "board_quiet": arm_board_quiet,
+}

@@ -71,6 +71,13 @@ def print_overhead(study: dict) -> None:
         "(goal: board/hand in [0.99, 1.01] over the whole interval; by-hand CV <= 2 %; "
         "pairs for +-1 %: how many pairs a 95 % interval of +-1 % needs at the spread seen)"
     )
+    for tool, row in study["tools"].items():
+        quiet = row["ratios"].get("board/board_quiet")
+        if quiet:
+            print(
+                f"{tool:<10} telemetry on/off (board/board_quiet): {ratio_text(quiet)}  "
+                "goal: the interval contains 1.0 (no change beyond the noise)"
+            )
     print(
         f"{'tool':<10} {'harness CPU during the run, % of one core':>42} "
         f"{'cell beyond measure s':>22} {'dispatch s':>10}"
