@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from runners import metrics as m
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.params import SAFE_TEXT, Param
 from runners.params import validate as validate_params
@@ -164,8 +164,6 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
         argv.extend(["-f", f"{WORKDIR}/{SCRIPT_FILE}"])
     argv.extend(_endpoint_options(endpoint))
     if endpoint.password:
-        if "\n" in endpoint.password or "\r" in endpoint.password:
-            raise ValidationError("password", "a line break cannot go into a pgpass file")
         command.uploads.append(Upload(PGPASS_FILE, _pgpass(endpoint).encode()))
         command.env["PGPASSFILE"] = f"{WORKDIR}/{PGPASS_FILE}"
         command.secrets.append(endpoint.password)
@@ -247,6 +245,7 @@ def _pgpass(endpoint: Endpoint) -> str:
         endpoint.user or "*",
         endpoint.password or "",
     ]
+    fields = [option_value(f, "pgpass value") for f in fields]  # a line break adds a line
     return ":".join(_escape(f) if f != "*" else f for f in fields) + "\n"
 
 
