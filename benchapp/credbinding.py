@@ -71,16 +71,22 @@ def _stored_ssh(target: Target) -> tuple[str, int | None] | None:
 
 def bound_endpoints(cred: Credential) -> set[tuple[str, int | None]]:
     """Every (host, port) the credential is bound to through stored targets."""
-    ends: set[tuple[str, int | None]] = set()
     explicit = set(cred.bound_targets.values_list("pk", flat=True)) if cred.pk else set()
     rows = Target.objects.filter(team_id=cred.team_id).filter(
         Q(credential=cred) | Q(ssh_credential=cred) | Q(pk__in=explicit)
     )
-    for target in rows:
-        if (target.credential_id == cred.pk or target.pk in explicit) and target.host:
+    return _endpoints_of(cred.pk, explicit, rows)
+
+
+def _endpoints_of(cred_id, explicit: set, targets) -> set[tuple[str, int | None]]:
+    """The endpoints of targets that bind credential cred_id (explicit: pks bound by hand)."""
+    ends: set[tuple[str, int | None]] = set()
+    for target in targets:
+        chosen = target.pk in explicit
+        if (target.credential_id == cred_id or chosen) and target.host:
             ends.add(_stored_db(target))
         ssh = _stored_ssh(target)
-        if ssh and (target.ssh_credential_id == cred.pk or target.pk in explicit):
+        if ssh and (target.ssh_credential_id == cred_id or chosen):
             ends.add(ssh)
     return ends
 
@@ -172,7 +178,16 @@ def check_plan(spec: PlanSpec, team) -> None:
         )
 
 
-def summary(cred: Credential) -> str:
-    """Where cred may be sent, for its pages: "db1:3306, *.lab:22" ("" when nowhere)."""
-    ends = sorted(shown(e) for e in bound_endpoints(cred))
-    return ", ".join(ends + list(cred.host_patterns or []))
+def summaries(creds) -> dict[int, str]:
+    """credential pk -> where it may be sent ("db1:3306, *.lab:22"), for the
+    credentials of one team (fetched with prefetch_related("bound_targets"))."""
+    creds = list(creds)
+    if not creds:
+        return {}
+    targets = list(Target.objects.filter(team_id=creds[0].team_id))
+    shown_by_pk = {}
+    for cred in creds:
+        explicit = {t.pk for t in cred.bound_targets.all()}
+        ends = sorted(shown(e) for e in _endpoints_of(cred.pk, explicit, targets))
+        shown_by_pk[cred.pk] = ", ".join(ends + list(cred.host_patterns or []))
+    return shown_by_pk

@@ -16,9 +16,12 @@ from benchapp.models import Credential
 @login_required
 def credential_list(request):
     team = current_team(request)
-    credentials = list(Credential.objects.filter(team=team).order_by("name"))
+    credentials = list(
+        Credential.objects.filter(team=team).order_by("name").prefetch_related("bound_targets")
+    )
+    binding = credbinding.summaries(credentials)
     for cred in credentials:
-        cred.binding = credbinding.summary(cred)
+        cred.binding = binding.get(cred.pk, "")
     return render(request, "credentials/list.html", {"team": team, "credentials": credentials})
 
 
@@ -45,7 +48,11 @@ def credential_edit(request, pk):
         changed = "secret replaced" if form.cleaned_data.get("secret") else "secret unchanged"
         messages.success(request, f"Credential {cred.name} saved ({changed}).")
         return redirect("credential_list")
-    context = {"form": form, "credential": cred, "credential_uses": credbinding.summary(cred)}
+    context = {
+        "form": form,
+        "credential": cred,
+        "credential_uses": credbinding.summaries([cred])[cred.pk],
+    }
     return render(request, "credentials/form.html", context)
 
 
