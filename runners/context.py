@@ -228,17 +228,16 @@ class CellContext:
 
     def _contain(self, executor) -> None:
         """Give a local executor its sandbox, or refuse (see the class docstring)."""
-        from runners.sandbox import Sandbox, refusal
+        from runners.sandbox import contain_local
 
-        reason = unavailable(self.sandbox_user)
-        if reason is None:
-            dirs = {d for p in self._local_permissions() for d in p.data_dirs}
-            executor.contain(Sandbox(user=self.sandbox_user, data_dirs=tuple(sorted(dirs))))
-        elif not self.trusted and not self.unsafe_local:
-            executor.close()
-            raise refusal(reason)
-        elif not self.trusted:
-            executor.clean_env = True
+        dirs = tuple(d for p in self._local_permissions() for d in p.data_dirs)
+        contain_local(
+            executor,
+            self.sandbox_user,
+            dirs,
+            trusted=self.trusted,
+            unsafe_local=self.unsafe_local,
+        )
 
     def _local_permissions(self) -> list[Permissions]:
         if self.trusted:
