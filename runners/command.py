@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from runners.errors import RunnerError
+from runners.errors import OptionValueRefused
 
 # Builders cannot know where an executor will put uploaded files; they write
 # this token into argv/env and the executor replaces it with its work dir.
@@ -96,10 +96,10 @@ def option_value(value, what: str) -> str:
     """
     text = str(value)
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise RunnerError(
+        raise OptionValueRefused(
+            what,
             f"the {what} contains a control character (line break, NUL...): it cannot go "
             "into a client option file, which it would add options to; nothing was written",
-            permanent=True,
         )
     return text
 

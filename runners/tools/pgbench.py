@@ -164,6 +164,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
         argv.extend(["-f", f"{WORKDIR}/{SCRIPT_FILE}"])
     argv.extend(_endpoint_options(endpoint))
     if endpoint.password:
+        option_value(endpoint.password, "password")  # a line break would add a pgpass line
         command.uploads.append(Upload(PGPASS_FILE, _pgpass(endpoint).encode()))
         command.env["PGPASSFILE"] = f"{WORKDIR}/{PGPASS_FILE}"
         command.secrets.append(endpoint.password)
