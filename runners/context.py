@@ -189,8 +189,7 @@ class CellContext:
             password=self.secret(
                 target.credential,
                 target.password_env,
-                f"unix:{target.socket}" if target.socket else host,
-                port,
+                *((f"unix:{target.socket}", None) if target.socket else (host, port)),
             ),
             socket=target.socket,
         )
@@ -232,11 +231,7 @@ class CellContext:
 
         dirs = tuple(d for p in self._local_permissions() for d in p.data_dirs)
         contain_local(
-            executor,
-            self.sandbox_user,
-            dirs,
-            trusted=self.trusted,
-            unsafe_local=self.unsafe_local,
+            executor, self.sandbox_user, dirs, trusted=self.trusted, unsafe_local=self.unsafe_local
         )
 
     def _local_permissions(self) -> list[Permissions]:
