@@ -356,3 +356,17 @@ def test_the_worker_sends_a_credential_only_where_it_is_bound(
         assert not recorder.received and not ssh_recorder.received
     finally:
         ssh_recorder.close()
+
+
+def test_host_patterns_match_host_port_and_sockets(team, team_password):
+    from benchapp.credbinding import is_bound, key
+
+    team_password.host_patterns = ["*.example.com:5432", "unix:/run/postgresql/*", "[::1]:6432"]
+    team_password.save()
+    assert is_bound(team_password, key("DB1.example.com", 5432))
+    assert not is_bound(team_password, key("db1.example.com", 3306))
+    assert not is_bound(team_password, key("example.com.evil.net", 5432))
+    assert is_bound(team_password, key("unix:/run/postgresql/.s.PGSQL.5432", None))
+    assert not is_bound(team_password, key("unix:/tmp/.s.PGSQL.5432", None))
+    assert is_bound(team_password, key("::1", 6432))
+    assert not is_bound(team_password, key("", None))
