@@ -10,16 +10,36 @@ Redis server answers PING, or the exact error naming what is missing
 An SSH host whose
 key is not yet known is never connected to: its key and fingerprint are
 returned for a person to accept (trust on first use).
+
+On this server the clients run exactly as a run's local tools do: in the
+bubblewrap sandbox, as BENCHBOARD_SANDBOX_USER, with an empty environment and
+the password in a 0600 option file (runners.sandbox.contain_local); without a
+sandbox the check is refused unless BENCHBOARD_UNSAFE_LOCAL_EXECUTION. Before
+any client starts, a database port reached from here gets a short protocol
+probe (no secret sent): a port that speaks something else is named within
+seconds instead of a client waiting out its timeout.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
+import pwd
 import secrets
+import socket
+import stat
+import struct
+
+from django.conf import settings
 
 from benchapp.models import Credential, Target
 from runners.command import WORKDIR, Command, Endpoint, Upload
 from runners.errors import RunnerError
 from runners.tools import DEFAULT_PORTS, tools_for_kind
+
+# A client's whole check; the protocol probe and the clients' own connect timeouts.
+CLIENT_SECONDS = 30
+PROBE_SECONDS = 3
 
 
 def test_connection(target: Target) -> dict:
@@ -51,6 +71,10 @@ def test_connection(target: Target) -> dict:
                 target.ssh_host, target.ssh_port
             )
             return result
+        problem = _protocol_problem(target)
+        if problem:
+            result["error"] = problem
+            return result
         with _executor(target) as executor:
             from runners.facts import db_facts, host_facts
 
@@ -59,6 +83,8 @@ def test_connection(target: Target) -> dict:
             # The access check first: its errors name what is missing.
             if target.kind in ACCESS_CHECKS:
                 result["access"] = ACCESS_CHECKS[target.kind](executor, _endpoint(target))
+            elif target.kind == "host" and target.directory and not target.ssh_host:
+                result["access"] = local_directory_access(executor, target)
             elif target.kind == "host" and target.directory:
                 result["access"] = directory_access(executor, target.directory, result["where"])
             if target.kind in ("mysql", "postgres"):
@@ -104,9 +130,18 @@ def _where(target: Target) -> str:
 
 def _executor(target: Target):
     from runners.executors import LocalExecutor
+    from runners.sandbox import contain_local
 
     if not target.ssh_host:
-        return LocalExecutor()
+        executor = LocalExecutor()
+        contain_local(
+            executor,
+            settings.BENCHBOARD_SANDBOX_USER,
+            tuple(target.data_dirs or ()),
+            trusted=False,
+            unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+        )
+        return executor
     from runners.executors import SSHExecutor
 
     cred: Credential | None = target.ssh_credential
@@ -139,7 +174,7 @@ def _endpoint(target: Target) -> Endpoint:
 def _run(executor, command: Command):
     """Run command (30 s at most), removing its credential file afterwards."""
     try:
-        return executor.run(command, timeout=30)
+        return executor.run(command, timeout=CLIENT_SECONDS)
     finally:
         for upload in command.uploads:
             executor.remove(f"{executor.workdir}/{upload.name}")
@@ -147,7 +182,11 @@ def _run(executor, command: Command):
 
 def _last_line(execution) -> str:
     lines = execution.stderr.strip().splitlines() or execution.stdout.strip().splitlines()
-    return lines[-1] if lines else f"exit code {execution.exit_code}"
+    if lines:
+        return lines[-1]
+    if execution.exit_code is None:
+        return f"no answer within {CLIENT_SECONDS} s"
+    return f"exit code {execution.exit_code}"
 
 
 def _scratch_table() -> str:
@@ -170,6 +209,7 @@ def mysql_access(executor, endpoint: Endpoint) -> str:
         argv=[
             "mysql",
             f"--defaults-extra-file={WORKDIR}/check.my.cnf",
+            f"--connect-timeout={PROBE_SECONDS}",
             "--batch",
             f"--database={endpoint.database}",
             "-e",
@@ -216,7 +256,7 @@ def postgres_access(executor, endpoint: Endpoint) -> str:
     argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
     command = Command(
         argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass"},
+        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass", "PGCONNECT_TIMEOUT": str(PROBE_SECONDS)},
         uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
         tool="psql",
@@ -274,3 +314,151 @@ def directory_access(executor, directory: str, where: str) -> str:
 
 
 ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}
+
+
+# -- does the port speak the target's protocol? ----------------------------------------
+
+
+def _mysql_greets(sock: socket.socket) -> bool:
+    """A MySQL/MariaDB server speaks first: a packet of sequence 0 holding
+    protocol 10 or an error (0xff, e.g. "host not allowed")."""
+    head = _recv(sock, 5)
+    return len(head) == 5 and head[3] == 0 and head[4] in (0x0A, 0xFF)
+
+
+def _postgres_answers(sock: socket.socket) -> bool:
+    """A PostgreSQL server answers an SSLRequest with one byte: S, N (or E)."""
+    sock.sendall(struct.pack("!ii", 8, 80877103))
+    return _recv(sock, 1) in (b"S", b"N", b"E")
+
+
+def _redis_answers(sock: socket.socket) -> bool:
+    """Redis answers PING with +PONG, or an error (-NOAUTH) when it wants a password."""
+    sock.sendall(b"PING\r\n")
+    return _recv(sock, 1) in (b"+", b"-")
+
+
+PROBES = {
+    "mysql": ("MySQL", _mysql_greets),
+    "postgres": ("PostgreSQL", _postgres_answers),
+    "redis": ("Redis", _redis_answers),
+}
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _protocol_problem(target: Target) -> str:
+    """Why the database port reached from this server is not the target's
+    database ("" when it answers as one, or when only the client can tell)."""
+    if target.ssh_host or target.kind not in PROBES or not target.host:
+        return ""  # reached from the SSH host: the client's own timeout applies there
+    port = target.port or DEFAULT_PORTS.get(target.kind)
+    return protocol_problem(target.kind, target.host, port)
+
+
+def protocol_problem(kind: str, host: str, port: int, seconds: float = PROBE_SECONDS) -> str:
+    """A sentence naming a port that does not speak kind's protocol, or ""
+    (a refused connection is left to the client, which names it itself)."""
+    name, speaks = PROBES[kind]
+    where = f"{host}:{port}"
+    try:
+        with socket.create_connection((host, port), timeout=seconds) as sock:
+            sock.settimeout(seconds)
+            if speaks(sock):
+                return ""
+    except ConnectionRefusedError:
+        return ""
+    except TimeoutError:
+        return (
+            f"{where} does not answer as {name} within {seconds:g} s "
+            "(it may be another service, or a firewall drops the packets)"
+        )
+    except OSError as exc:
+        if isinstance(exc, ConnectionResetError):
+            return f"{where} does not answer as {name} (it may be another service)"
+        return ""  # unreachable, unresolvable: the client says it in its own words
+    return f"{where} does not answer as {name} (it may be another service)"
+
+
+# -- a directory on this server --------------------------------------------------------
+
+
+def local_directory_access(executor, target: Target) -> str:
+    """Whether a run's tool (in the sandbox, as the sandbox user) can write the host
+    target's directory on this server; the fix when it cannot."""
+    directory = target.directory
+    allowed = [d for d in target.data_dirs or [] if _inside(directory, d)]
+    if not allowed:
+        shown = ", ".join(target.data_dirs or []) or "none"
+        raise RunnerError(
+            f"directory {directory} is not in this target's data directories ({shown}): "
+            "a tool on this server may write only there; an operator (staff) adds it to "
+            "the target's data_dirs",
+            permanent=True,
+        )
+    where = "this server"
+    user = settings.BENCHBOARD_SANDBOX_USER
+    if _run(executor, Command(argv=["test", "-d", directory], tool="test")).exit_code != 0:
+        closed = _closed_parent(directory, user) if os.path.isdir(directory) else None
+        if closed is None:
+            raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
+        raise RunnerError(
+            f"the sandbox user {user} cannot reach {directory}: it may not enter {closed} "
+            f"({_owner(closed)}). Fix: chmod o+x {closed}, or use a directory whose parents "
+            f"{user} may enter",
+            permanent=True,
+        )
+    if _run(executor, Command(argv=["test", "-w", directory], tool="test")).exit_code != 0:
+        raise RunnerError(
+            f"the sandbox user {user} cannot write {directory} ({_owner(directory)}): "
+            f"fio would fail with 'Permission denied'. Fix: chown {user} {directory} "
+            f"(or give {user} write access another way)",
+            permanent=True,
+        )
+    return f"directory {directory} exists on {where} and the sandbox user can write it"
+
+
+def _closed_parent(directory: str, user: str) -> str | None:
+    """The first directory on the way to directory that user may not enter, or None."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    path = "/"
+    for part in posixpath.normpath(directory).strip("/").split("/"):
+        path = posixpath.join(path, part)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if info.st_uid == entry.pw_uid:
+            bit = stat.S_IXUSR
+        elif info.st_gid == entry.pw_gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not info.st_mode & bit:
+            return path
+    return None
+
+
+def _inside(path: str, directory: str) -> bool:
+    path, directory = posixpath.normpath(path), posixpath.normpath(directory)
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _owner(directory: str) -> str:
+    try:
+        info = os.stat(directory)
+        owner = pwd.getpwuid(info.st_uid).pw_name
+    except (OSError, KeyError):
+        return "owner unknown"
+    return f"owner {owner}, mode {info.st_mode & 0o777:o}"

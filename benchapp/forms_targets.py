@@ -40,21 +40,51 @@ class CredentialForm(forms.ModelForm):
         "current one.",
     )
 
+    host_patterns = forms.CharField(
+        required=False,
+        label="Also bound to hosts",
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text="One per line: host, host:port (wildcards * and ? in the host) or "
+        "unix:/path/to/socket. Plans may send this secret there too.",
+    )
+
     class Meta:
         model = Credential
-        fields = ("name", "kind", "username")
-        labels = {"username": "User / access key id"}
+        fields = ("name", "kind", "username", "bound_targets")
+        labels = {"username": "User / access key id", "bound_targets": "Also bound to targets"}
         help_texts = {
             "name": "Plans refer to it by this name (credential: NAME).",
             "username": "Optional; the AWS access key id for AWS keys.",
+            "bound_targets": "The secret is sent only to the stored targets that use it as "
+            "their credential or SSH credential, and to the targets and hosts chosen here.",
         }
+        widgets = {"bound_targets": forms.CheckboxSelectMultiple}
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.team = team
+        self.fields["bound_targets"].queryset = Target.objects.filter(team=team).order_by("name")
+        if self.instance.pk and not self.is_bound:
+            self.initial["host_patterns"] = "\n".join(self.instance.host_patterns or [])
         if not self.instance.pk:
             self.fields["secret"].required = True
             self.fields["secret"].help_text = self.fields["secret"].help_text.rsplit(" Leave", 1)[0]
+
+    def clean(self):
+        cleaned = super().clean()
+        problem = secret_problem(cleaned.get("secret") or "", cleaned.get("kind", ""))
+        if problem:
+            self.add_error("secret", problem)
+        return cleaned
+
+    def clean_host_patterns(self):
+        from benchapp.credbinding import check_pattern
+
+        lines = [line.strip() for line in self.cleaned_data.get("host_patterns", "").splitlines()]
+        try:
+            return [check_pattern(line) for line in lines if line]
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean_name(self):
         name = self.cleaned_data["name"]
@@ -68,11 +98,44 @@ class CredentialForm(forms.ModelForm):
     def save(self, commit=True):
         cred = super().save(commit=False)
         cred.team = self.team
+        cred.host_patterns = self.cleaned_data.get("host_patterns") or []
         if self.cleaned_data.get("secret"):
             cred.set_secret(self.cleaned_data["secret"])
         if commit:
             cred.save()
+            self.save_m2m()
         return cred
+
+
+def secret_problem(secret: str, kind: str = "") -> str:
+    """Why a secret may not be stored ("" when it may).
+
+    A secret is written into client option files ([client] files, pgpass):
+    a line break or another control character would start an option of its
+    own there (a plugin directory, a file to load), so none is accepted. An
+    SSH private key is lines by nature: its line breaks (and only those) pass.
+    """
+    key = kind == Credential.SSH_KEY and _is_private_key(secret)
+    body = secret.replace("\r\n", "\n") if key else secret
+    allowed = "\n" if key else ""
+    for ch in body:
+        if (ord(ch) < 32 or ord(ch) == 127) and ch not in allowed:
+            return (
+                f"The secret contains a control character ({_char_name(ch)}); passwords "
+                "and keys may not: they would add options to the client's option file."
+            )
+    return ""
+
+
+def _is_private_key(secret: str) -> bool:
+    text = secret.strip()
+    return text.startswith("-----BEGIN") and "PRIVATE KEY-----" in text
+
+
+def _char_name(ch: str) -> str:
+    return {"\n": "a line break", "\r": "a carriage return", "\x00": "NUL", "\t": "a tab"}.get(
+        ch, f"U+{ord(ch):04X}"
+    )
 
 
 # ------------------------------------------------------------ targets

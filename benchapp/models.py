@@ -65,6 +65,12 @@ class Credential(models.Model):
     encrypted = models.TextField(editable=False)
     fingerprint = models.CharField(max_length=40, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
+    # Where the secret may be sent besides the stored targets that name it as
+    # their credential or SSH credential (docs/trust-model.md, credential
+    # binding). Set by team admins only.
+    bound_targets = models.ManyToManyField("Target", blank=True, related_name="bound_credentials")
+    # "host", "host:port" or "unix:/path" patterns (shell wildcards in the host).
+    host_patterns = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "name"], name="credential_name")]

@@ -77,7 +77,7 @@ def start_run(
     only_keys: run only the cells of these cell keys (all their repeats), as
     a confirmation re-run does; PlanRefused when the plan has none of them.
     """
-    spec = validate_document(document, team)
+    spec = validate_document(document, team, trusted=origin == "cli")
     cells = list(expand(spec))
     if only_keys is not None:
         cells = [c for c in cells if c.key in set(only_keys)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 from django.conf import settings
 
+from benchapp import credbinding
 from benchapp.models import Plan, Team
 from benchapp.targetguard import check_plan
 from runners import safeyaml
@@ -19,12 +20,16 @@ class PlanRefused(ValidationError):
     """A plan that is valid but may not run (cell limit, quota, budget)."""
 
 
-def validate_document(document: dict | str, team: Team | None = None) -> PlanSpec:
+def validate_document(
+    document: dict | str, team: Team | None = None, *, trusted: bool = False
+) -> PlanSpec:
     """Parse and check a plan document; refuse plans over the cell limit.
 
     Targets written as a bare name ({name: X} or "X") are filled in from the
     team's stored Target of that name, so the web form and API can refer to
     stored targets. Raises ValidationError with a message naming the key.
+    trusted: an operator's plan file (manage.py runplan), whose targets may
+    use the team's credentials anywhere, as the operator may.
     """
     document = _parsed(document)
     if team is not None:
@@ -35,6 +40,8 @@ def validate_document(document: dict | str, team: Team | None = None) -> PlanSpe
     _check_cell_limit(raw_cell_count(document))
     spec = load_plan(document)
     check_plan(spec)  # never the app's own services (docs/trust-model.md)
+    if team is not None and not trusted:
+        credbinding.check_plan(spec, team)  # stored secrets only where they are bound
     _check_cell_limit(count_cells(spec))
     # Tools on the worker host within the operator's limits (docs/sandbox.md).
     check_plan_limits(spec, sandbox_limits())

@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import provisioning, seriesstore, targetguard
+from benchapp import credbinding, provisioning, seriesstore, targetguard
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run
 from benchapp.planning import sandbox_limits
 from runners.cell import run_cell
@@ -46,6 +47,27 @@ class SecretBook:
         secret = cred.secret()
         self.seen.add(secret)
         return secret
+
+    def check_use(self, name: str, host: str | None, port: int | None, generated: str = "") -> None:
+        """RunnerError (permanent) unless the stored credential may be sent to host:port.
+
+        The worker's own check of the credential binding (benchapp.credbinding),
+        made from the frozen cell's endpoint right before the secret is read,
+        whatever the plan's validation said. generated: the name prefix of the
+        secrets provisioning made for this run (bound to what it made).
+        """
+        cred = Credential.objects.filter(team_id=self.team_id, name=name).first()
+        if cred is None:
+            raise RunnerError(f"credential {name!r} does not exist in this team", permanent=True)
+        if generated and name.startswith(generated):
+            return
+        endpoint = credbinding.key(host, port)
+        if cred.kind == Credential.AWS or not credbinding.is_bound(cred, endpoint):
+            raise RunnerError(
+                f"credential {name!r} is not bound to {credbinding.shown(endpoint)}; refused "
+                f"before connecting: {credbinding.RULE}",
+                permanent=True,
+            )
 
     def mask(self, text: str) -> str:
         for secret in self.seen:
@@ -92,6 +114,7 @@ def cell_context(
         unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
         guard=targetguard.guard(),
         limits=sandbox_limits(),
+        check_use=partial(book.check_use, generated=_generated_prefix(run)),
     )
     ctx.prepared = set(run.prepared_targets)
     ctx.host_facts, ctx.db_facts, ctx.versions = run_facts(run.pk)
@@ -100,6 +123,11 @@ def cell_context(
         for target, facts in taken.values_list("target_name", "facts"):
             ctx.checksums.setdefault(target, facts["data_checksums"])
     return plan, ctx
+
+
+def _generated_prefix(run: Run) -> str:
+    """The names of the secrets provisioning generates for run begin with this."""
+    return provisioning.resource_name(provisioning.run_tag(run)) + "-"
 
 
 def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):

@@ -17,22 +17,50 @@ def _form_errors(form) -> serializers.ValidationError:
     )
 
 
+class TeamTargetName(serializers.SlugRelatedField):
+    """A stored target referred to by name, within the request's team."""
+
+    def get_queryset(self):
+        return Target.objects.filter(team=self.context["team"])
+
+
 class CredentialSerializer(serializers.ModelSerializer):
+    """A credential; team admins bind it to targets (names) and host patterns
+    (docs/trust-model.md): where plans may send it besides the targets using it."""
+
     secret = serializers.CharField(
         write_only=True, required=False, trim_whitespace=False, style={"input_type": "password"}
     )
+    bound_targets = TeamTargetName(slug_field="name", many=True, required=False)
+    host_patterns = serializers.ListField(child=serializers.CharField(), required=False)
 
     class Meta:
         model = Credential
-        fields = ("id", "name", "kind", "username", "secret", "fingerprint", "updated_at")
+        fields = (
+            "id",
+            "name",
+            "kind",
+            "username",
+            "secret",
+            "bound_targets",
+            "host_patterns",
+            "fingerprint",
+            "updated_at",
+        )
         read_only_fields = ("fingerprint", "updated_at")
 
     def validate(self, attrs):
+        instance = self.instance
+        bound = attrs.get("bound_targets", list(instance.bound_targets.all()) if instance else [])
         data = {
-            "name": attrs.get("name", getattr(self.instance, "name", "")),
-            "kind": attrs.get("kind", getattr(self.instance, "kind", "")),
-            "username": attrs.get("username", getattr(self.instance, "username", "")),
+            "name": attrs.get("name", getattr(instance, "name", "")),
+            "kind": attrs.get("kind", getattr(instance, "kind", "")),
+            "username": attrs.get("username", getattr(instance, "username", "")),
             "secret": attrs.get("secret", ""),
+            "bound_targets": [t.pk for t in bound],
+            "host_patterns": "\n".join(
+                attrs.get("host_patterns", getattr(instance, "host_patterns", None) or [])
+            ),
         }
         form = forms_targets.CredentialForm(data, instance=self.instance, team=self.context["team"])
         if not form.is_valid():

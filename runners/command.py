@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from runners.errors import OptionValueRefused
+
 # Builders cannot know where an executor will put uploaded files; they write
 # this token into argv/env and the executor replaces it with its work dir.
 WORKDIR = "@WORKDIR@"
@@ -84,11 +86,29 @@ class Command:
         )
 
 
+def option_value(value, what: str) -> str:
+    """value as text for a client option file ([client] file, pgpass), or a
+    permanent RunnerError when it holds a control character.
+
+    A line break in an option file starts a new option (a plugin directory, a
+    file to include), and NUL cuts the value: every writer of such a file
+    passes each value through here, whatever validated the secret before.
+    """
+    text = str(value)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise OptionValueRefused(
+            what,
+            f"the {what} contains a control character (line break, NUL...): it cannot go "
+            "into a client option file, which it would add options to; nothing was written",
+        )
+    return text
+
+
 def pgpass_line(endpoint: Endpoint) -> bytes:
     """A one-line PGPASSFILE (host:port:db:user:password, ':' and '\\' escaped)."""
 
     def esc(value) -> str:
-        return str(value).replace("\\", "\\\\").replace(":", "\\:")
+        return option_value(value, "pgpass value").replace("\\", "\\\\").replace(":", "\\:")
 
     fields = [
         endpoint.host or "*",

@@ -25,6 +25,9 @@ from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
 from runners.sandbox import ANYTHING, Scope, unavailable
 
 SecretResolver = Callable[[str], str]
+# check_use(credential name, host, port): raises RunnerError when the stored
+# credential may not be sent there (benchapp: its binding to stored targets).
+UseCheck = Callable[[str, str | None, int | None], None]
 
 
 def _no_secrets(name: str) -> str:
@@ -83,6 +86,11 @@ class CellContext:
     guard: the app's own services and the operator's network lists
     (runners.netguard.Guard); every endpoint a tool connects to and every SSH
     host is checked against it, after name resolution, right before use.
+
+    check_use(name, host, port): for untrusted plans, asked before a stored
+    credential is resolved for the endpoint or SSH host it will be sent to
+    (benchapp: SecretBook.check_use, the credential's binding); it raises
+    to refuse, and the secret is then never read.
     """
 
     def __init__(
@@ -100,6 +108,7 @@ class CellContext:
         unsafe_local: bool = False,
         guard: Guard | None = None,
         limits: Limits | None = None,
+        check_use: UseCheck | None = None,
     ):
         self.plan = plan
         self.resolve_secret = resolve_secret or _no_secrets
@@ -119,6 +128,7 @@ class CellContext:
         self.unsafe_local = unsafe_local
         self.guard = guard
         self.limits = limits or Limits()
+        self.check_use = check_use
         self._executors: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -136,9 +146,21 @@ class CellContext:
             )
         return target
 
-    def secret(self, credential: str | None, password_env: str | None) -> str | None:
-        """The clear secret named by credential or password_env, or None."""
+    def secret(
+        self,
+        credential: str | None,
+        password_env: str | None,
+        host: str | None = None,
+        port: int | None = None,
+    ) -> str | None:
+        """The clear secret named by credential or password_env, or None.
+
+        host, port: where the secret will be sent (a socket as "unix:PATH");
+        an untrusted plan's stored credential must be bound there.
+        """
         if credential:
+            if not self.trusted and self.check_use is not None:
+                self.check_use(credential, host, port)
             return self.resolve_secret(credential)
         if password_env:
             if not self.trusted:
@@ -168,7 +190,11 @@ class CellContext:
             port=port,
             user=target.user,
             database=target.database,
-            password=self.secret(target.credential, target.password_env),
+            password=self.secret(
+                target.credential,
+                target.password_env,
+                *((f"unix:{target.socket}", None) if target.socket else (host, port)),
+            ),
             socket=target.socket,
         )
 
@@ -191,7 +217,7 @@ class CellContext:
                 return self._executors[key]
         if ssh is not None:
             self.check_address(f"SSH host {ssh.host}", ssh.host, ssh.port)
-        secret = self.secret(ssh.credential, ssh.password_env) if ssh else None
+        secret = self.secret(ssh.credential, ssh.password_env, ssh.host, ssh.port) if ssh else None
         made = self.executor_factory(ssh, secret)
         if ssh is None and hasattr(made, "sandbox"):
             self._contain(made)
@@ -205,18 +231,17 @@ class CellContext:
 
     def _contain(self, executor) -> None:
         """Give a local executor its sandbox, or refuse (see the class docstring)."""
-        from runners.sandbox import Sandbox, refusal
+        from runners.sandbox import contain_local
 
-        reason = unavailable(self.sandbox_user)
-        if reason is None:
-            dirs = {d for p in self._local_permissions() for d in p.data_dirs}
-            sandbox = Sandbox(self.sandbox_user, tuple(sorted(dirs)), self.limits)
-            executor.contain(sandbox)
-        elif not self.trusted and not self.unsafe_local:
-            executor.close()
-            raise refusal(reason)
-        elif not self.trusted:
-            executor.clean_env = True
+        dirs = tuple(d for p in self._local_permissions() for d in p.data_dirs)
+        contain_local(
+            executor,
+            self.sandbox_user,
+            dirs,
+            trusted=self.trusted,
+            unsafe_local=self.unsafe_local,
+            limits=self.limits,
+        )
 
     def _local_permissions(self) -> list[Permissions]:
         if self.trusted:

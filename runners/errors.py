@@ -29,3 +29,17 @@ class RunnerError(Exception):
         self.permanent = permanent
         # Partial output captured before the failure: always kept, never lost.
         self.output = output
+
+
+class OptionValueRefused(RunnerError, ValidationError):
+    """A value that may not go into a client option file (a control character would
+    add options there). Both a refused value (ValidationError, for the tools'
+    validation) and a permanent failure of the cell (RunnerError, for the writers
+    reached at run time: facts, checksums, test connection)."""
+
+    def __init__(self, param: str, message: str):
+        Exception.__init__(self, f"{param}: {message}")
+        self.param = param
+        self.message = message
+        self.permanent = True
+        self.output = ""

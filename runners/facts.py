@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
 from runners.errors import ParseError, RunnerError
 
 # A cell whose client CPU was busier than this is flagged client-bound: the
@@ -119,7 +119,8 @@ def mysql_option_file(endpoint: Endpoint) -> bytes:
     """
 
     def quote(value) -> str:
-        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        text = option_value(value, "[client] option value")
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     lines = ["[client]"]
     for key in ("host", "port", "user", "password", "socket"):

@@ -228,6 +228,33 @@ def drop_privileges(ids: tuple[int, int] | None):
     return drop
 
 
+def contain_local(
+    executor,
+    user: str,
+    data_dirs: tuple[str, ...],
+    *,
+    trusted: bool,
+    unsafe_local: bool,
+    limits: Limits | None = None,
+) -> None:
+    """Give a local executor its sandbox, or refuse (docs/trust-model.md).
+
+    Used for every local tool of a run (runners.context) and for "test
+    connection" (benchapp.connection): bubblewrap as user with data_dirs
+    writable when it works; otherwise an untrusted caller is refused unless
+    unsafe_local, and gets an empty environment when it is allowed.
+    """
+    reason = unavailable(user)
+    if reason is None:
+        dirs = tuple(sorted(set(data_dirs)))
+        executor.contain(Sandbox(user=user, data_dirs=dirs, limits=limits))
+    elif not trusted and not unsafe_local:
+        executor.close()
+        raise refusal(reason)
+    elif not trusted:
+        executor.clean_env = True
+
+
 def refusal(reason: str) -> RunnerError:
     """The permanent error for an untrusted plan that needs the sandbox this host lacks."""
     return RunnerError(

@@ -7,6 +7,7 @@ from django.db.models import ProtectedError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from benchapp import credbinding
 from benchapp.access import ADMIN, current_team, get_credential, require_role
 from benchapp.forms_targets import CredentialForm
 from benchapp.models import Credential
@@ -15,7 +16,12 @@ from benchapp.models import Credential
 @login_required
 def credential_list(request):
     team = current_team(request)
-    credentials = Credential.objects.filter(team=team).order_by("name")
+    credentials = list(
+        Credential.objects.filter(team=team).order_by("name").prefetch_related("bound_targets")
+    )
+    binding = credbinding.summaries(credentials)
+    for cred in credentials:
+        cred.binding = binding.get(cred.pk, "")
     return render(request, "credentials/list.html", {"team": team, "credentials": credentials})
 
 
@@ -42,7 +48,12 @@ def credential_edit(request, pk):
         changed = "secret replaced" if form.cleaned_data.get("secret") else "secret unchanged"
         messages.success(request, f"Credential {cred.name} saved ({changed}).")
         return redirect("credential_list")
-    return render(request, "credentials/form.html", {"form": form, "credential": cred})
+    context = {
+        "form": form,
+        "credential": cred,
+        "credential_uses": credbinding.summaries([cred])[cred.pk],
+    }
+    return render(request, "credentials/form.html", context)
 
 
 @login_required

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from runners import metrics as m
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
@@ -249,7 +249,7 @@ def _option_file(endpoint: Endpoint) -> bytes:
         value = getattr(endpoint, key)
         if value is None or value == "":
             continue
-        text = str(value)
+        text = option_value(value, key)
         if not SAFE_TEXT.match(text):
             raise ValidationError(f"endpoint.{key}", f"{text!r} is not allowed: plain text only")
         lines.append(f"{key}={text}")
@@ -259,10 +259,7 @@ def _option_file(endpoint: Endpoint) -> bytes:
 
 
 def _quote_option(value: str) -> str:
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValidationError(
-            "endpoint.password", "control characters (newline, tab...) are not allowed"
-        )
+    value = option_value(value, "password")  # a line break would add an option
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from runners import metrics as m
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
@@ -165,8 +165,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
         argv.extend(["-f", f"{WORKDIR}/{SCRIPT_FILE}"])
     argv.extend(_endpoint_options(endpoint))
     if endpoint.password:
-        if "\n" in endpoint.password or "\r" in endpoint.password:
-            raise ValidationError("password", "a line break cannot go into a pgpass file")
+        option_value(endpoint.password, "password")  # a line break would add a pgpass line
         command.uploads.append(Upload(PGPASS_FILE, _pgpass(endpoint).encode()))
         command.env["PGPASSFILE"] = f"{WORKDIR}/{PGPASS_FILE}"
         command.secrets.append(endpoint.password)
@@ -248,6 +247,7 @@ def _pgpass(endpoint: Endpoint) -> str:
         endpoint.user or "*",
         endpoint.password or "",
     ]
+    fields = [option_value(f, "pgpass value") for f in fields]  # a line break adds a line
     return ":".join(_escape(f) if f != "*" else f for f in fields) + "\n"
 
 

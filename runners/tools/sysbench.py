@@ -37,7 +37,7 @@ import math
 import re
 
 from runners import metrics as m
-from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
 from runners.params import SAFE_TEXT, Param
@@ -332,9 +332,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
 def _password(endpoint: Endpoint) -> tuple[dict[str, str], list[Upload]]:
     """The environment and uploads that carry the password (never argv)."""
     if endpoint.kind == "mysql":
-        return {"MYSQL_PWD": endpoint.password}, []
-    if "\n" in endpoint.password or "\r" in endpoint.password:
-        raise ValidationError("password", "a line break cannot go into a pgpass file")
+        return {"MYSQL_PWD": option_value(endpoint.password, "password")}, []
     upload = Upload(PGPASS_NAME, pgpass_line(endpoint), 0o600)
     return {"PGPASSFILE": f"{WORKDIR}/{PGPASS_NAME}"}, [upload]
 

@@ -127,12 +127,40 @@ def test_connection_page_shows_what_is_missing(owner_client, team):
     )
 
 
-def test_connection_host_directory_must_exist(team, tmp_path):
+def test_connection_host_directory_must_exist(team, tmp_path, settings):
+    """Checked in the sandbox, as the sandbox user: the directory must be one of the
+    target's data directories (the only places a local tool may write), reachable
+    and writable by that user."""
+    import os
+    import pwd
+    import shutil
+    import tempfile
+
+    user = settings.BENCHBOARD_SANDBOX_USER
+    closed = str(tmp_path)  # pytest's own base directory is 0700: nobody cannot enter it
     target = make_target(
-        team, name="disk", kind="host", host="", port=None, user="", directory=str(tmp_path)
+        team,
+        name="disk",
+        kind="host",
+        host="",
+        port=None,
+        user="",
+        directory=closed,
+        data_dirs=[closed],
     )
-    assert check_target(target)["access"] == f"directory {tmp_path} exists on this server"
-    target.directory = f"{tmp_path}/missing"
-    assert check_target(target)["error"] == (
-        f"directory {tmp_path}/missing does not exist on this server"
+    assert check_target(target)["error"].startswith(
+        f"the sandbox user {user} cannot reach {closed}"
     )
+    directory = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        os.chown(directory, pwd.getpwnam(user).pw_uid, -1)
+        target.directory, target.data_dirs = directory, [directory]
+        assert check_target(target)["access"] == (
+            f"directory {directory} exists on this server and the sandbox user can write it"
+        )
+        target.directory = f"{directory}/missing"
+        assert check_target(target)["error"] == (
+            f"directory {directory}/missing does not exist on this server"
+        )
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

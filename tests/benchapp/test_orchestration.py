@@ -229,7 +229,11 @@ def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker
         "CREATE USER IF NOT EXISTS 'bb_wrongpw'@'127.0.0.1' IDENTIFIED BY 'right-pw'"
     )
     Credential.objects.create(
-        team=team, name="wrong", kind=Credential.PASSWORD, **_secret("canary-wrong-pw")
+        team=team,
+        name="wrong",
+        kind=Credential.PASSWORD,
+        host_patterns=["127.0.0.1:3306"],  # a team admin bound it to this server
+        **_secret("canary-wrong-pw"),
     )
     plan = {
         "name": "wrong-password",

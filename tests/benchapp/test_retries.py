@@ -74,7 +74,11 @@ def test_unreachable_ssh_target_is_retried_and_succeeds_on_the_second_attempt(
     server = sshd_in(tmp_path)
     stop_sshd(server)  # down for the first attempt; same port and keys later
     Credential.objects.create(
-        team=team, name="ssh-key", kind=Credential.SSH_KEY, **_secret(server.client_key)
+        team=team,
+        name="ssh-key",
+        kind=Credential.SSH_KEY,
+        host_patterns=[f"{server.host}:{server.port}"],  # a team admin bound it there
+        **_secret(server.client_key),
     )
     start_worker("a", **RETRY)
     run = orchestration.start_run(team, ssh_plan(tmp_path, server, "ssh-key"))
@@ -109,7 +113,11 @@ def test_wrong_password_is_permanent_and_never_retried(team, tmp_path, start_wor
     server = sshd_in(tmp_path)
     try:
         Credential.objects.create(
-            team=team, name="wrong", kind=Credential.PASSWORD, **_secret("not-the-password")
+            team=team,
+            name="wrong",
+            kind=Credential.PASSWORD,
+            host_patterns=[f"{server.host}:{server.port}"],
+            **_secret("not-the-password"),
         )
         start_worker("a", **RETRY)
         run = orchestration.start_run(team, ssh_plan(tmp_path, server, "wrong"))

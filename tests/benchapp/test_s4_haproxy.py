@@ -150,7 +150,9 @@ def s4_plan(port: int) -> dict:
 def test_cells_show_the_nodes_and_a_dead_node_fails_only_its_cell(
     team, nodes, balancer, start_worker, owner_client
 ):
-    cred = Credential(team=team, name="test-pw", kind=Credential.PASSWORD)
+    cred = Credential(
+        team=team, name="test-pw", kind=Credential.PASSWORD, host_patterns=["127.0.0.1"]
+    )
     cred.set_secret(PASSWORD)
     cred.save()
     start_worker("a", **FAST)

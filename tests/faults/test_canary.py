@@ -53,7 +53,9 @@ class ArgvWatcher(threading.Thread):
 
 
 def test_canary_password_leaks_nowhere(team, owner_client, canary_user, start_worker, settings):
-    cred = Credential(team=team, name="canary", kind=Credential.PASSWORD)
+    cred = Credential(
+        team=team, name="canary", kind=Credential.PASSWORD, host_patterns=["127.0.0.1:3306"]
+    )
     cred.set_secret(CANARY)
     cred.save()
     mariadb_sql("CREATE DATABASE IF NOT EXISTS bb_canary_db")
