@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, rawoutput
+from benchapp import fairshare, orchestration, rawoutput
 from benchapp.access import MEMBER, current_team, get_run, role_required
 from benchapp.documents import result_document
 from benchapp.models import Artifact, Cell, Run
@@ -55,6 +55,7 @@ def run_detail(request, pk):
             "tails": _tails(run),
             "table": results_table(result_document(run)) if inline else None,
             "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
+            "waits": fairshare.wait_reasons(run),
         },
     )
 
@@ -62,7 +63,14 @@ def run_detail(request, pk):
 @login_required
 def run_progress_json(request, pk):
     run = get_run(request, pk)
-    return JsonResponse({**run_progress(run), "active": run.is_active, "tails": _tails(run)})
+    return JsonResponse(
+        {
+            **run_progress(run),
+            "active": run.is_active,
+            "tails": _tails(run),
+            "waits": fairshare.wait_reasons(run),
+        }
+    )
 
 
 @login_required

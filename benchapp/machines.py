@@ -1,0 +1,179 @@
+"""The locks a sent or running cell holds: its team's target, and (plan
+`isolation: machine`, the default) every machine whose load would change its
+figure, named by runners.isolation. Locks are global across teams: a machine
+is a machine.
+
+A cell takes all its locks or none, in one transaction: rows another
+transaction is changing count as taken (SKIP LOCKED), so two dispatches that
+want machines in different orders never wait on each other (no deadlock);
+the conditional UPDATE (free, or lease expired) is the compare-and-set that
+also holds on SQLite, where SELECT ... FOR UPDATE does nothing. Whoever
+holds a row changes it either way (takes or releases), and a release wakes
+the waiting runs (orchestration._wake_waiting_runs).
+
+`isolation: run` makes each cell want the machines of every target of its
+run, and a finished cell of the run keeps them until the run's next cell
+takes them over (or their lease runs out), so no other run slips in
+between two cells of the run.
+"""
+
+from __future__ import annotations
+
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min, Q
+from django.utils import timezone
+
+from benchapp.models import Cell, CellLock, Run
+from runners.isolation import cell_machines
+
+Machine = tuple[str, str]
+
+
+def isolation(run: Run) -> str:
+    return (run.document or {}).get("isolation", "machine")
+
+
+def lease() -> timezone.datetime:
+    return timezone.now() + timedelta(seconds=settings.BENCHBOARD_LEASE_SECONDS)
+
+
+def target_lock(run: Run, target_name: str) -> Machine:
+    """The lock of a team's target: one running cell per (team, target)."""
+    return (f"target {run.team_id} {target_name}", f"target {target_name}")
+
+
+def machines_of(run: Run, cell: Cell) -> list[Machine]:
+    """The machines `cell` loads (whatever the isolation: the results page
+    reads them to tell where cells overlapped)."""
+    return cell_machines(
+        cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
+    )
+
+
+def wanted(run: Run, cell: Cell, machines: list[Machine]) -> list[Machine]:
+    """The locks `cell` must hold to start, given its own machines."""
+    mode = isolation(run)
+    if mode == "target":
+        return [target_lock(run, cell.target_name)]
+    if mode == "run":
+        machines = _run_machines(run)
+    return [target_lock(run, cell.target_name), *machines]
+
+
+def _run_machines(run: Run) -> list[Machine]:
+    """Every machine of every target of the run (one frozen cell per target)."""
+    firsts = run.cells.values("target_name").annotate(first=Min("id")).values_list("first")
+    found: dict[str, str] = {}
+    for cell in Cell.objects.filter(pk__in=[pk for (pk,) in firsts]).only("spec", "target_name"):
+        for key, label in machines_of(run, cell):
+            found.setdefault(key, label)
+    return list(found.items())
+
+
+def take(cell: Cell, locks: list[Machine], until=None) -> bool:
+    """Make `cell` the holder of every lock in `locks`, or of none; True when taken.
+
+    A lock `cell` already holds is not free: only two dispatches of one run
+    at once (a cell finishing on each of two workers) both find its locks
+    free, and the one that loses the race must not send the cell again."""
+    keys = [key for key, _ in locks]
+    _create_missing(locks)
+    now = timezone.now()
+    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
+    kept = _kept_by_own_run(cell)
+    if kept:
+        free |= Q(holder_id__in=kept)
+    with transaction.atomic():
+        rows = list(
+            CellLock.objects.select_for_update(skip_locked=True)
+            .filter(free, key__in=keys)
+            .values_list("pk", flat=True)
+        )
+        if len(rows) != len(keys):
+            return False
+        taken = CellLock.objects.filter(free, pk__in=rows).update(
+            holder=cell, lease_expires_at=until or lease()
+        )
+        if taken != len(keys):  # SQLite: another writer got there first
+            transaction.set_rollback(True)
+            return False
+    return True
+
+
+def _create_missing(locks: list[Machine]) -> None:
+    known = set(
+        CellLock.objects.filter(key__in=[k for k, _ in locks]).values_list("key", flat=True)
+    )
+    for key, label in locks:
+        if key not in known:
+            CellLock.objects.get_or_create(key=key, defaults={"label": label})
+
+
+def _kept_by_own_run(cell: Cell) -> list[int]:
+    """Finished cells of the cell's own run that still hold locks (`isolation: run`)."""
+    return list(
+        CellLock.objects.filter(holder__run_id=cell.run_id, holder__status__in=Cell.TERMINAL)
+        .values_list("holder_id", flat=True)
+        .distinct()
+    )
+
+
+def release(cell: Cell) -> None:
+    """Let go of the cell's locks; a cell of an `isolation: run` run that
+    still has queued cells keeps them for its next cell, for one lease."""
+    held = CellLock.objects.filter(holder=cell)
+    run = Run.objects.filter(pk=cell.run_id).only("document", "status").first()
+    keep = (
+        run is not None
+        and isolation(run) == "run"
+        and run.status in Run.ACTIVE
+        and not run.cancel_requested
+        and run.cells.filter(status=Cell.QUEUED).exists()
+    )
+    if keep:
+        held.update(lease_expires_at=lease())
+    else:
+        held.update(holder=None, lease_expires_at=None)
+
+
+def drop(cell: Cell) -> None:
+    """Let go of every lock the cell holds, whatever its run's isolation."""
+    CellLock.objects.filter(holder=cell).update(holder=None, lease_expires_at=None)
+
+
+def renew(cell: Cell, until) -> None:
+    CellLock.objects.filter(holder=cell).update(lease_expires_at=until)
+
+
+def release_expired(now) -> None:
+    CellLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)
+
+
+def release_run(run: Run) -> None:
+    """A finished or cancelled run lets go of whatever its cells still hold."""
+    CellLock.objects.filter(holder__run=run).exclude(holder__status=Cell.RUNNING).update(
+        holder=None, lease_expires_at=None
+    )
+
+
+def blockers(run: Run, cell: Cell) -> list[str]:
+    """Why `cell` cannot take its locks now: "waiting for machine X, held by
+    run R cell K" per lock another cell holds ([] when none is held)."""
+    locks = wanted(run, cell, machines_of(run, cell))
+    now = timezone.now()
+    held = (
+        CellLock.objects.filter(key__in=[k for k, _ in locks], lease_expires_at__gte=now)
+        .exclude(holder=None)
+        .exclude(holder_id=cell.pk)
+        .select_related("holder")
+    )
+    labels = dict(locks)
+    return [
+        f"waiting for {labels[lock.key]}, held by run {lock.holder.run_id} cell {lock.holder.key}"
+        for lock in held
+        if not (lock.holder.run_id == run.pk and lock.holder.status in Cell.TERMINAL)
+    ]
