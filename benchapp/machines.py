@@ -177,3 +177,34 @@ def blockers(run: Run, cell: Cell) -> list[str]:
         for lock in held
         if not (lock.holder.run_id == run.pk and lock.holder.status in Cell.TERMINAL)
     ]
+
+
+OVERLAPS_SHOWN = 10
+
+
+def overlaps(run: Run) -> list[str]:
+    """Where a cell of `run` ran at the same moment as another cell (of any
+    run) on a shared machine: "cells on shared machines overlapped: cell K
+    and run R cell K2 on machine X". Only an `isolation: target` run (or an
+    older one, whose cells held no machines) can have them; [] otherwise."""
+    mine = [c for c in run.cells.exclude(started_at=None).exclude(finished_at=None) if c.machines]
+    if not mine or isolation(run) != "target":
+        return []
+    start, end = min(c.started_at for c in mine), max(c.finished_at for c in mine)
+    others = (
+        Cell.objects.filter(started_at__lt=end, finished_at__gt=start)
+        .exclude(machines=[])
+        .only("id", "run_id", "key", "started_at", "finished_at", "machines")
+    )
+    found = []
+    for cell in mine:
+        keys = {key: label for key, label in cell.machines}
+        for other in others:
+            if other.pk == cell.pk or (other.run_id == run.pk and other.pk < cell.pk):
+                continue  # each pair of this run once
+            if other.started_at < cell.finished_at and cell.started_at < other.finished_at:
+                shared = [keys[k] for k, _ in other.machines if k in keys]
+                if shared:
+                    who = "cell" if other.run_id == run.pk else f"run {other.run_id} cell"
+                    found.append(f"cell {cell.key} and {who} {other.key} on {', '.join(shared)}")
+    return found[:OVERLAPS_SHOWN]
