@@ -106,11 +106,12 @@ def wait_reasons(run: Run) -> list[str]:
     ("cell K: waiting for machine 10.0.0.5:3306, held by run R cell K2").
     [] for a run that waits for nothing (or is over)."""
     from benchapp import machines
-    from benchapp.orchestration import _next_per_target
 
     if run.status not in Run.ACTIVE or run.cancel_requested:
         return []
-    queued = [c for c in _next_per_target(run) if not CellLock.objects.filter(holder=c).exists()]
+    queued = [
+        c for c in machines.next_per_target(run) if not CellLock.objects.filter(holder=c).exists()
+    ]
     if not queued:
         return []
     reasons = []

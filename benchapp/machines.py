@@ -33,6 +33,24 @@ from runners.isolation import cell_machines
 Machine = tuple[str, str]
 
 
+def next_per_target(run: Run) -> list[Cell]:
+    """The first queued cell of each target, in index order: later cells of a
+    target wait for it either way, so a dispatch reads one row per target,
+    not every queued cell.
+
+    Two queries (each target's first index, then those cells), not one with
+    a subquery: on a run just created, before PostgreSQL has analyzed its
+    rows, the planner joined the subquery to every queued row, and one
+    dispatch of a 2,000-cell run took 2-4 s instead of milliseconds."""
+    queued = Cell.objects.filter(run_id=run.pk, status=Cell.QUEUED)
+    firsts = queued.values("target_name").annotate(first=Min("index")).values_list("first")
+    return list(
+        queued.filter(index__in=[first for (first,) in firsts])
+        .order_by("index")
+        .only("id", "index", "target_name", "run_id", "key", "spec")
+    )
+
+
 def isolation(run: Run) -> str:
     return (run.document or {}).get("isolation", "machine")
 
