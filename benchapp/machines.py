@@ -189,11 +189,12 @@ def blockers(run: Run, cell: Cell) -> list[str]:
         .exclude(holder_id=cell.pk)
         .select_related("holder")
     )
-    labels = dict(locks)
+    by_key = {lock.key: lock for lock in held}
     return [
-        f"waiting for {labels[lock.key]}, held by run {lock.holder.run_id} cell {lock.holder.key}"
-        for lock in held
-        if not (lock.holder.run_id == run.pk and lock.holder.status in Cell.TERMINAL)
+        f"waiting for {label}, held by run {lock.holder.run_id} cell {lock.holder.key}"
+        for key, label in locks  # in the cell's own order: target, server, hosts
+        if (lock := by_key.get(key)) is not None
+        and not (lock.holder.run_id == run.pk and lock.holder.status in Cell.TERMINAL)
     ]
 
 

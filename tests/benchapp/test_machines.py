@@ -238,3 +238,37 @@ def _results_page(team, run) -> str:
     browser = Client()
     browser.force_login(user)
     return browser.get(f"/runs/{run.pk}/results/").content.decode()
+
+
+@pytest.mark.django_db
+def test_isolation_run_keeps_its_machines_between_its_cells(
+    team, django_capture_on_commit_callbacks
+):
+    """`isolation: run` on two servers: one cell at a time holds both, and
+    between two cells of the run another team's run on one of the servers
+    does not get in."""
+    from benchapp.models import Team
+
+    team.max_running_cells = 10
+    team.save()
+    mine = orchestration.start_run(
+        team, {**slap([db("a", 3311), db("b", 3312)], isolation="run"), "repeat": 1}
+    )
+    theirs = orchestration.start_run(
+        Team.objects.create(name="beta"),
+        {
+            **slap(
+                [db("c", 3312)], client={"ssh": {"host": "127.0.0.1", "port": 2299, "user": "x"}}
+            ),
+            "repeat": 1,
+        },
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        (first,) = orchestration.dispatch(mine.pk)
+        assert orchestration.dispatch(theirs.pk) == []
+    cell = orchestration.claim(first)
+    with django_capture_on_commit_callbacks(execute=True):
+        orchestration._finish_cell(cell, Cell.SUCCEEDED)  # dispatches both runs, in turn
+    (second,) = mine.cells.exclude(pk=first).values_list("pk", flat=True)
+    assert CellLock.objects.filter(holder_id=second).count() == 4  # target, 2 servers, worker
+    assert not CellLock.objects.filter(holder__run=theirs).exists()
