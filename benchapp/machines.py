@@ -66,7 +66,10 @@ def target_lock(run: Run, target_name: str) -> Machine:
 
 def machines_of(run: Run, cell: Cell) -> list[Machine]:
     """The machines `cell` loads (whatever the isolation: the results page
-    reads them to tell where cells overlapped)."""
+    reads them to tell where cells overlapped). [] for a cell without a
+    frozen plan (imported runs have none, and never run)."""
+    if "plan" not in (cell.spec or {}):
+        return []
     return cell_machines(
         cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
     )
