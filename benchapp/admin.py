@@ -11,7 +11,13 @@ class MembershipInline(admin.TabularInline):
 @admin.register(models.Team)
 class TeamAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
-    list_display = ["name", "max_cloud_resources", "max_run_cost"]
+    list_display = [
+        "name",
+        "max_cloud_resources",
+        "max_run_cost",
+        "max_running_cells",
+        "max_active_runs",
+    ]
 
 
 @admin.register(models.Credential)

@@ -20,11 +20,11 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
+from benchapp import machines
 from benchapp.dispatch import DISPATCH_RUN, send
-from benchapp.models import Artifact, Cell, Run, TargetLock
+from benchapp.models import Artifact, Cell, Run
 from benchapp.recording import SecretBook, cell_context, frozen_cell
 from runners.cell import CLEANUP_TIMEOUT_S, cleanup_target, wants_final_cleanup
 from runners.errors import RunnerError, ValidationError
@@ -68,7 +68,7 @@ def cleanup_run(run_id: int) -> list[str]:
                 continue  # a duplicate task did it while we waited for the lock
             _cleanup_one(run, target, first, last)
         finally:
-            TargetLock.objects.filter(holder=last).update(holder=None, lease_expires_at=None)
+            machines.drop(last)
         done.append(target)
     if done:
         send(DISPATCH_RUN, run_id)
@@ -76,15 +76,12 @@ def cleanup_run(run_id: int) -> list[str]:
 
 
 def _take_lock(run: Run, holder: Cell) -> bool:
-    """The target's lock for the cleanup, if free or expired (a duplicate task finds it held)."""
-    TargetLock.objects.get_or_create(team_id=run.team_id, target_name=holder.target_name)
-    now = timezone.now()
-    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
-    return bool(
-        TargetLock.objects.filter(free, team_id=run.team_id, target_name=holder.target_name).update(
-            holder=holder, lease_expires_at=now + timedelta(seconds=LOCK_SECONDS)
-        )
-    )
+    """The target's lock and its machines' for the cleanup, if free or
+    expired (a duplicate task finds them held): dropping tables loads the
+    server like a cell."""
+    locks = machines.wanted(run, holder, machines.machines_of(run, holder))
+    until = timezone.now() + timedelta(seconds=LOCK_SECONDS)
+    return machines.take(holder, locks, until=until)
 
 
 def _cleanup_one(run: Run, target: str, first: Cell, last: Cell) -> None:

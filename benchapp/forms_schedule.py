@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.utils import timezone
 
-from benchapp.scheduling import parse_cron
+from benchapp.scheduling import check_interval, parse_cron
 
 
 class ScheduleForm(forms.Form):
@@ -40,6 +40,7 @@ class ScheduleForm(forms.Form):
         elif data.get("kind") == self.CRON:
             try:
                 data["cron"] = parse_cron(data.get("cron", ""))
+                check_interval(data["cron"])
             except ValueError as exc:
                 self.add_error("cron", str(exc))
         return data

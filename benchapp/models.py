@@ -25,9 +25,29 @@ class Team(models.Model):
     # Guard rails for cloud spend (issue 6): a run is refused before any create call.
     max_cloud_resources = models.PositiveIntegerField(default=20)
     max_run_cost = models.DecimalField(max_digits=10, decimal_places=2, default=100)
+    # Fair share (issue 25): empty means the operator's default
+    # (BENCHBOARD_TEAM_MAX_RUNNING_CELLS, BENCHBOARD_TEAM_MAX_ACTIVE_RUNS).
+    max_running_cells = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Cells sent or running at once; empty: the site default."
+    )
+    max_active_runs = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Queued or running runs at once; empty: the site default."
+    )
 
     def __str__(self):
         return self.name
+
+    @property
+    def running_cells_limit(self) -> int:
+        if self.max_running_cells is not None:
+            return self.max_running_cells
+        return settings.BENCHBOARD_TEAM_MAX_RUNNING_CELLS
+
+    @property
+    def active_runs_limit(self) -> int:
+        if self.max_active_runs is not None:
+            return self.max_active_runs
+        return settings.BENCHBOARD_TEAM_MAX_ACTIVE_RUNS
 
 
 class Membership(models.Model):
@@ -275,6 +295,9 @@ class Cell(models.Model):
     # Adaptive repeats (`repeat: {min, max, until_cv, metric}`): once the cell's
     # combination stopped, how many repeats ran and why (runners.repeats.Stop.to_dict).
     repeat_stop = models.JSONField(default=dict, blank=True)
+    # The machines this cell loads (runners.isolation), set when it is sent:
+    # [[key, label], ...]; held as locks unless its plan says `isolation: target`.
+    machines = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "index"]
@@ -436,25 +459,41 @@ class CloudResource(models.Model):
         ]
 
 
-class TargetLock(models.Model):
-    """At most one running cell per (team, target), across runs and workers.
+class CellLock(models.Model):
+    """One thing a sent or running cell holds alone: its team's target, or a
+    machine whose load would change its figure (benchapp.machines names
+    them), across runs, plans and teams.
 
-    Taken with a compare-and-set UPDATE (free, or lease expired) so it works
-    on PostgreSQL and SQLite alike; the holder renews the lease with its
-    heartbeat, so a worker that dies releases the lock when the lease runs out.
+    `key` is the identity ("target 7 disk", "server 10.0.0.5:3306", "host
+    db1.example:22"), `label` what the run page shows. A cell takes all its
+    locks or none with a compare-and-set UPDATE (free, or lease expired), so
+    it works on PostgreSQL and SQLite alike; the holder renews the lease with
+    its heartbeat, so a worker that dies releases its locks when the lease
+    runs out.
     """
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    target_name = models.CharField(max_length=100)
+    key = models.CharField(max_length=400, unique=True)
+    label = models.CharField(max_length=400, blank=True)
     holder = models.ForeignKey(
         Cell, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
+
+class SkippedTick(models.Model):
+    """A scheduled start that did not start a run, and why (the plan's
+    previous scheduled run was still active): shown on the plan and
+    schedule pages."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="skipped_ticks")
+    at = models.DateTimeField(default=timezone.now)
+    active_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.CharField(max_length=300)
+
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["team", "target_name"], name="one_lock_per_target")
-        ]
+        ordering = ["-at"]
 
 
 class PriceEntry(models.Model):

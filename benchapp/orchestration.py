@@ -8,14 +8,17 @@ worker can pick up where another died:
 - `start_run` freezes a plan document into a Run and its Cells, then asks
   for a dispatch after commit.
 - `dispatch` starts every cell that may start now: the next queued cell of
-  each target whose TargetLock it can take (one running cell per target,
-  across runs), within the run's concurrency.
+  each target that can take all its locks (benchapp.machines: its team's
+  target, one running cell per target across runs, and the machines it
+  loads, across teams), within the run's concurrency and its team's cap of
+  running cells (benchapp.fairshare).
 - `execute_cell` claims the cell atomically, runs its frozen spec through
   runners.cell with a heartbeat thread that renews the lease and watches for
   cancel, records the outcome exactly once per attempt, applies the adaptive
-  repeat rule (benchapp.adaptive), releases the lock and dispatches again; a
-  transient failure is retried after a backoff (`retry_delay`, the one retry
-  policy).
+  repeat rule (benchapp.adaptive), releases its locks and dispatches the
+  waiting runs again, least-served team first; a transient failure is
+  retried after a backoff (`retry_delay`, the one retry policy). The
+  heartbeat stops a cell that runs past its runtime cap.
 
 Tasks are sent by name through benchapp.dispatch, after commit.
 - `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
@@ -30,10 +33,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Min, Q
+from django.db.models import F
 from django.utils import timezone
 
-from benchapp import adaptive, finalcleanup, provisioning, recording
+from benchapp import adaptive, fairshare, finalcleanup, machines, provisioning, recording
 from benchapp.dispatch import (
     CLEANUP_RUN,
     DETECT_CHANGES,
@@ -44,7 +47,7 @@ from benchapp.dispatch import (
     send,
 )
 from benchapp.heartbeat import Heartbeat
-from benchapp.models import Cell, Plan, Run, TargetLock, Team
+from benchapp.models import Cell, CellLock, Plan, Run, Team
 from benchapp.planning import (  # noqa: F401 - the lifecycle's public names
     PlanRefused,
     resolve_stored_targets,
@@ -76,6 +79,7 @@ def start_run(
 
     only_keys: run only the cells of these cell keys (all their repeats), as
     a confirmation re-run does; PlanRefused when the plan has none of them.
+    fairshare.TooManyRuns when the team is at its cap of queued/running runs.
     """
     spec = validate_document(document, team, trusted=origin == "cli")
     cells = list(expand(spec))
@@ -88,6 +92,10 @@ def start_run(
     provisioning.check_budget(team, spec)
     first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
+        # The team's row is the lock of its counts: two starts at once must
+        # not both see the last free place under the cap.
+        Team.objects.select_for_update().filter(pk=team.pk).first()
+        fairshare.check_active_runs(team)
         run = Run.objects.create(
             team=team,
             plan=plan,
@@ -130,8 +138,9 @@ def dispatch(run_id: int) -> list[int]:
     """Send every cell of the run that may start now; return their ids.
 
     Cells are taken in index order per target. A cell is "sent" once it holds
-    its target's lock; the lock's lease covers the time until a worker claims
-    it, so a lost message is recovered by `reap` like a dead worker.
+    its locks; their lease covers the time until a worker claims it, so a
+    lost message is recovered by `reap` like a dead worker. A team at its cap
+    of running cells sends nothing: it waits as queued rows, not in a worker.
 
     One dispatch of a run at a time (its row is locked for the transaction):
     two at once (a cell finishing on each of two workers) would each count
@@ -157,17 +166,26 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now()
         )
-    queued = _next_per_target(run)
+    queued = machines.next_per_target(run)
     busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
-    held = set(TargetLock.objects.filter(holder__run=run).values_list("target_name", flat=True))
+    held = set(
+        CellLock.objects.filter(holder__run=run, holder__status=Cell.QUEUED).values_list(
+            "holder__target_name", flat=True
+        )
+    )
     slots = (run.concurrency - len(busy | held)) if run.concurrency else len(queued)
+    if queued:
+        # The team's row orders its dispatches: two runs of one team must not
+        # both count the same free place under its cap.
+        team = Team.objects.select_for_update().get(pk=run.team_id)
+        slots = min(slots, fairshare.room(team))
     sent = []
     for cell in queued:
         if len(sent) >= slots:
             break
         if cell.target_name in busy or cell.target_name in held:
             continue
-        if _take_lock(run.team_id, cell):
+        if _take_locks(run, cell):
             sent.append(cell.pk)
     for cell_id in sent:
         send(EXECUTE_CELL, cell_id)
@@ -176,57 +194,22 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
     return sent
 
 
-def _next_per_target(run: Run) -> list[Cell]:
-    """The first queued cell of each target, in index order: later cells of a
-    target wait for it either way, so a dispatch reads one row per target,
-    not every queued cell.
-
-    Two queries (each target's first index, then those cells), not one with
-    a subquery: on a run just created, before PostgreSQL has analyzed its
-    rows, the planner joined the subquery to every queued row, and one
-    dispatch of a 2,000-cell run took 2-4 s instead of milliseconds."""
-    queued = Cell.objects.filter(run_id=run.pk, status=Cell.QUEUED)
-    firsts = queued.values("target_name").annotate(first=Min("index")).values_list("first")
-    return list(
-        queued.filter(index__in=[first for (first,) in firsts])
-        .order_by("index")
-        .only("id", "index", "target_name", "run_id")
-    )
-
-
 def _lease() -> timezone.datetime:
-    return timezone.now() + timedelta(seconds=settings.BENCHBOARD_LEASE_SECONDS)
+    return machines.lease()
 
 
-def _take_lock(team_id: int, cell: Cell) -> bool:
-    """Compare-and-set the target's lock to `cell`; True when taken.
-
-    A lock `cell` already holds is not free: only two dispatches of one run
-    at once (a cell finishing on each of two workers) both find its target
-    free, and the one that loses the race must not send the cell again."""
-    TargetLock.objects.get_or_create(team_id=team_id, target_name=cell.target_name)
-    now = timezone.now()
-    free = Q(holder__isnull=True) | Q(lease_expires_at__lt=now)
-    # A lock row another transaction is changing counts as taken (SKIP
-    # LOCKED): waiting on it could deadlock two runs' dispatches that take
-    # shared targets in different orders. Whoever changes it either takes
-    # the target or releases it, and a release wakes the waiting runs.
-    with transaction.atomic():
-        lock = (
-            TargetLock.objects.select_for_update(skip_locked=True)
-            .filter(free, team_id=team_id, target_name=cell.target_name)
-            .first()
-        )
-        if lock is None:
-            return False
-        taken = TargetLock.objects.filter(free, pk=lock.pk).update(
-            holder=cell, lease_expires_at=_lease()
-        )
-    return bool(taken)
+def _take_locks(run: Run, cell: Cell) -> bool:
+    """Take every lock the cell needs (benchapp.machines), all or none; on
+    success the cell's machines are written on it for the results page."""
+    found = machines.machines_of(run, cell)
+    if not machines.take(cell, machines.wanted(run, cell, found)):
+        return False
+    Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
+    return True
 
 
 def _release_lock(cell: Cell) -> None:
-    TargetLock.objects.filter(holder=cell).update(holder=None, lease_expires_at=None)
+    machines.release(cell)
 
 
 # ------------------------------------------------------------------ cells
@@ -254,7 +237,7 @@ def claim(cell_id: int) -> Cell | None:
     if not claimed:
         return None
     cell = Cell.objects.select_related("run", "run__team").get(pk=cell_id)
-    TargetLock.objects.filter(holder=cell).update(lease_expires_at=cell.lease_expires_at)
+    machines.renew(cell, cell.lease_expires_at)
     return cell
 
 
@@ -287,6 +270,9 @@ def execute_cell(cell_id: int) -> str | None:
         )
         return Cell.FAILED
     watcher.stop()
+    if watcher.overrun:  # stopped by the runtime cap, not by a person
+        outcome.status, outcome.error = Cell.FAILED, watcher.overrun
+        outcome.permanent, outcome.transient = True, False
     delay = retry_delay(cell, outcome)
     if not recording.record_outcome(cell, outcome, requeue=delay is not None):
         return None  # our lease was lost: another attempt owns the cell now
@@ -317,11 +303,11 @@ def retry_delay(cell: Cell, outcome) -> float | None:
 
 
 def _retry_later(cell: Cell, delay: float) -> None:
-    """Keep the target's lock for the retried cell over the backoff (so no
-    other cell takes the target meanwhile) and send the attempt delayed; a
+    """Keep the cell's locks for the retried cell over the backoff (so no
+    other cell takes its target or machines meanwhile) and send the attempt delayed; a
     lost message is healed by reap like any expired lock."""
     until = timezone.now() + timedelta(seconds=delay + settings.BENCHBOARD_LEASE_SECONDS)
-    TargetLock.objects.filter(holder=cell).update(lease_expires_at=until)
+    machines.renew(cell, until)
     send(EXECUTE_CELL, cell.pk, countdown=delay)
 
 
@@ -338,29 +324,28 @@ def _finish_cell(
             lease_expires_at=None,
         )
     _release_lock(cell)
-    _enqueue_dispatch(cell.run_id)
     _wake_waiting_runs(cell)
 
 
 def _wake_waiting_runs(cell: Cell) -> None:
-    """Other runs of the team with cells queued on the target just released
-    (e.g. behind a confirmation run) are dispatched now, not at the next reap.
-    One dispatch per run: order_by() drops Cell's default ordering, whose
-    columns would make DISTINCT yield a row (and a message) per queued cell."""
-    waiting = (
-        Cell.objects.filter(
-            run__team_id=cell.run.team_id,
-            target_name=cell.target_name,
-            status=Cell.QUEUED,
-            run__status__in=Run.ACTIVE,
-        )
-        .exclude(run_id=cell.run_id)
-        .order_by()
-        .values_list("run_id", flat=True)
-        .distinct()
-    )
+    """Dispatch every run with queued cells, least-served team first
+    (benchapp.fairshare), and the cell's own run (it may end now): the
+    released target, machines and cap place may be what any of them waits
+    for (a run of another team on the same database server, a run of the
+    team behind its cap).
+
+    Here, one after the other, not as messages: dispatch messages run in
+    parallel on a worker pool, and the run that came last in the order
+    could take the freed machine first. A failed dispatch is logged and
+    left to the next reap; the cell is recorded either way."""
+    waiting = fairshare.waiting_runs()
+    if cell.run_id not in waiting:
+        waiting.insert(0, cell.run_id)
     for run_id in waiting:
-        _enqueue_dispatch(run_id)
+        try:
+            dispatch(run_id)
+        except Exception:
+            log.exception("dispatch of run %s after cell %s failed", run_id, cell.pk)
 
 
 # ------------------------------------------------------------ completion
@@ -400,9 +385,7 @@ def cancel_run(run: Run) -> Run:
     run.cells.filter(status=Cell.QUEUED).update(
         status=Cell.CANCELLED, finished_at=now, error="cancelled"
     )
-    TargetLock.objects.filter(holder__run=run, holder__status=Cell.CANCELLED).update(
-        holder=None, lease_expires_at=None
-    )
+    machines.release_run(run)
     if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
         # Nothing runs: the run ends now (after its final cleanup, if any),
         # and what it provisioned goes now too.
@@ -466,8 +449,8 @@ def reap() -> dict:
                 error=f"worker lost on attempt {cell.attempt}; retrying",
             )
         _release_lock(cell)
-    TargetLock.objects.filter(lease_expires_at__lt=now).update(holder=None, lease_expires_at=None)
-    for run_id in Run.objects.active().values_list("pk", flat=True):
+    machines.release_expired(now)
+    for run_id in fairshare.fair_order(list(Run.objects.active().values_list("pk", flat=True))):
         dispatch(run_id)
     _resend_lost_provisioning(now)
     return {"requeued": requeued, "failed": failed}

@@ -18,7 +18,7 @@ from django.db.models import F
 from django.http import Http404
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask, PeriodicTasks
 
-from benchapp.models import Plan, Team
+from benchapp.models import Plan, Run, SkippedTick, Team
 
 TASK = "benchapp.start_plan"
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
@@ -43,6 +43,57 @@ def parse_cron(text: str) -> dict:
     except ValidationError as exc:
         raise ValueError(f"Not a valid cron expression: {' '.join(exc.messages)}") from None
     return dict(zip(CRON_FIELDS, parts))
+
+
+def shortest_interval(fields: dict) -> int:
+    """The shortest time, in seconds, between two starts of a cron schedule
+    (fields from parse_cron): the smallest gap between its times of day,
+    and from its last time of day to its first on the next day (a
+    schedule on some days only is treated as daily there: never longer
+    than it is)."""
+    from celery.schedules import crontab
+
+    cron = crontab(**fields)
+    times = sorted(h * 60 + m for h in cron.hour for m in cron.minute)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps.append(24 * 60 - times[-1] + times[0])
+    return min(gaps) * 60
+
+
+def check_interval(fields: dict) -> None:
+    """ValueError naming the operator's limit when the schedule starts more often."""
+    limit = settings.BENCHBOARD_SCHEDULE_MIN_INTERVAL_SECONDS
+    every = shortest_interval(fields)
+    if every < limit:
+        raise ValueError(
+            f"This schedule starts a run every {_span(every)} at times; this site allows "
+            f"one every {_span(limit)} at most (BENCHBOARD_SCHEDULE_MIN_INTERVAL_SECONDS)."
+        )
+
+
+def _span(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
+
+
+def start_scheduled(plan: Plan):
+    """What beat's tick of a plan's schedule does: start a run, or record the
+    tick as skipped (and start nothing) while the plan's previous scheduled
+    run is still active or the team is at its cap of runs. Returns the Run
+    or the SkippedTick."""
+    from benchapp import fairshare, orchestration
+
+    active = plan.runs.filter(origin="schedule", status__in=Run.ACTIVE).order_by("-pk").first()
+    if active is not None:
+        reason = f"the previous scheduled run #{active.pk} was still {active.status}"
+        return SkippedTick.objects.create(plan=plan, active_run=active, reason=reason)
+    try:
+        return orchestration.start_run(plan.team, plan.document, plan=plan, origin="schedule")
+    except fairshare.TooManyRuns as exc:
+        return SkippedTick.objects.create(plan=plan, reason=str(exc))
 
 
 def schedule_at(plan: Plan, when) -> PeriodicTask:
@@ -77,10 +128,25 @@ def team_schedules(team: Team, plan: Plan | None = None) -> list[PeriodicTask]:
         .select_related("clocked", "crontab")
         .order_by("-date_changed")
     )
+    skipped = skipped_ticks(list(plans.values()))
     for task in tasks:
         task.plan = plans[json.loads(task.args)[0]]
         task.when = describe(task)
+        task.skipped = skipped.get(task.plan.pk, [])
     return tasks
+
+
+SKIPPED_SHOWN = 5
+
+
+def skipped_ticks(plans: list[Plan]) -> dict[int, list[SkippedTick]]:
+    """The latest skipped ticks of each plan (newest first), by plan id."""
+    found: dict[int, list[SkippedTick]] = {}
+    for tick in SkippedTick.objects.filter(plan__in=plans).order_by("-at")[:200]:
+        shown = found.setdefault(tick.plan_id, [])
+        if len(shown) < SKIPPED_SHOWN:
+            shown.append(tick)
+    return found
 
 
 def describe(task: PeriodicTask) -> str:

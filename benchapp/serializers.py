@@ -265,15 +265,18 @@ class RunSerializer(serializers.ModelSerializer):
         return tags
 
     def create(self, validated):
-        return orchestration.start_run(
-            self.context["team"],
-            validated["document"],
-            user=self.context["request"].user,
-            plan=validated.get("plan"),
-            origin="api",
-            concurrency=validated.get("concurrency", 0),
-            tags=validated.get("tags", ()),
-        )
+        try:
+            return orchestration.start_run(
+                self.context["team"],
+                validated["document"],
+                user=self.context["request"].user,
+                plan=validated.get("plan"),
+                origin="api",
+                concurrency=validated.get("concurrency", 0),
+                tags=validated.get("tags", ()),
+            )
+        except PlanError as exc:  # refused at start: a quota, the budget
+            raise serializers.ValidationError({"document": [str(exc)]}) from exc
 
 
 class CellSerializer(serializers.ModelSerializer):

@@ -287,6 +287,19 @@ BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float(
     "BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS", default=300.0
 )
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
+# Fair share (docs/operations.md, "Sharing one installation"): per team, cells
+# sent or running at once and runs queued or running at once (a team's own
+# fields override both); a cell's runtime cap, for all its phases (below
+# Celery's soft time limit, so the cell says why it stopped) and for its
+# measured phase as the plan's estimate times MARGIN; the shortest interval
+# between a cron schedule's starts.
+BENCHBOARD_TEAM_MAX_RUNNING_CELLS = env.int("BENCHBOARD_TEAM_MAX_RUNNING_CELLS", default=2)
+BENCHBOARD_TEAM_MAX_ACTIVE_RUNS = env.int("BENCHBOARD_TEAM_MAX_ACTIVE_RUNS", default=10)
+BENCHBOARD_CELL_MAX_SECONDS = env.int("BENCHBOARD_CELL_MAX_SECONDS", default=2 * 3600)
+BENCHBOARD_CELL_ESTIMATE_MARGIN = env.float("BENCHBOARD_CELL_ESTIMATE_MARGIN", default=3.0)
+BENCHBOARD_SCHEDULE_MIN_INTERVAL_SECONDS = env.int(
+    "BENCHBOARD_SCHEDULE_MIN_INTERVAL_SECONDS", default=15 * 60
+)
 # Tools run on the worker host are sandboxed (docs/sandbox.md): as this user
 # when the worker is root. Without bubblewrap, web/API plans that need local
 # execution are refused unless the operator accepts the risk with UNSAFE.

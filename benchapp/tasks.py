@@ -13,7 +13,7 @@ from celery import shared_task
 from django.conf import settings
 
 from benchapp import cloudreaper, finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
-from benchapp.models import Plan
+from benchapp.models import Plan, Run
 
 
 @shared_task(name="benchapp.ping")
@@ -66,15 +66,17 @@ def reap() -> dict:
 
 
 @shared_task(name="benchapp.start_plan")
-def start_plan(plan_id: int, origin: str = "schedule") -> int:
-    """Start a stored plan (scheduled runs from django-celery-beat)."""
+def start_plan(plan_id: int, origin: str = "schedule") -> int | None:
+    """Start a stored plan (scheduled runs from django-celery-beat); None
+    when a scheduled tick was skipped (scheduling.start_scheduled)."""
     plan = Plan.objects.select_related("team").get(pk=plan_id)
-    run = orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin)
-    if origin == "schedule":
-        from benchapp import scheduling
+    if origin != "schedule":
+        return orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin).pk
+    from benchapp import scheduling
 
-        scheduling.one_off_ran(plan_id)
-    return run.pk
+    started = scheduling.start_scheduled(plan)  # a Run, or a SkippedTick
+    scheduling.one_off_ran(plan_id)
+    return started.pk if isinstance(started, Run) else None
 
 
 @shared_task(name="benchapp.reap_cloud")

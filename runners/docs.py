@@ -139,10 +139,37 @@ def prepare_section() -> list[str]:
     ]
 
 
+def isolation_section() -> list[str]:
+    """Markdown lines of the plan's `isolation` key."""
+    return [
+        "## isolation",
+        "",
+        "Which cells may run at the same moment. A cell loads machines: the database server "
+        "behind its target (its resolved address and port: several targets on one server "
+        "share it), the host of a host target, and its client host (the worker host for a "
+        "local tool, by host name; an SSH client by resolved address and SSH port).",
+        "",
+        "| value | meaning |",
+        "|---|---|",
+        "| `isolation: machine` | (default) cells that share any machine never overlap, "
+        "across runs, plans and teams; cells on disjoint machines run in parallel |",
+        "| `isolation: run` | nothing else runs on the run's machines while the run runs: "
+        "each cell holds the machines of every target of the run, and they pass from one "
+        "cell to the next |",
+        "| `isolation: target` | only cells of one target are kept apart (Benchboard's "
+        "behaviour before machines were known); the results page says where cells on "
+        "shared machines overlapped |",
+        "",
+        "A waiting cell's reason is on the run page (\"waiting for machine 10.0.0.5:3306, "
+        'held by run 12 cell threads=8").',
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
-        "# Plan file reference: repeats, prepare and tools",
+        "# Plan file reference: repeats, prepare, isolation and tools",
         "",
         "Generated from the tool registry (runners/tools) by "
         "`python -m runners.docs > docs/plan-reference.md`; do not edit by hand.",
@@ -151,7 +178,7 @@ def render() -> str:
         "the results pages, exports and the API show.",
         "",
     ]
-    lines += repeat_section() + prepare_section()
+    lines += repeat_section() + prepare_section() + isolation_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

@@ -40,6 +40,7 @@ from runners.repeats import RepeatRule, read_repeat
 from runners.tools import MEASURED_TOOLS, get_tool, metric
 
 ORDERS = ("sequential", "interleaved", "shuffled")
+ISOLATIONS = ("machine", "run", "target")
 SYSBENCH_VERSIONS = r"0\.4|1|1\.0|1\.1"
 PATTERN_HELP[SYSBENCH_VERSIONS] = 'one of "0.4", "1", "1.0", "1.1"'
 SPECIAL_AXES = ("target", "volumes", *STRESS_AXES)
@@ -70,6 +71,10 @@ class Plan:
     cleanup: bool | None = None
     timeout: int | None = None
     telemetry: bool = True  # host and database telemetry during the measure
+    # Which cells may overlap (runners.isolation): none sharing a machine
+    # ("machine"), nothing else on the run's machines ("run"), or only cells of
+    # one target are kept apart ("target").
+    isolation: str = "machine"
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def target(self, name: str) -> TargetSpec:
@@ -132,6 +137,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
         cleanup=doc.boolean("cleanup"),
         timeout=doc.integer("timeout", lo=1),
         telemetry=doc.boolean("telemetry", default=True),
+        isolation=doc.choice("isolation", ISOLATIONS, default="machine"),
         document=document,
     )
     repeat, rule = read_repeat(doc, lambda name: _measures(tool_name, name))

@@ -233,6 +233,7 @@ KEY_ORDER = (
     "stress",
     "cleanup",
     "timeout",
+    "isolation",
 )
 
 

@@ -11,7 +11,7 @@ from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 
-from benchapp import defaults, results
+from benchapp import defaults, machines, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
@@ -57,6 +57,7 @@ def run_results_page(request, pk):
             "form": pivot_form(data),
             "view_query": view_query(data),
             "charts": charts_payload(data, False),
+            "overlaps": machines.overlaps(run),
         },
     )
 

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, rawoutput, timeline
+from benchapp import fairshare, orchestration, rawoutput, timeline
 from benchapp.access import MEMBER, current_team, get_run, role_required
 from benchapp.documents import result_document
 from benchapp.models import Artifact, Cell, Run
@@ -56,6 +56,7 @@ def run_detail(request, pk):
             "table": results_table(result_document(run)) if inline else None,
             "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
             "limits": _limits(run),
+            "waits": fairshare.wait_reasons(run),
         },
     )
 
@@ -69,7 +70,14 @@ def _limits(run) -> str | None:
 @login_required
 def run_progress_json(request, pk):
     run = get_run(request, pk)
-    return JsonResponse({**run_progress(run), "active": run.is_active, "tails": _tails(run)})
+    return JsonResponse(
+        {
+            **run_progress(run),
+            "active": run.is_active,
+            "tails": _tails(run),
+            "waits": fairshare.wait_reasons(run),
+        }
+    )
 
 
 @login_required

@@ -60,6 +60,18 @@
     $("live-output").hidden = Object.keys(tails).length === 0;
   }
 
+  function updateWaits(waits) {
+    const list = $("run-waits");
+    list.replaceChildren(
+      ...waits.map((why) => {
+        const item = document.createElement("li");
+        item.textContent = why;
+        return item;
+      }),
+    );
+    list.hidden = waits.length === 0;
+  }
+
   function update(data) {
     setStatus($("run-status"), data.status);
     setBar($("run-bar"), data.status, data.percent);
@@ -69,6 +81,7 @@
     if (data.running) counts += ` · ${data.running} running${data.phase ? ` (${data.phase})` : ""}`;
     $("run-counts").textContent = counts;
     $("run-eta").textContent = data.eta_s === null ? "" : `about ${Math.round(data.eta_s)} s left`;
+    updateWaits(data.waits || []);
     data.cells.forEach(updateCell);
     dropGone(data.cells);
     updateTails(data.tails);

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from benchapp import orchestration
-from benchapp.dispatch import DISPATCH_RUN, EXECUTE_CELL
-from benchapp.models import Cell, Run, TargetLock
+from benchapp.dispatch import EXECUTE_CELL
+from benchapp.models import Cell, CellLock, Run, Team
 
 
 @pytest.fixture
@@ -41,7 +41,16 @@ def fio_plan(targets, repeat=1) -> dict:
         "axes": {"target": list(targets)},
         "repeat": repeat,
         "order": "interleaved",
+        # Local targets share the worker host: only their target locks are
+        # under test here (tests/benchapp/test_machines.py has the machines).
+        "isolation": "target",
     }
+
+
+@pytest.fixture(autouse=True)
+def roomy_team(team):
+    team.max_running_cells = 10
+    team.save()
 
 
 def test_dispatch_sends_the_first_queued_cell_of_each_target(
@@ -60,11 +69,16 @@ def test_dispatch_sends_the_first_queued_cell_of_each_target(
     assert sent(broker) == [(EXECUTE_CELL, cell_id) for cell_id in ids]
 
 
-def test_a_released_target_wakes_each_waiting_run_once(
+def executed(broker) -> list[int]:
+    return [cell_id for task, cell_id in sent(broker) if task == EXECUTE_CELL]
+
+
+def test_a_released_target_goes_to_the_first_waiting_run_once(
     team, broker, django_capture_on_commit_callbacks
 ):
-    """Runs queued behind a busy target get one dispatch each when it is
-    released, however many of their cells wait on it."""
+    """Runs queued behind a busy target are dispatched when it is released:
+    the first of them (in the fair order) takes it, and nothing else is sent
+    however many of their cells wait on it."""
     running = orchestration.start_run(team, fio_plan(["disk"]))
     waiting = [orchestration.start_run(team, fio_plan(["disk"], repeat=4)) for _ in range(2)]
     with django_capture_on_commit_callbacks(execute=True):
@@ -74,9 +88,28 @@ def test_a_released_target_wakes_each_waiting_run_once(
     broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
     with django_capture_on_commit_callbacks(execute=True):
         orchestration._finish_cell(cell, Cell.SUCCEEDED)
-    assert sorted(sent(broker)) == sorted(
-        [(DISPATCH_RUN, running.pk)] + [(DISPATCH_RUN, run.pk) for run in waiting]
-    )
+    assert executed(broker) == [waiting[0].cells.order_by("index").first().pk]
+
+
+def test_a_freed_machine_goes_to_the_least_served_team_first(
+    team, broker, django_capture_on_commit_callbacks
+):
+    """Local cells share the worker host: when team alpha's cell ends, team
+    beta's waiting run (no cell started yet) gets the machine before
+    alpha's next run, although alpha's was queued first."""
+    other = Team.objects.create(name="beta")
+    machine = {"isolation": "machine"}
+    first = orchestration.start_run(team, {**fio_plan(["a"]), **machine})
+    again = orchestration.start_run(team, {**fio_plan(["b"]), **machine})
+    theirs = orchestration.start_run(other, {**fio_plan(["c"]), **machine})
+    with django_capture_on_commit_callbacks(execute=True):
+        (cell_id,) = orchestration.dispatch(first.pk)
+        assert orchestration.dispatch(again.pk) == orchestration.dispatch(theirs.pk) == []
+    cell = orchestration.claim(cell_id)
+    broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    with django_capture_on_commit_callbacks(execute=True):
+        orchestration._finish_cell(cell, Cell.SUCCEEDED)
+    assert executed(broker) == [theirs.cells.get().pk]
 
 
 def test_a_cell_is_sent_once_when_two_dispatches_race(team):
@@ -85,8 +118,8 @@ def test_a_cell_is_sent_once_when_two_dispatches_race(team):
     finds it taken, even by the very cell it would send."""
     run = orchestration.start_run(team, fio_plan(["disk"]))
     cell = run.cells.get()
-    assert orchestration._take_lock(team.pk, cell)  # the first dispatch
-    assert not orchestration._take_lock(team.pk, cell)  # the second
+    assert orchestration._take_locks(run, cell)  # the first dispatch
+    assert not orchestration._take_locks(run, cell)  # the second
 
 
 @pytest.mark.django_db(transaction=True)
@@ -104,7 +137,7 @@ def test_two_dispatches_of_one_run_at_once_keep_its_concurrency(team):
         try:
             with transaction.atomic():
                 Run.objects.select_for_update().get(pk=run.pk)
-                assert orchestration._take_lock(team.pk, first)
+                assert orchestration._take_locks(run, first)
                 holding.set()
                 release.wait(10)
         finally:
@@ -125,6 +158,7 @@ def test_two_dispatches_of_one_run_at_once_keep_its_concurrency(team):
     for thread in threads:
         thread.join(20)
     assert second == [[]]
-    assert list(TargetLock.objects.exclude(holder=None).values_list("target_name", flat=True)) == [
-        "a"
-    ]
+    assert (
+        list(CellLock.objects.exclude(holder=None).values_list("holder__target_name", flat=True))
+        == ["a"] * CellLock.objects.exclude(holder=None).count()
+    )

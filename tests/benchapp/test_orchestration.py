@@ -92,6 +92,9 @@ def test_targets_run_in_parallel_and_one_target_never_overlaps(team, tmp_path, s
         targets=("disk-a", "disk-b"),
         runtime=2,
         axes={"target": ["disk-a", "disk-b"], "rw": ["read", "write", "randread"]},
+        # Both local targets are the worker host: only `isolation: target`
+        # lets them overlap (tests/benchapp/test_machines.py has the default).
+        isolation="target",
     )
     run = orchestration.start_run(team, plan)
     wait_for(lambda: finished(run))

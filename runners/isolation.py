@@ -1,0 +1,136 @@
+"""Which machines a cell loads, so that cells sharing one never overlap.
+
+A figure changes with the load of every machine it passes through: the
+database server behind the target, the host of a host/filesystem target, and
+the client host the tool runs on. `cell_machines` names them, from a frozen
+cell's plan part (runners.frozen), as (key, label) pairs; two cells whose
+keys meet must not run at the same moment (benchapp.machines takes the
+locks). The identity of a machine:
+
+- a database server: its resolved address and port ("server 10.0.0.5:3306");
+  several targets (databases, users) on one server share it. A Unix socket
+  is a server on the worker host ("server HOST:/path/to.sock").
+- a host reached over SSH (a host target, an SSH client, `client: {on: T}`):
+  its resolved address and SSH port ("host 10.0.0.7:22"); the port keeps
+  apart hosts published on one address (containers, port forwards).
+- the worker host (local tools, a local host target): its host name
+  ("host bench-worker-1").
+- a machine provisioned for a run is that run's own ("provisioned run 12 db").
+
+Loopback names (localhost, ::1, 127.x) are one address, 127.0.0.1: on the
+worker host they are the same server. Nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable
+
+ISOLATIONS = ("machine", "run", "target")
+DB_KINDS = ("mysql", "postgres", "redis")
+CELL_TARGET = "target"  # client: {on: target}: each cell's own target
+
+Machine = tuple[str, str]  # (key, label)
+
+_RESOLVED: dict[str, tuple[float, str]] = {}
+RESOLVE_TTL_S = 60.0
+
+
+def resolve(host: str) -> str:
+    """The address a host name resolves to (IPv4 first; cached a minute);
+    the lower-cased name when it does not resolve, so a name that fails
+    still locks itself."""
+    name = host.strip().lower().strip("[]")
+    cached = _RESOLVED.get(name)
+    if cached and time.monotonic() - cached[0] < RESOLVE_TTL_S:
+        return cached[1]
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        addresses = sorted({info[4][0] for info in infos}, key=lambda a: (":" in a, a))
+        address = addresses[0] if addresses else name
+    except (OSError, UnicodeError):
+        address = name
+    address = _canonical(address)
+    _RESOLVED[name] = (time.monotonic(), address)
+    return address
+
+
+def _canonical(address: str) -> str:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    return "127.0.0.1" if ip.is_loopback or ip.is_unspecified else str(ip)
+
+
+def cell_machines(
+    plan: dict,
+    target_name: str,
+    *,
+    run_id: int,
+    worker_host: str,
+    resolver: Callable[[str], str] = resolve,
+) -> list[Machine]:
+    """The machines one cell of a frozen plan loads, without repeats, in a
+    stable order (server, target host, client)."""
+    targets = {t["name"]: t for t in plan["targets"]}
+    target = targets[target_name]
+    found = [*_target_machines(target, run_id, worker_host, resolver)]
+    found += _client_machines(plan["client"], target, targets, run_id, worker_host, resolver)
+    unique: dict[str, str] = {}
+    for key, label in found:
+        unique.setdefault(key, label)
+    return list(unique.items())
+
+
+def _target_machines(target: dict, run_id, worker_host, resolver) -> list[Machine]:
+    if target.get("provision"):
+        key = f"provisioned run {run_id} {target['name']}"
+        return [(key, f"machine {target['name']} provisioned for run {run_id}")]
+    if target["kind"] in DB_KINDS:
+        # The SSH host of a database target is its server's machine too
+        # (a host target's fio on it, host facts, snapshots).
+        host = [_ssh_host(target["ssh"], resolver)] if target.get("ssh") else []
+        if target.get("host"):
+            address = f"{resolver(target['host'])}:{target.get('port') or ''}"
+            return [(f"server {address}", f"machine {address}"), *host]
+        where = f"{worker_host}:{target.get('socket') or ''}"
+        return [(f"server {where}", f"machine {where}"), *host]
+    return [_host_of(target, worker_host, resolver)]
+
+
+def _host_of(target: dict, worker_host: str, resolver) -> Machine:
+    """The machine of a host target: its SSH host, or the worker host."""
+    ssh = target.get("ssh")
+    if ssh:
+        return _ssh_host(ssh, resolver)
+    host = target.get("host")
+    if host and resolver(host) != "127.0.0.1":
+        address = resolver(host)
+        return (f"host {address}", f"machine {address}")
+    return _worker(worker_host)
+
+
+def _ssh_host(ssh: dict, resolver) -> Machine:
+    address = f"{resolver(ssh['host'])}:{ssh.get('port') or 22}"
+    return (f"host {address}", f"machine {address}")
+
+
+def _worker(worker_host: str) -> Machine:
+    return (f"host {worker_host}", f"worker host {worker_host}")
+
+
+def _client_machines(client: dict, target: dict, targets, run_id, worker_host, resolver):
+    kind = client.get("kind", "local")
+    if kind == "ssh" and client.get("ssh"):
+        return [_ssh_host(client["ssh"], resolver)]
+    if kind == "on":
+        on = target if client.get("target") == CELL_TARGET else targets[client["target"]]
+        if on.get("provision"):
+            return _target_machines(on, run_id, worker_host, resolver)
+        return [_host_of(on, worker_host, resolver)]
+    if kind == "provision":
+        return [(f"provisioned run {run_id} client", f"client provisioned for run {run_id}")]
+    return [_worker(worker_host)]
