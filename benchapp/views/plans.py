@@ -14,7 +14,7 @@ from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
 from benchapp.forms_schedule import ScheduleForm
-from benchapp.models import Plan
+from benchapp.models import Alert, Plan
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
 from runners.plan import count_cells, dump_plan, expand, load_plan
@@ -165,6 +165,7 @@ def plan_detail(request, pk):
             "cells": cells,
             "error": error,
             "runs": plan.runs.order_by("-created_at")[:10],
+            "open_alerts": plan.alerts.filter(status__in=Alert.OPEN).count(),
             "schedules": scheduling.team_schedules(plan.team, plan),
             "schedule_form": ScheduleForm(),
         },
