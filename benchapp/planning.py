@@ -94,10 +94,22 @@ def target_document(target) -> dict:
     return doc
 
 
-def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
-    """Validate and store a plan document (new, or replacing `plan`'s)."""
+def check_untrusted(document: dict | str, team: Team) -> tuple[PlanSpec, list[str]]:
+    """validate_document plus the pre-run checks of a plan from the web or the
+    API (benchapp.prerun): (spec, warnings); PlanRefused for a certain failure."""
+    from benchapp import prerun
+
     spec = validate_document(document, team)
+    return spec, prerun.check(spec, team)
+
+
+def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
+    """Validate, check (check_untrusted) and store a plan document (new, or
+    replacing `plan`'s). The returned plan's `warnings` lists what the checks
+    found likely to fail (not stored)."""
+    spec, warnings = check_untrusted(document, team)
     plan = plan or Plan(team=team, created_by=user)
     plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
     plan.save()
+    plan.warnings = warnings
     return plan
