@@ -50,38 +50,12 @@ class Finding:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def check(spec: Plan, team: Team) -> list[str]:
-    """Raise PlanRefused for the first refusal; return the warnings as text."""
-    from benchapp.planning import PlanRefused
-
-    found = findings(spec, team)
-    for finding in found:
-        if finding.refuse:
-            raise PlanRefused(finding.path, finding.message)
-    return [str(f) for f in found]
-
-
-def findings(spec: Plan, team: Team) -> list[Finding]:
-    """Every finding of every check, refusals first."""
-    stored = _stored_targets(spec, team)
+def findings(spec: Plan, team: Team, stored: dict[str, Target]) -> list[Finding]:
+    """Every finding of every check, refusals first. stored: the team's
+    Targets that are the plan's targets of that name (same address), whose
+    grants and last connection test apply (benchapp.planning.stored_targets)."""
     found = [f for check in CHECKS for f in check(spec, team, stored)]
     return sorted(found, key=lambda f: not f.refuse)
-
-
-def _stored_targets(spec: Plan, team: Team) -> dict[str, Target]:
-    """The team's stored targets that are the plan's targets of that name
-    (same address): their grants and their last connection test apply."""
-    from benchapp.planning import target_document
-    from runners.planspec import read_target
-
-    rows = team.targets.filter(name__in=[t.name for t in spec.targets])
-    mine = {}
-    for target in rows.select_related("credential", "ssh_credential"):
-        planned = spec.target(target.name)
-        same = read_target(target_document(target), "target", spec.tool)
-        if (same.host, same.port, same.ssh) == (planned.host, planned.port, planned.ssh):
-            mine[target.name] = target
-    return mine
 
 
 # ------------------------------------------------------------------ checks
