@@ -17,6 +17,7 @@ from django import forms
 from benchapp import orchestration
 from benchapp.forms_targets import _parse_yaml, _yaml
 from benchapp.forms_templates import TemplateForm, target_where  # noqa: F401 (TemplateForm: views)
+from benchapp.planning import check_untrusted
 from benchapp.templates_plans import apply_target_directories
 from runners import safeyaml
 from runners.errors import ValidationError
@@ -142,6 +143,7 @@ class PlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team = team
         self.document = None
+        self.warnings = []  # likely failures found by the pre-run checks (benchapp.prerun)
         self.stored = {
             t.name: t for t in team.targets.select_related("credential", "ssh_credential")
         }
@@ -227,7 +229,7 @@ class PlanForm(forms.Form):
             self._add_plan_error(exc)
             return data
         try:
-            self.spec = orchestration.validate_document(self.document, self.team)
+            self.spec, self.warnings = check_untrusted(self.document, self.team)
         except ValidationError as exc:
             self._add_plan_error(exc)
             self.document = None
@@ -407,6 +409,7 @@ class PlanYamlForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team = team
         self.document = None
+        self.warnings = []  # likely failures found by the pre-run checks (benchapp.prerun)
 
     def clean(self):
         data = super().clean()
@@ -424,7 +427,7 @@ class PlanYamlForm(forms.Form):
         if not isinstance(document, dict):
             raise forms.ValidationError("A plan is a mapping with name, tool, targets, ...")
         try:
-            orchestration.validate_document(document, self.team)
+            _, self.warnings = check_untrusted(document, self.team)
         except ValidationError as exc:
             raise forms.ValidationError(str(exc)) from None
         self.document = document

@@ -157,6 +157,9 @@ class Target(models.Model):
     last_check_at = models.DateTimeField(null=True, blank=True)
     last_check_ok = models.BooleanField(null=True, blank=True)
     last_check_error = models.TextField(blank=True)
+    # What the last connection test read that a plan save checks against
+    # (benchapp.prerun): {"db": {"max_connections": 151, ...}}; {} when it failed.
+    last_check_facts = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "name"], name="target_name")]

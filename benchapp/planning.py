@@ -123,10 +123,41 @@ def target_document(target) -> dict:
     return doc
 
 
-def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
-    """Validate and store a plan document (new, or replacing `plan`'s)."""
+def check_untrusted(document: dict | str, team: Team) -> tuple[PlanSpec, list[str]]:
+    """validate_document plus the pre-run checks of a plan from the web or the
+    API (benchapp.prerun): (spec, warnings); PlanRefused for a certain failure."""
+    from benchapp import prerun
+
     spec = validate_document(document, team)
+    found = prerun.findings(spec, team, stored_targets(spec, team))
+    for finding in found:
+        if finding.refuse:
+            raise PlanRefused(finding.path, finding.message)
+    return spec, [str(f) for f in found]
+
+
+def stored_targets(spec: PlanSpec, team: Team) -> dict:
+    """The team's stored Targets that are the plan's targets of that name
+    (same address and SSH login): a plan cannot borrow a name's grants or facts."""
+    from runners.planspec import read_target
+
+    rows = team.targets.filter(name__in=[t.name for t in spec.targets])
+    mine = {}
+    for target in rows.select_related("credential", "ssh_credential"):
+        planned = spec.target(target.name)
+        same = read_target(target_document(target), "target", spec.tool)
+        if (same.host, same.port, same.ssh) == (planned.host, planned.port, planned.ssh):
+            mine[target.name] = target
+    return mine
+
+
+def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
+    """Validate, check (check_untrusted) and store a plan document (new, or
+    replacing `plan`'s). The returned plan's `warnings` lists what the checks
+    found likely to fail (not stored)."""
+    spec, warnings = check_untrusted(document, team)
     plan = plan or Plan(team=team, created_by=user)
     plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
     plan.save()
+    plan.warnings = warnings
     return plan

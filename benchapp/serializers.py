@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from benchapp import forms_targets, orchestration
 from benchapp.models import Cell, Comparison, Credential, Measurement, Plan, Run, Target
+from benchapp.planning import check_untrusted
 from runners.errors import ValidationError as PlanError
 
 
@@ -174,16 +175,30 @@ def _check_document(document, team):
         raise serializers.ValidationError({"document": [str(exc)]}) from exc
 
 
+def _check_untrusted(document, team) -> list[str]:
+    """The pre-run checks of a plan saved through the API: warnings, or a 400."""
+    try:
+        return check_untrusted(document, team)[1]
+    except PlanError as exc:
+        raise serializers.ValidationError([str(exc)]) from exc
+
+
 class PlanSerializer(serializers.ModelSerializer):
     document = serializers.JSONField()
+    warnings = serializers.SerializerMethodField(
+        help_text="What the pre-run checks found likely to fail (only in the answer to a save)."
+    )
 
     class Meta:
         model = Plan
-        fields = ("id", "name", "tool", "document", "created_at", "updated_at")
+        fields = ("id", "name", "tool", "document", "warnings", "created_at", "updated_at")
         read_only_fields = ("name", "tool", "created_at", "updated_at")
 
+    def get_warnings(self, plan) -> list[str]:
+        return list(getattr(plan, "warnings", []))
+
     def validate_document(self, document):
-        _check_document(document, self.context["team"])
+        _check_untrusted(document, self.context["team"])
         return document
 
     def save(self, **kwargs):

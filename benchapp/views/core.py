@@ -5,6 +5,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp.access import SESSION_KEY, current_team, user_teams
+from benchapp.history import recent_alerts
 from benchapp.middleware import safe_next
 from benchapp.models import Cell, Measurement, Run
 
@@ -13,8 +14,9 @@ RECENT_RUNS = 15
 
 @login_required
 def home(request):
-    """The dashboard: running runs with live progress, recent runs with their
-    headline figure, the team's targets and their last connection check."""
+    """The dashboard: running runs with live progress, the team's latest alerts,
+    recent runs with their headline figure, the team's targets and their last
+    connection check."""
     team = current_team(request)
     runs = Run.objects.for_team(team).select_related("plan").order_by("-created_at", "-pk")
     active = list(
@@ -29,7 +31,13 @@ def home(request):
     return render(
         request,
         "home.html",
-        {"team": team, "active": active, "recent": recent, "targets": team.targets.all()},
+        {
+            "team": team,
+            "active": active,
+            "recent": recent,
+            "recent_alerts": recent_alerts(team),
+            "targets": team.targets.all(),
+        },
     )
 
 

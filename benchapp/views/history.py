@@ -116,12 +116,26 @@ def plan_history_settings(request, pk):
 
 @login_required
 def alert_list(request):
+    """The team's alerts, or one plan's with ?plan=ID (the plan page links here)."""
     team = current_team(request)
-    alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")[:200]
+    alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")
+    plan = None
+    raw = request.GET.get("plan")
+    if raw:
+        plan = team.plans.filter(pk=raw).first() if raw.isdigit() else None
+        if plan is None:
+            messages.error(request, f"No plan {raw!r} in {team.name}: showing every alert.")
+        else:
+            alerts = alerts.filter(plan=plan)
     return render(
         request,
         "history/alerts.html",
-        {"team": team, "alerts": alerts, "verdicts": history.verdict_counts(team)},
+        {
+            "team": team,
+            "plan": plan,
+            "alerts": alerts[:200],
+            "verdicts": history.verdict_counts(team),
+        },
     )
 
 

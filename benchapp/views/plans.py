@@ -14,7 +14,8 @@ from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
 from benchapp.forms_schedule import ScheduleForm
-from benchapp.models import Plan
+from benchapp.models import Alert, Plan
+from benchapp.planning import check_untrusted
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
 from runners.plan import count_cells, dump_plan, expand, load_plan
@@ -74,6 +75,7 @@ def _builder(request, team, document, plan=None, template=None):
     if request.method == "POST" and chosen.is_valid():
         plan = orchestration.save_plan(team, chosen.document, user=request.user, plan=plan)
         messages.success(request, f"Plan {plan.name} saved.")
+        _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
     return render(
         request,
@@ -89,6 +91,12 @@ def _builder(request, team, document, plan=None, template=None):
     )
 
 
+def _warn(request, plan) -> None:
+    """The pre-run checks' warnings of a plan just saved (benchapp.prerun)."""
+    for warning in plan.warnings:
+        messages.warning(request, f"Likely to fail: {warning}")
+
+
 @login_required
 @role_required(MEMBER)
 def plan_import(request):
@@ -97,6 +105,7 @@ def plan_import(request):
     if request.method == "POST" and form.is_valid():
         plan = orchestration.save_plan(team, form.document, user=request.user)
         messages.success(request, f"Plan {plan.name} imported.")
+        _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
     return render(request, "plans/import.html", {"form": form})
 
@@ -128,6 +137,7 @@ def plan_preview(request):
                 for c in cells[:PREVIEW_CELLS]
             ],
             "estimate": estimate(spec, cells),
+            "warnings": form.warnings,
         }
     )
 
@@ -165,6 +175,7 @@ def plan_detail(request, pk):
             "cells": cells,
             "error": error,
             "runs": plan.runs.order_by("-created_at")[:10],
+            "open_alerts": plan.alerts.filter(status__in=Alert.OPEN).count(),
             "schedules": scheduling.team_schedules(plan.team, plan),
             "schedule_form": ScheduleForm(),
         },
@@ -184,9 +195,14 @@ def plan_export(request, pk):
 @role_required(MEMBER, "plan")
 def plan_clone(request, pk):
     plan = get_plan(request, pk)
-    copy = orchestration.save_plan(
-        plan.team, {**plan.document, "name": f"{plan.name} (copy)"}, user=request.user
-    )
+    try:
+        copy = orchestration.save_plan(
+            plan.team, {**plan.document, "name": f"{plan.name} (copy)"}, user=request.user
+        )
+    except ValidationError as exc:
+        messages.error(request, f"This plan cannot be cloned as it is: {exc}")
+        return redirect("plan_detail", pk=plan.pk)
+    _warn(request, copy)
     messages.success(request, f"Cloned as {copy.name}. Change what differs and save.")
     return redirect("plan_edit", pk=copy.pk)
 
@@ -208,6 +224,8 @@ def plan_delete(request, pk):
 def plan_run(request, pk):
     plan = get_plan(request, pk)
     try:
+        # The save checks again: a target's facts or the team's credentials may have changed.
+        check_untrusted(plan.document, plan.team)
         run = orchestration.start_run(plan.team, plan.document, user=request.user, plan=plan)
     except ValidationError as exc:
         messages.error(request, f"This plan cannot start: {exc}")

@@ -73,7 +73,10 @@ def target_test(request, pk):
     target = get_target(request, pk, role=MEMBER)
     result = connection.test_connection(target)
     Target.objects.filter(pk=target.pk).update(  # the home page shows the last check
-        last_check_at=timezone.now(), last_check_ok=result["ok"], last_check_error=result["error"]
+        last_check_at=timezone.now(),
+        last_check_ok=result["ok"],
+        last_check_error=result["error"],
+        last_check_facts={"db": result["db"]} if result["ok"] and result["db"] else {},
     )
     if result["host_key"]:
         request.session[PENDING_KEYS] = {

@@ -74,8 +74,21 @@
     box.hidden = false;
   }
 
+  function showWarnings(warnings) {
+    const box = $("preview-warnings");
+    const list = box.querySelector("ul");
+    list.innerHTML = "";
+    (warnings || []).forEach((text) => {
+      const item = document.createElement("li");
+      item.textContent = text;
+      list.appendChild(item);
+    });
+    box.hidden = list.children.length === 0;
+  }
+
   function showPreview(data) {
     $("preview-count").textContent = data.count;
+    showWarnings(data.warnings);
     const est = data.estimate;
     let text = `About ${formatSeconds(est.seconds)} of run time`;
     if (!est.known) text += " (no duration parameter: assuming ~10 s per cell)";
@@ -106,13 +119,16 @@
     });
     if (!response.ok || mine !== sequence) return;
     const data = await response.json();
-    clearErrors();
-    if (data.valid) showPreview(data);
-    else if (!touched) {
-      // A brand-new form is incomplete, not wrong: no red before the user types.
+    if (!data.valid && !touched) {
+      // A brand-new form is incomplete, not wrong: no red before the user
+      // types. A submitted one keeps the fields the server marked.
       $("preview-count").textContent = "–";
       $("preview-cells").hidden = true;
-    } else {
+      return;
+    }
+    clearErrors();
+    if (data.valid) showPreview(data);
+    else {
       $("preview-count").textContent = "–";
       $("preview-cells").hidden = true;
       $("preview-estimate").textContent = "";
@@ -120,6 +136,8 @@
       showErrors(data.errors);
     }
   }
+  // After a submit the server has marked the fields: they are the user's
+  // errors, shown until the user changes something.
   let touched = false;
   function schedule() {
     touched = true;

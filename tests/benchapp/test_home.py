@@ -72,8 +72,8 @@ def test_home_query_count_does_not_grow_with_runs(
         finished(team, plan, avg_s=1.0)
     for _ in range(3):
         start_run(team, plan.document, plan=plan)
-    # session, user, team (x3), active runs, recent runs with headline, targets
-    with django_assert_max_num_queries(10):
+    # session, user, team (x3), active runs, recent alerts, recent runs with headline, targets
+    with django_assert_max_num_queries(11):
         html = owner_client.get("/").content.decode()
     assert len(rows(html, "recent")) == 12 and len(rows(html, "running")) == 3
 

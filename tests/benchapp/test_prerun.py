@@ -1,0 +1,270 @@
+"""Pre-run checks at plan save (benchapp.prerun), against real services: a real
+MariaDB with max_connections lowered and read by a real connection test, the
+sandbox's path rules, the team's credentials, name resolution."""
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from benchapp.models import Plan
+from benchapp.planning import PlanRefused, check_untrusted
+from tests.benchapp.ui_data import make_credential, make_target
+from tests.support.private_services import private_mariadb  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(owner):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
+    return client
+
+
+def sysbench(threads, target="small-db", **extra):
+    return {
+        "name": "oltp",
+        "tool": "sysbench",
+        "targets": [{"name": target}],
+        "params": {"test": "oltp_read_only", "table_size": 100, "time": 1},
+        "axes": {"threads": threads},
+        **extra,
+    }
+
+
+@pytest.fixture
+def small_db(team, owner_client, private_mariadb):  # noqa: F811
+    """A target on a private MariaDB that accepts 20 connections, tested once."""
+    import subprocess
+
+    subprocess.run(
+        [
+            "mariadb",
+            "-h127.0.0.1",
+            f"-P{private_mariadb.port}",
+            "-uroot",
+            "-e",
+            "SET GLOBAL max_connections = 20; CREATE DATABASE sbtest",
+        ],
+        check=True,
+        timeout=30,
+    )
+    target = make_target(team, name="small-db", port=private_mariadb.port, database="sbtest")
+    assert owner_client.post(f"/targets/{target.pk}/test/").status_code == 200
+    target.refresh_from_db()
+    return target
+
+
+def test_connection_test_stores_max_connections(small_db):
+    assert small_db.last_check_ok is True
+    assert small_db.last_check_facts["db"]["max_connections"] == 20
+
+
+def test_threads_above_max_connections_are_refused_at_save(api, small_db):
+    response = api.post("/api/plans/", {"document": sysbench([4, 100])}, format="json")
+    assert response.status_code == 400
+    (message,) = response.json()["document"]
+    assert message == (
+        "axes.threads: threads 100 opens 100 connections to small-db, whose server accepts 20 "
+        "(max_connections at its last connection test). Lower threads to at most 20, or raise "
+        "max_connections on the server (SET GLOBAL max_connections = N) and test the "
+        "connection of small-db again."
+    )
+    assert not Plan.objects.exists()
+
+
+def test_threads_near_max_connections_are_saved_with_a_warning(api, small_db):
+    response = api.post("/api/plans/", {"document": sysbench([4, 18])}, format="json")
+    assert response.status_code == 201
+    (warning,) = response.json()["warnings"]
+    assert warning.startswith("axes.threads: threads 18 takes 18 of the 20 connections small-db")
+    assert "Lower threads to at most 16" in warning
+    ok = api.post("/api/plans/", {"document": sysbench([4, 16])}, format="json")
+    assert ok.status_code == 201 and ok.json()["warnings"] == []
+
+
+def test_raising_the_limit_and_testing_again_lifts_the_refusal(
+    api,
+    owner_client,
+    small_db,
+    private_mariadb,  # noqa: F811
+):
+    import subprocess
+
+    assert api.post("/api/plans/", {"document": sysbench([100])}, format="json").status_code == 400
+    subprocess.run(
+        [
+            "mariadb",
+            "-h127.0.0.1",
+            f"-P{private_mariadb.port}",
+            "-uroot",
+            "-e",
+            "SET GLOBAL max_connections = 200",
+        ],
+        check=True,
+        timeout=30,
+    )
+    owner_client.post(f"/targets/{small_db.pk}/test/")
+    assert api.post("/api/plans/", {"document": sysbench([100])}, format="json").status_code == 201
+
+
+def test_the_limit_is_real(small_db, private_mariadb):  # noqa: F811
+    """What the refusal predicts: 30 connections at once to that server fail
+    (mysqlslap says so on stderr, though it exits 0)."""
+    import subprocess
+
+    done = subprocess.run(
+        [
+            "mysqlslap",
+            "-h127.0.0.1",
+            f"-P{private_mariadb.port}",
+            "-uroot",
+            "--concurrency=30",
+            "--query=SELECT SLEEP(1)",
+            "--create-schema=mysql",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "1040 - Too many connections" in done.stderr
+
+
+def test_password_env_is_refused_at_save(api):
+    doc = {
+        "name": "env",
+        "tool": "mysqlslap",
+        "targets": [
+            {
+                "name": "t",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "user": "root",
+                "password_env": "DB_PASSWORD",
+            }
+        ],
+        "params": {"auto_generate_sql": True, "number_of_queries": 10},
+    }
+    response = api.post("/api/plans/", {"document": doc}, format="json")
+    assert response.status_code == 400
+    (message,) = response.json()["document"]
+    assert message.startswith("targets[0].password_env: password_env (DB_PASSWORD) reads the")
+    assert "Store the password under Credentials and write credential: NAME" in message
+
+
+def fio(filename, target="disk"):
+    return {
+        "name": "fio",
+        "tool": "fio",
+        "targets": [{"name": target}],
+        "client": {"on": "target"},
+        "params": {"filename": filename, "bs": "4k", "size": "1M", "rw": "read", "runtime": 1},
+    }
+
+
+@pytest.mark.parametrize(
+    "filename, refused",
+    [
+        ("/etc/passwd", True),
+        ("/srv/bench/../../etc/passwd", True),
+        ("/srv/bench/file", False),
+        ("relative-file", False),
+        ("/tmp/scratch-file", False),  # the sandbox's /tmp is the scratch directory
+    ],
+)
+def test_fio_filename_outside_the_allowed_directories(team, filename, refused):
+    make_target(
+        team, name="disk", kind="host", host="", port=None, user="", data_dirs=["/srv/bench"]
+    )
+    if not refused:
+        assert check_untrusted(fio(filename), team)[1] == []
+        return
+    with pytest.raises(PlanRefused) as caught:
+        check_untrusted(fio(filename), team)
+    assert caught.value.param == "params.filename"
+    if ".." not in filename:
+        assert caught.value.message == (
+            f"'{filename}' is outside the scratch directory and the target's data "
+            "directories (/srv/bench); use a relative path. Or ask an operator (staff) to "
+            "add the directory to target disk's data directories."
+        )
+
+
+S5_STUDY = """\
+name: myisam-update
+tool: mysqlslap
+targets: [{name: m2-4xlarge, kind: mysql, host: db.internal, user: scott, credential: scott-pw}]
+params: {engine: myisam, auto_generate_sql: true, add_autoincrement: true, number_int_cols: 3,
+         number_char_cols: 8, concurrency: 8, auto_generate_sql_execute_number: 10000, load_type: update}
+axes:
+  auto_generate_sql_write_number: [10000, 1000000]
+repeat: 3
+"""
+
+
+def test_s5_study_import_names_the_missing_credential_then_the_unknown_host(owner_client, team):
+    page = owner_client.post("/plans/import/", {"text": S5_STUDY})
+    assert page.status_code == 200 and not Plan.objects.exists()
+    html = page.content.decode()
+    assert (
+        "targets[0].credential: credential &#x27;scott-pw&#x27; does not exist in team alpha"
+        in html
+    )
+    make_credential(team, name="scott-pw")
+    page = owner_client.post("/plans/import/", {"text": S5_STUDY}, follow=True)
+    assert Plan.objects.get().name == "myisam-update"
+    html = page.content.decode()
+    assert "Likely to fail: targets[0].host: host db.internal does not resolve here" in html
+
+
+def test_failed_last_check_is_a_warning(team):
+    make_target(team, name="down", last_check_ok=False, last_check_error="connection refused")
+    doc = {**sysbench([1], target="down")}
+    warnings = check_untrusted(doc, team)[1]
+    assert warnings == [
+        "targets[0]: target down failed its last connection test (connection refused). "
+        "Fix it and press Test connection on its page."
+    ]
+
+
+def test_operator_plan_files_are_not_checked(team):
+    """runplan's plans (origin cli) may use password_env: only the web/API save checks."""
+    from benchapp.planning import validate_document
+
+    doc = {
+        "name": "env",
+        "tool": "mysqlslap",
+        "targets": [
+            {
+                "name": "t",
+                "kind": "mysql",
+                "host": "127.0.0.1",
+                "user": "root",
+                "password_env": "DB_PASSWORD",
+            }
+        ],
+        "params": {"auto_generate_sql": True, "number_of_queries": 10},
+    }
+    assert validate_document(doc, team).targets[0].password_env == "DB_PASSWORD"
+
+
+def test_builder_preview_carries_warnings(owner_client, small_db):
+    data = {
+        "name": "oltp",
+        "tool": "sysbench",
+        "targets": ["small-db"],
+        "repeat": "1",
+        "order": "sequential",
+        "param-sysbench-test": "oltp_read_only",
+        "param-sysbench-table_size": "100",
+        "param-sysbench-time": "1",
+        "axis-0-name": "threads",
+        "axis-0-values": "4, 18",
+    }
+    preview = owner_client.post("/plans/preview.json", data).json()
+    assert preview["valid"] is True
+    assert [w.split(":")[0] for w in preview["warnings"]] == ["axes.threads"]
+    data["axis-0-values"] = "4, 100"
+    preview = owner_client.post("/plans/preview.json", data).json()
+    assert preview["valid"] is False
+    assert "whose server accepts 20" in preview["errors"]["axis-0-values"][0]
