@@ -15,7 +15,10 @@ from rest_framework.test import APIClient
 from benchapp.models import Plan, Run
 from runners import safeyaml
 
-SECOND = 1.0
+# The goal is an answer within a second on a quiet machine; CI runs two test
+# processes with real workers beside these, so the bound is 2.5 s. What it
+# must catch is the quadratic work these inputs cost before (12-64 s).
+SECOND = 2.5
 
 
 @pytest.fixture
