@@ -178,6 +178,9 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'benchboard.sqlite3'}")
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A kept connection is checked before a request reuses it (a database restart
+# then costs one reconnect, not an error page).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded default has a web server and a worker writing at once:
     # wait for the lock instead of failing, and take it up front.

@@ -17,4 +17,8 @@ from django.urls import get_resolver
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
 application = get_wsgi_application()
 get_resolver().url_patterns  # noqa: B018 (imports every view module now, not on a request)
+# The comparison page's significance tests import scipy.stats on first use:
+# 4.3 s on a slow machine, paid by the first comparison after a restart.
+import scipy.stats  # noqa: E402, F401
+
 gc.freeze()
