@@ -16,6 +16,7 @@ def chart_data(
     tool: str = "",
     order: dict | None = None,
     extremes: dict | None = None,
+    units: dict | None = None,
 ) -> dict:
     """Data of the results chart: the first metric against view["chart_x"].
 
@@ -34,7 +35,7 @@ def chart_data(
     table = pivot(observations, [x], facets + series, metrics[0], order=order, extremes=extremes)
     if len({tuple(c["key"][: len(facets)]) for c in table["columns"]}) > MAX_PANELS:
         series, facets = facets + series, []
-    info = catalog_metric(tool, metrics[0])
+    info = catalog_metric(tool, metrics[0], (units or {}).get(metrics[0], ""))
     for col in table["columns"]:
         col["facet"] = _label(col["key"][: len(facets)]) if facets else ""
         col["series"] = _label(col["key"][len(facets) :]) if series else info.label

@@ -14,9 +14,12 @@
     }, extra || {});
   }
 
-  // The y axis title with the metric's unit, from the catalog row the JSON carries.
+  // The y axis title with the metric's unit and which way is better
+  // ("higher is better"), from the catalog row the JSON carries.
   function axisTitle(chart) {
-    return chart.metric_info ? chart.metric_info.title : chart.metric;
+    const info = chart.metric_info;
+    if (!info) return chart.metric;
+    return info.sense ? info.title + " · " + info.sense : info.title;
   }
 
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
