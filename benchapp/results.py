@@ -306,7 +306,7 @@ def results(
         "test_minimum": significance.minimum_repeats(),
     }
     data["chart"] = (
-        chart_data(observations, view, tool, data["order"], extremes, units)
+        chart_data(observations, view, tool, data["order"], extremes, units, data["failed"])
         if view["metric"]
         else None
     )
@@ -328,6 +328,7 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
         view["statistic"],
         extremes=extremes,
         order=data["order"],
+        failures=data["failed"],
     )
     _title_metrics(table, tool)
     part = {
