@@ -18,6 +18,8 @@ def chart_data(
     tool: str = "",
     order: dict | None = None,
     extremes: dict | None = None,
+    units: dict | None = None,
+    failures=(),
 ) -> dict:
     """Data of the results chart: the first metric against view["chart_x"].
 
@@ -27,16 +29,26 @@ def chart_data(
     point: mean, min–max error bars (the tool's own min–max over its
     iterations when it reports one, extremes), and the raw values for markers
     and box plots. A numeric x spanning two orders of magnitude gets a log axis.
+    Failed cells (`failures`) are points with errors and no value: the
+    chart draws them as marked gaps whose hover gives the error.
     """
     x = view.get("chart_x") or (view["rows"] or ["repeat"])[0]
     dims = [d for d in view["rows"] + view["columns"] if d not in (x, "repeat", "metric")]
     series = [d for d in ("run", "target") if d in dims] or dims[:1]
     facets = [d for d in dims if d not in series]
     metrics = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
-    table = pivot(observations, [x], facets + series, metrics[0], order=order, extremes=extremes)
+    table = pivot(
+        observations,
+        [x],
+        facets + series,
+        metrics[0],
+        order=order,
+        extremes=extremes,
+        failures=failures,
+    )
     if len({tuple(c["key"][: len(facets)]) for c in table["columns"]}) > MAX_PANELS:
         series, facets = facets + series, []
-    info = catalog_metric(tool, metrics[0])
+    info = catalog_metric(tool, metrics[0], (units or {}).get(metrics[0], ""))
     for col in table["columns"]:
         col["facet"] = _label(col["key"][: len(facets)]) if facets else ""
         col["series"] = _label(col["key"][len(facets) :]) if series else info.label

@@ -1,8 +1,12 @@
 """Confirmation of alerts (docs/history.md): re-run only the affected cells,
 then judge the alert on that evidence.
 
-`start` runs the alert's plan with only the alerts' cell keys (one run for
-several alerts of a plan). When that run has finished, `evaluate_run` decides
+`start` re-runs the frozen cells of the alerts' cell keys from the run that
+showed the change (the alert's start run): the cells as they were measured,
+the same parameters, targets and pinned tool version, never the plan as it
+was edited since, which would measure something else and confirm nothing
+(one run for several alerts of one start run). When that run has finished,
+`evaluate_run` decides
 for each alert it was started for: the new run's point is compared with the
 points before the change (a 95 % prediction interval for one more point of
 that level) and with the points after it:
@@ -29,27 +33,34 @@ BEFORE_POINTS = history.WINDOW  # the level before: at most this many points
 
 
 def start(alerts: list[Alert], *, user=None) -> Run:
-    """One run of the alerts' plan (all alerts of one plan) with only their cell keys."""
-    plan = alerts[0].plan
+    """One run of the frozen cells of the alerts' cell keys from their start
+    run (all alerts of one plan and one start run); PlanRefused when that run
+    kept no frozen cells to re-run."""
+    plan, source = alerts[0].plan, alerts[0].start_run
     if any(a.plan_id != plan.pk for a in alerts):
         raise ValueError("alerts of several plans")
+    if any(a.start_run_id != source.pk for a in alerts):
+        raise ValueError("alerts of several start runs")
     keys = sorted({a.cell_key for a in alerts})
     with transaction.atomic():
-        run = orchestration.start_run(
-            plan.team,
-            plan.document,
-            user=user,
-            plan=plan,
-            origin="confirm",
-            tags=["confirmation"],
-            only_keys=keys,
+        run = orchestration.rerun_cells(
+            source, keys, user=user, plan=plan, origin="confirm", tags=["confirmation"]
         )
+        note = f"confirmation run #{run.pk} started: the cells of run #{source.pk} as measured"
         Alert.objects.filter(pk__in=[a.pk for a in alerts]).update(
-            confirm_run=run, confirm_note=f"confirmation run #{run.pk} started"
+            confirm_run=run, confirm_note=note
         )
     for alert in alerts:
         alert.confirm_run = run
     return run
+
+
+def start_all(alerts: list[Alert], *, user=None) -> list[Run]:
+    """`start` for each start run among the alerts (of one plan)."""
+    by_source: dict[int, list[Alert]] = {}
+    for alert in alerts:
+        by_source.setdefault(alert.start_run_id, []).append(alert)
+    return [start(group, user=user) for _, group in sorted(by_source.items())]
 
 
 def decide(before: list[float], after: list[float], value: float, rising: bool) -> tuple[bool, str]:

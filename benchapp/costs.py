@@ -16,6 +16,7 @@ from benchapp.models import Run
 from runners.errors import ValidationError
 from runners.metrics import HIGHER
 from runners.plan import load_plan
+from runners.tools import direction as catalog_direction
 from runners.tools import metric as catalog_metric
 
 
@@ -41,7 +42,7 @@ def value_metric(tool: str, shown: list[str], available: list[str]) -> str | Non
 
     def throughput(name):
         row = catalog_metric(tool, name)
-        return row.kind == "throughput" and row.direction == HIGHER
+        return row.kind == "throughput" and catalog_direction(tool, name) == HIGHER
 
     return next(
         (

@@ -18,7 +18,9 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
 from benchapp.models import Alert, HistoryState, Measurement, Plan, Run, RunSummary
-from runners import changepoint, levels
+from benchapp.models_history import PlanRevision
+from runners import changepoint, levels, tools
+from runners.metrics import HIGHER
 
 FINISHED = (Run.SUCCEEDED, Run.PARTIAL)
 WINDOW = 50
@@ -27,29 +29,13 @@ SIGNIFICANCE = "ttest"  # Welch's t-test of the best split (runners.changepoint)
 MIN_MAGNITUDE = 0.03
 RECOVERY_POINTS = 5  # latest points that must be back at the old level
 
-# Until the metric catalog (runners.metrics) lands: which way is better.
-LOWER_IS_BETTER = (
-    "latency",
-    "_ms",
-    "_us",
-    "avg_ms",
-    "p95",
-    "p99",
-    "max_ms",
-    "min_ms",
-    "errors",
-    "reconnects",
-    "cost",
-    "seconds",
-    "elapsed",
-    "duration",
-)
 
-
-def higher_is_better(metric: str) -> bool:
-    """Direction of a metric: True when a larger value is an improvement."""
-    name = metric.lower()
-    return not any(word in name for word in LOWER_IS_BETTER)
+def judged(plan: Plan, metric: str) -> tuple[bool, str | None]:
+    """(measured, direction) of a series' metric by the metric catalog
+    (runners.tools.direction): parameters the tool prints back are not
+    measured; a metric without a direction is only ever "changed"."""
+    row = tools.metric(plan.tool, metric)
+    return row.measured, row.judged
 
 
 @dataclass
@@ -183,10 +169,12 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
         (h.cell_key, h.group, h.metric): h.state for h in HistoryState.objects.filter(plan=plan)
     }
     since = _since(states)
-    series = load_series(plan_ids, since=since, dates=False)
+    series = _measured(plan, load_series(plan_ids, since=since, dates=False))
     analyses = _analyse(series, states, tail=True) if since is not None else None
     if analyses is None:  # short or changed history, new series: read it all
-        series = load_series(plan_ids, dates=False) if since is not None else series
+        series = (
+            _measured(plan, load_series(plan_ids, dates=False)) if since is not None else series
+        )
         analyses = _analyse(series, states, tail=False)
     anchor_dates = dict(
         Run.objects.filter(
@@ -229,6 +217,12 @@ def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
     if resolved is not None:
         resolved.extend(found)
     return created
+
+
+def _measured(plan: Plan, series: dict[tuple, Series]) -> dict[tuple, Series]:
+    """The series of measurements only: a parameter copied into the results
+    (mysqlslap's clients) changes when the plan does, which is no alert."""
+    return {name: s for name, s in series.items() if judged(plan, name[2])[0]}
 
 
 def _relaxed_commit() -> None:
@@ -306,8 +300,12 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
     if not changes:
         return []
     rows = []
+    edits = plan_edits(history_plans(plan))
     for s, cp, offset in changes:
-        worse = cp.magnitude < 0 if higher_is_better(s.metric) else cp.magnitude > 0
+        direction = judged(plan, s.metric)[1]
+        worse = None if direction is None else (cp.magnitude < 0) == (direction == HIGHER)
+        start = s.run_ids[cp.index - offset]
+        before = s.run_ids[cp.index - offset - 1] if cp.index - offset > 0 else None
         rows.append(
             Alert(
                 plan=plan,
@@ -315,7 +313,8 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
                 cell_key=s.cell_key,
                 group=s.group,
                 metric=s.metric,
-                start_run_id=s.run_ids[cp.index - offset],
+                start_run_id=start,
+                plan_edit=straddled_edit(edits, before, start),
                 before_mean=cp.before.mean,
                 before_low=cp.before.ci_low,
                 before_high=cp.before.ci_high,
@@ -368,6 +367,109 @@ def resolve_recovered(
             alert.save(update_fields=["status", "resolved_run", "updated_at"])
             resolved.append(alert)
     return resolved
+
+
+# ------------------------------------------------------------- plan edits
+
+MAX_EDIT_TEXT = 500
+
+
+@dataclass
+class PlanEdit:
+    """A plan changed between two of its finished runs: the frozen documents
+    of `previous_run_id` and `run_id` differ in `changes` ("params.time: 10 → 20")."""
+
+    run_id: int
+    previous_run_id: int
+    at: datetime  # the first run measured with the edited plan
+    changes: list[str]
+    position: int  # the run's place in the history, in time order
+    saved: str = ""  # "saved by ann at 2026-05-01 10:00 UTC" from the PlanRevision
+
+    def text(self) -> str:
+        body = "; ".join(self.changes)
+        if len(body) > MAX_EDIT_TEXT:
+            body = body[: MAX_EDIT_TEXT - 1] + "…"
+        saved = f" ({self.saved})" if self.saved else ""
+        return (
+            f"plan edited between run #{self.previous_run_id} and run #{self.run_id}{saved}: {body}"
+        )
+
+
+def plan_edits(plan_ids: list[int]) -> tuple[list[PlanEdit], dict[int, int]]:
+    """The plan edits of a history (from the documents its runs froze, so an
+    edit through the form, the API or a stored target's change all count),
+    and every finished run's position in time order (one query)."""
+    rows = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).order_by(
+        "created_at", "pk"
+    )
+    edits, positions, last = [], {}, {}
+    for i, (pk, plan_id, at, document) in enumerate(
+        rows.values_list("pk", "plan_id", "created_at", "document")
+    ):
+        positions[pk] = i
+        prior = last.get(plan_id)
+        if prior is not None and (changes := document_changes(prior[1], document)):
+            edits.append(PlanEdit(pk, prior[0], at, changes, i, saved=(plan_id, prior[2], at)))
+        last[plan_id] = (pk, document, at)
+    _saved_by(edits)
+    return edits, positions
+
+
+def _saved_by(edits: list[PlanEdit]) -> None:
+    """Who saved each edit and when: the last PlanRevision of its plan
+    between its two runs (none for an edit made before revisions were kept)."""
+    if not edits:
+        return
+    revisions = PlanRevision.objects.filter(plan_id__in={e.saved[0] for e in edits}).values_list(
+        "plan_id", "created_at", "created_by__username"
+    )
+    found = defaultdict(list)
+    for plan_id, at, user in revisions.order_by("created_at"):
+        found[plan_id].append((at, user))
+    for edit in edits:
+        plan_id, low, high = edit.saved
+        saved = [(at, user) for at, user in found[plan_id] if low < at <= high]
+        edit.saved = ""
+        if saved:
+            at, user = saved[-1]
+            edit.saved = f"saved by {user or 'someone'} at {at:%Y-%m-%d %H:%M} UTC"
+
+
+def document_changes(old: dict, new: dict) -> list[str]:
+    """What differs between two frozen plan documents, as "key: old → new"
+    lines (parameters, axes, target names; other target settings only as
+    changed, their addresses and credential names are not shown)."""
+    from benchapp.comparisons import run_parameters  # results pages import history
+
+    a, b = run_parameters(Run(document=old or {})), run_parameters(Run(document=new or {}))
+    lines = [
+        f"{key}: {_shown(a.get(key))} → {_shown(b.get(key))}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]
+    for part in ("targets", "client"):
+        if (old or {}).get(part) != (new or {}).get(part) and not (
+            part == "targets" and a.get("targets") != b.get("targets")
+        ):
+            lines.append(f"{part} settings changed")
+    return lines
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "(none)"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def straddled_edit(edits: tuple, before: int | None, start: int) -> str:
+    """The text of the plan edits between a series' last point before a
+    change (run `before`) and its first point after (run `start`), or ""."""
+    found, positions = edits
+    if start not in positions:
+        return ""
+    low = positions.get(before, positions[start] - 1)
+    return " · ".join(e.text() for e in found if low < e.position <= positions[start])
 
 
 def _start(s: Series, alert: Alert) -> int:

@@ -41,7 +41,7 @@ def detect_changes(run_id: int) -> list[int]:
     held = [a for a in created if a.bad and run.plan.confirm_alerts and run.origin != "confirm"]
     if held:
         try:
-            confirmation.start(held)
+            confirmation.start_all(held)
         except PlanRefused as exc:
             log.warning("confirmation of run %s's alerts refused: %s", run_id, exc)
             Alert.objects.filter(pk__in=[a.pk for a in held]).update(

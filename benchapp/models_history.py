@@ -7,6 +7,7 @@ module imports no other model module.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -31,7 +32,9 @@ class Alert(models.Model):
     after_high = models.FloatField()
     magnitude = models.FloatField()  # relative change of the mean, signed
     pvalue = models.FloatField()
-    bad = models.BooleanField()  # the metric got worse by its direction
+    # The metric got worse (True) or better (False) by its catalogued
+    # direction; None for a metric with none: the alert only says "changed".
+    bad = models.BooleanField(null=True)
     status = models.CharField(max_length=15, choices=STATUSES, default=NEW)
     verdict = models.BooleanField(null=True, blank=True)  # a user's "true alert" / "false alert"
     confirm_run = models.ForeignKey(
@@ -46,6 +49,9 @@ class Alert(models.Model):
     resolved_run = models.ForeignKey(
         "benchapp.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The plan edit(s) between the last run before the change and the first
+    # after it (benchapp.history.straddled_edit): the change may be the edit's.
+    plan_edit = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -65,6 +71,11 @@ class Alert(models.Model):
     @property
     def series_name(self) -> str:
         return self.cell_key + (f" [{self.group}]" if self.group else "")
+
+    @property
+    def change(self) -> str:
+        """ "worse", "better", or "changed" for a metric with no direction."""
+        return {True: "worse", False: "better"}.get(self.bad, "changed")
 
 
 class HistoryState(models.Model):
@@ -157,3 +168,18 @@ class AlertDelivery(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["alert", "event", "channel"], name="one_delivery")
         ]
+
+
+class PlanRevision(models.Model):
+    """A plan document as saved (benchapp.planning.save_plan): who changed
+    the plan and when, for the plan-edit markers of the trend page."""
+
+    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="revisions")
+    document = models.JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["plan", "created_at"]

@@ -51,7 +51,9 @@ def queue(alert: Alert, event: str) -> list[AlertDelivery]:
     """Record and send the deliveries of `event` for `alert` on the team's channels."""
     assert event in EVENTS, event
     notifier = Notifier.objects.filter(team_id=alert.team_id).first()
-    if notifier is None or (notifier.only_bad and not alert.bad):
+    # "Only changes for the worse": an improvement or a change of a metric
+    # with no direction (alert.bad None) is not sent.
+    if notifier is None or (notifier.only_bad and alert.bad is not True):
         return []
     channels = ([AlertDelivery.WEBHOOK] if notifier.webhook_url else []) + (
         [AlertDelivery.EMAIL] if notifier.recipients else []
@@ -84,6 +86,8 @@ def payload(alert: Alert, event: str) -> dict:
             "id": alert.pk,
             "status": alert.status,
             "bad": alert.bad,
+            "change": alert.change,
+            "plan_edit": alert.plan_edit,
             "plan": {"id": alert.plan_id, "name": alert.plan.name},
             "cell_key": alert.cell_key,
             "group": alert.group,
@@ -198,13 +202,14 @@ def _mail(notifier: Notifier, delivery: AlertDelivery) -> None:
         f"{event.capitalize()} alert of plan {alert.plan.name} ({alert.team.name})",
         "",
         f"Series: {alert.series_name}, metric {alert.metric}",
-        f"Change: {'worse' if alert.bad else 'better'}, {alert.magnitude:+.1%} "
-        f"from run #{alert.start_run_id}",
+        f"Change: {alert.change}, {alert.magnitude:+.1%} from run #{alert.start_run_id}",
         f"Before: {data['before']['mean']}, after: {data['after']['mean']}",
         f"Status: {alert.get_status_display()}",
     ]
     if alert.confirm_note:
         lines.append(f"Confirmation: {alert.confirm_note}")
+    if alert.plan_edit:
+        lines.append(f"Note: the change straddles a {alert.plan_edit}")
     send_mail(
         subject(alert, event),
         "\n".join(lines) + "\n",

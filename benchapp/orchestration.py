@@ -50,6 +50,7 @@ from benchapp.heartbeat import Heartbeat
 from benchapp.models import Cell, CellLock, Plan, Run, Team
 from benchapp.planning import (  # noqa: F401 - the lifecycle's public names
     PlanRefused,
+    check_plan,
     resolve_stored_targets,
     save_plan,
     target_document,
@@ -117,6 +118,63 @@ def start_run(
                     axes=c.axes,
                     target_name=c.target,
                     spec=freeze(spec, c),
+                )
+                for c in cells
+            ),
+            batch_size=500,
+        )
+        first_step(run.pk)
+    return run
+
+
+def rerun_cells(
+    source: Run, keys, *, user=None, origin: str = "confirm", tags=(), plan: Plan | None = None
+) -> Run:
+    """A new run of `source`'s frozen cells of these cell keys, as they were
+    measured: the same specs (parameters, targets, client, pinned tool
+    version), whatever the plan says now. The document is the source run's.
+
+    PlanRefused when the source kept no frozen cell of the keys (a run
+    recorded by hand or imported) or its targets may no longer be reached
+    (docs/trust-model.md: the guard is checked again, as for any run).
+    """
+    keys = set(keys)
+    cells = list(source.cells.filter(key__in=keys).order_by("index"))
+    unfrozen = sorted({c.key for c in cells if not c.spec})
+    if not cells or unfrozen:
+        missing = ", ".join(unfrozen or sorted(keys))
+        raise PlanRefused(
+            "axes", f"run #{source.pk} kept no frozen cells of {missing}: nothing to re-run"
+        )
+    spec = load_plan(source.document)
+    check_plan(spec)
+    provisioning.check_budget(source.team, spec)
+    first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
+    with transaction.atomic():
+        # A re-run counts against the team's cap of active runs like any start.
+        Team.objects.select_for_update().filter(pk=source.team_id).first()
+        fairshare.check_active_runs(source.team)
+        run = Run.objects.create(
+            team=source.team,
+            plan=plan if plan is not None else source.plan,
+            name=source.name,
+            tool=source.tool,
+            document=source.document,
+            origin=origin,
+            concurrency=source.concurrency,
+            created_by=user,
+            tags=list(tags),
+        )
+        Cell.objects.bulk_create(
+            (
+                Cell(
+                    run=run,
+                    index=c.index,
+                    key=c.key,
+                    repeat=c.repeat,
+                    axes=c.axes,
+                    target_name=c.target_name,
+                    spec=c.spec,
                 )
                 for c in cells
             ),

@@ -68,6 +68,8 @@ class Stats:
     cv: float | None = None
     noisy: bool = False
     values: list = field(default_factory=list)
+    # Why the failed cells of this bucket gave no value ("t2 #1: prepare
+    # reported an error: ..."): a bucket of failures only has n = 0.
     errors: list = field(default_factory=list)
     client_bound: bool = False
     # The lowest and highest value the tool itself reported around this mean
@@ -174,8 +176,35 @@ def _hashable(value):
     )
 
 
+def failure_text(cell: CellInfo) -> str:
+    """One failed cell's line for a pivot cell's hover and row."""
+    return f"{cell.key or 'cell'} #{cell.repeat}: {cell.error or cell.status}"
+
+
+def _failure_keys(failures, metrics, rows, columns) -> dict[tuple, list[str]]:
+    """{(row key, column key): [failure_text]} of failed cells, under each
+    shown metric, so a target that failed everywhere keeps its rows."""
+    found: dict[tuple, list[str]] = {}
+    for cell in failures:
+        for metric in metrics:
+            o = Observation(cell, "", metric, math.nan)
+            key = (tuple(o.dimension(d) for d in rows), tuple(o.dimension(d) for d in columns))
+            lines = found.setdefault(key, [])
+            if (text := failure_text(cell)) not in lines:
+                lines.append(text)
+    return found
+
+
 def pivot(
-    observations, rows, columns, metric, statistic="mean", threshold=None, extremes=None, order=None
+    observations,
+    rows,
+    columns,
+    metric,
+    statistic="mean",
+    threshold=None,
+    extremes=None,
+    order=None,
+    failures=(),
 ) -> dict:
     """Group observations into a rows × columns table of one statistic.
 
@@ -185,6 +214,9 @@ def pivot(
     extremes: {metric: (min metric, max metric)} (see extremes_of): each
     cell's Stats.lo/hi are the lowest min and highest max in its bucket.
     order: {dimension: [values]}, the plan's order of an axis's values.
+    failures: failed or cancelled cells (CellInfo): their buckets get
+    Stats.errors (n = 0 when nothing else is in them), so what failed keeps
+    its row and column instead of vanishing from the table.
     Values are in repeat order. Returns {"rows": [{"key", "label"}],
     "columns": [...], "cells": [[Stats|None]], "margin": [Stats] (each row
     over all its columns), "statistic", ...}.
@@ -211,15 +243,16 @@ def pivot(
         ck = tuple(o.dimension(d) for d in columns)
         buckets.setdefault((rk, ck), []).append(o)
         row_margin.setdefault(rk, []).append(o.value)
-    row_keys = sorted({rk for rk, _ in buckets}, key=_ranker(order, rows))
-    col_keys = sorted({ck for _, ck in buckets}, key=_ranker(order, columns))
+    failed = _failure_keys(failures, metrics, rows, columns)
+    row_keys = sorted({rk for rk, _ in [*buckets, *failed]}, key=_ranker(order, rows))
+    col_keys = sorted({ck for _, ck in [*buckets, *failed]}, key=_ranker(order, columns))
     table = []
     for rk in row_keys:
         line = []
         for ck in col_keys:
             obs = buckets.get((rk, ck))
             if not obs:
-                line.append(None)
+                line.append(Stats(errors=failed[(rk, ck)]) if (rk, ck) in failed else None)
                 continue
             obs = sorted(obs, key=lambda o: (o.cell.run_id, o.cell.repeat))
             stats = describe([o.value for o in obs], threshold)
@@ -227,13 +260,14 @@ def pivot(
             found = bounds.get((rk, ck), {})
             stats.lo = min(found["lo"]) if found.get("lo") else None
             stats.hi = max(found["hi"]) if found.get("hi") else None
+            stats.errors = failed.get((rk, ck), [])
             line.append(stats)
         table.append(line)
     return {
         "rows": [{"key": list(k), "label": _label(k)} for k in row_keys],
         "columns": [{"key": list(k), "label": _label(k)} for k in col_keys],
         "cells": table,
-        "margin": [describe(row_margin[rk], threshold) for rk in row_keys],
+        "margin": [describe(row_margin.get(rk, []), threshold) for rk in row_keys],
         "row_dims": rows,
         "column_dims": columns,
         "metrics": metrics,

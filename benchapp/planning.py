@@ -7,6 +7,7 @@ from django.conf import settings
 
 from benchapp import credbinding
 from benchapp.models import Plan, Team
+from benchapp.models_history import PlanRevision
 from benchapp.targetguard import check_plan
 from runners import safeyaml
 from runners.errors import ValidationError
@@ -157,7 +158,10 @@ def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = N
     found likely to fail (not stored)."""
     spec, warnings = check_untrusted(document, team)
     plan = plan or Plan(team=team, created_by=user)
+    changed = plan.pk is None or plan.document != spec.document
     plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
     plan.save()
+    if changed:  # who edited the plan and when: the trend's plan-edit markers
+        PlanRevision.objects.create(plan=plan, document=spec.document, created_by=user)
     plan.warnings = warnings
     return plan

@@ -27,7 +27,7 @@ from runners.plan import Plan as PlanSpec
 from runners.plan import load_plan
 from runners.providers import pricing as cost
 from runners.providers.slots import CLIENT, Slot, counted_resources, planned_slots, variant_of
-from runners.tools import TOOLS
+from runners.tools import TOOLS, direction
 
 CURRENCY = "USD"
 
@@ -37,7 +37,11 @@ def throughput_metrics(tool: str) -> list[str]:
     higher-is-better throughputs): divided by the target's $/h."""
     module = TOOLS.get(tool.replace("-", "_"))
     catalog = getattr(module, "METRICS", {}) if module else {}
-    return [name for name, m in catalog.items() if m.kind == "throughput" and m.direction == HIGHER]
+    return [
+        name
+        for name, m in catalog.items()
+        if m.kind == "throughput" and direction(tool, name) == HIGHER
+    ]
 
 
 NOTE = cost.NOTE + " Every provisioned item is counted for the whole run, in whole hours."

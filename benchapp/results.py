@@ -125,6 +125,21 @@ def available_metrics(run_ids) -> list[str]:
     return sorted(names)
 
 
+def metric_units(run_ids, tool: str) -> dict[str, str]:
+    """{metric: unit} of stored measurements, for a tool the registry does
+    not know (an import): the unit is then all that says which way is better.
+    No query for a registry tool (its catalog says it)."""
+    if tools.TOOLS.get((tool or "").replace("-", "_")):
+        return {}
+    rows = (
+        Measurement.objects.filter(run_id__in=list(run_ids))
+        .exclude(unit="")
+        .values_list("metric", "unit")
+        .distinct()
+    )
+    return dict(rows)
+
+
 def load_observations(
     cells: dict[int, CellInfo], metrics=None, all_groups: bool = False
 ) -> list[Observation]:
@@ -260,6 +275,7 @@ def results(
     requested = dict(requested or {})
     metrics = available_metrics(r.pk for r in runs)
     tool = runs[0].tool if runs else ""
+    units = metric_units([r.pk for r in runs], tool)
     view = resolve_view(tool, cells, metrics, requested)
     all_groups = "group" in view["rows"] + view["columns"]
     shown = view["metric"] if isinstance(view["metric"], list) else [view["metric"]]
@@ -283,13 +299,16 @@ def results(
         "run_labels": labels,
         "order": {**plan_order(runs), "metric": shown},
         "tool": tool,
-        "catalog": tools.catalog(tool, metrics),
+        "units": units,
+        "catalog": tools.catalog(tool, metrics, units),
         "threshold": settings.BENCHBOARD_NOISE_CV,
         "test_method": significance.METHOD,
         "test_minimum": significance.minimum_repeats(),
     }
     data["chart"] = (
-        chart_data(observations, view, tool, data["order"], extremes) if view["metric"] else None
+        chart_data(observations, view, tool, data["order"], extremes, units, data["failed"])
+        if view["metric"]
+        else None
     )
     data["tables"] = [
         _table(data, observations, metric, extremes, len(runs) > 1)
@@ -300,7 +319,7 @@ def results(
 
 
 def _table(data: dict, observations, metric, extremes: dict, several_runs: bool) -> dict:
-    view, tool = data["view"], data["tool"]
+    view, tool, units = data["view"], data["tool"], data["units"]
     table = pivot(
         observations,
         view["rows"],
@@ -309,16 +328,22 @@ def _table(data: dict, observations, metric, extremes: dict, several_runs: bool)
         view["statistic"],
         extremes=extremes,
         order=data["order"],
+        failures=data["failed"],
     )
     _title_metrics(table, tool)
     part = {
         "table": table,
-        "deltas": significance.deltas(table, data["baseline"], tool) if several_runs else None,
+        "deltas": significance.deltas(table, data["baseline"], tool, units=units)
+        if several_runs
+        else None,
     }
     part["display"] = display_rows({**data, **part})
     # A row's mean over its columns is meaningless when the columns are metrics.
     part["show_margin"] = len(table["columns"]) > 1 and "metric" not in view["columns"]
     part["metric_label"] = ", ".join(tools.metric(tool, m).title() for m in table["metrics"])
+    # "Transactions per second (tps): higher is better", from the catalog
+    rows = [tools.metric(tool, m, units.get(m, "")) for m in table["metrics"]]
+    part["senses"] = [f"{r.title()}: {r.sense()}" for r in rows if r.sense()]
     return part
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from runners import stats as significance
 from runners.metrics import LOWER
-from runners.tools import metric as catalog_metric
+from runners.tools import direction as catalog_direction
 
 DIFFERENT = "significant difference"  # significant, but the metric has no better direction
 METHOD = (
@@ -28,10 +28,14 @@ def minimum_repeats() -> str:
     return f"{n} repeats on each side"
 
 
-def deltas(table: dict, baseline: str, tool: str, dimension: str = "run") -> list[list]:
+def deltas(
+    table: dict, baseline: str, tool: str, dimension: str = "run", units: dict | None = None
+) -> list[list]:
     """Per pivot cell: None for the baseline itself (or no baseline cell),
     else {"delta", "change", "ci_low", "ci_high", "p_value", "verdict",
-    "better", "n_baseline", "n"}, with better True/False only when significant."""
+    "better", "n_baseline", "n"}, with better True/False only when significant.
+    units: {metric: unit} of an import's metrics (runners.tools.direction)."""
+    units = units or {}
     dims = table["column_dims"]
     if dimension not in dims:
         return [[None] * len(table["columns"]) for _ in table["rows"]]
@@ -50,7 +54,9 @@ def deltas(table: dict, baseline: str, tool: str, dimension: str = "run") -> lis
             if key == col["key"] or not stats or not base or not stats.values or not base.values:
                 continue
             name = col["key"][metric_pos] if metric_pos is not None else table["metrics"][0]
-            wanted.append((r, c, base.values, stats.values, catalog_metric(tool, name).direction))
+            wanted.append(
+                (r, c, base.values, stats.values, catalog_direction(tool, name, units.get(name)))
+            )
     found = significance.compare_many([(b, v, d != LOWER) for _, _, b, v, d in wanted])
     for (r, c, _, _, direction), delta in zip(wanted, found):
         out[r][c] = _described(delta, direction)

@@ -40,6 +40,24 @@ def spread(stats: Stats) -> str:
     return " · ".join(parts)
 
 
+def error_cell(stats: Stats) -> dict:
+    """A pivot cell whose cells all failed: marked, the errors on hover and
+    under the mark (the first one; how many more)."""
+    first = stats.errors[0]
+    more = len(stats.errors) - 1
+    return {
+        "text": "failed",
+        "failed": True,
+        "errors": stats.errors,
+        "title": "\n".join(stats.errors),
+        "error": first + (f" (and {more} more)" if more else ""),
+        "noisy": False,
+        "n": 0,
+        "spread": "",
+        "client_bound": False,
+    }
+
+
 def display_rows(data: dict) -> list[dict]:
     """The pivot as template-ready rows: each cell's chosen statistic, its hover
     text, the min–max spread (visible when n > 1), noise and client-bound
@@ -53,6 +71,9 @@ def display_rows(data: dict) -> list[dict]:
             if stats is None:
                 cells.append(None)
                 continue
+            if not stats.n:  # only failed cells here: an error cell, not a blank
+                cells.append(error_cell(stats))
+                continue
             value = stats.get(statistic)
             cell = {
                 "text": f"{value:.1%}" if statistic == "cv" and value is not None else fmt(value),
@@ -62,6 +83,9 @@ def display_rows(data: dict) -> list[dict]:
                 "spread": spread(stats),
                 "client_bound": stats.client_bound,
             }
+            if stats.errors:  # some repeats failed: the mean is of the others
+                cell["errors"] = stats.errors
+                cell["title"] += " · failed: " + "; ".join(stats.errors)
             delta = deltas_[i][j] if deltas_ else None
             if delta:
                 # coloured better/worse only when significant (benchapp.significance)

@@ -63,7 +63,7 @@ def tool_section(name: str, module) -> list[str]:
     for mname, metric in module.METRICS.items():
         lines.append(
             f"| `{mname}` | {_cell(metric.label)} | {metric.unit} | "
-            f"{metric.direction or '—'} | {metric.kind} |"
+            f"{metric.judged or '— (neither)'} | {metric.kind} |"
         )
     if module.SERIES:
         lines += ["", "Per-second series: " + ", ".join(f"`{s}`" for s in module.SERIES) + "."]

@@ -8,18 +8,24 @@ parser that produces the number.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 HIGHER = "higher"  # more is better (throughput)
 LOWER = "lower"  # less is better (latency, errors)
-KINDS = ("throughput", "latency", "count", "time")
+NEUTRAL = "neutral"  # declared: neither is better (a count fixed by the plan, a run time)
+KINDS = ("throughput", "latency", "count", "time", "parameter")
+# A copy of a plan parameter the tool prints back (mysqlslap's clients): a
+# fact about the cell, never a measurement to alert on.
+PARAMETER = "parameter"
 
 
 @dataclass(frozen=True)
 class Metric:
     """One metric: label, unit ("" for a plain count), direction (HIGHER,
-    LOWER, or None when neither is better, e.g. a client count) and kind
-    (throughput, latency, count, time)."""
+    LOWER, NEUTRAL when neither is better, e.g. a count of transactions the
+    plan fixed; None only for a name no catalog declares) and kind
+    (throughput, latency, count, time, parameter)."""
 
     label: str
     unit: str = ""
@@ -30,19 +36,38 @@ class Metric:
         """ "Transactions per second (tps)": a table header or chart axis title."""
         return f"{self.label} ({self.unit})" if self.unit else self.label
 
+    @property
+    def judged(self) -> str | None:
+        """HIGHER or LOWER when a change can be called better or worse, else
+        None (neutral, undeclared, or a parameter): what every judgement of
+        better/worse reads (runners.tools.direction)."""
+        if self.kind == PARAMETER or self.direction not in (HIGHER, LOWER):
+            return None
+        return self.direction
+
+    @property
+    def measured(self) -> bool:
+        """False for a copy of a parameter: never alerted on as a measurement."""
+        return self.kind != PARAMETER
+
     def better(self, delta: float) -> bool | None:
         """Whether a change of delta is an improvement (None: no direction)."""
-        if self.direction is None or delta == 0:
+        if self.judged is None or delta == 0:
             return None
-        return (delta > 0) == (self.direction == HIGHER)
+        return (delta > 0) == (self.judged == HIGHER)
+
+    def sense(self) -> str:
+        """ "higher is better", "lower is better" or "" (for titles and legends)."""
+        return f"{self.judged} is better" if self.judged else ""
 
     def to_dict(self) -> dict:
         return {
             "label": self.label,
             "unit": self.unit,
-            "direction": self.direction,
+            "direction": self.judged,
             "kind": self.kind,
             "title": self.title(),
+            "sense": self.sense(),
         }
 
 
@@ -54,12 +79,38 @@ def latency(label: str, unit: str = "ms") -> Metric:
     return Metric(label, unit, LOWER, "latency")
 
 
-def count(label: str, unit: str = "", direction: str | None = None) -> Metric:
+def count(label: str, unit: str = "", direction: str = NEUTRAL) -> Metric:
     return Metric(label, unit, direction, "count")
 
 
-def duration(label: str, unit: str = "s", direction: str | None = None) -> Metric:
+def duration(label: str, unit: str = "s", direction: str = NEUTRAL) -> Metric:
     return Metric(label, unit, direction, "time")
+
+
+def parameter(label: str, unit: str = "") -> Metric:
+    """A plan parameter the tool reports back: shown, never judged."""
+    return Metric(label, unit, NEUTRAL, PARAMETER)
+
+
+# Units that say which way is better on their own, for metrics no catalog
+# declares (imported results): a time is better lower, a rate per second higher.
+LOWER_UNITS = frozenset(
+    "s sec secs second seconds ms msec millisecond milliseconds us usec µs μs "
+    "microsecond microseconds ns nsec nanosecond nanoseconds".split()
+)
+HIGHER_UNITS = frozenset("tps qps rps iops bps kbps mbps gbps".split())
+_PER_SECOND = re.compile(r"(/\s*s|/\s*sec|/\s*second|\bper\s*sec(ond)?)$")
+
+
+def direction_from_unit(unit: str) -> str | None:
+    """HIGHER for a rate per second, LOWER for a time, None when the unit
+    does not say (%, bytes, a plain count)."""
+    text = (unit or "").strip().lower()
+    if text in LOWER_UNITS:
+        return LOWER
+    if text in HIGHER_UNITS or _PER_SECOND.search(text):
+        return HIGHER
+    return None
 
 
 def view(rows, columns, metric, chart_x=None, extra_metrics=()) -> dict:
@@ -75,7 +126,7 @@ def view(rows, columns, metric, chart_x=None, extra_metrics=()) -> dict:
     }
 
 
-def lookup(catalog: dict[str, Metric], name: str) -> Metric:
+def lookup(catalog: dict[str, Metric], name: str, unit: str = "") -> Metric:
     """The row of `name` in a tool's catalog (runners.tools.metric(tool, name)
     finds the tool's catalog and calls this).
 
@@ -83,8 +134,9 @@ def lookup(catalog: dict[str, Metric], name: str) -> Metric:
     ("vm_bogo_ops_per_s" from a stress-ng run of several stressors,
     "get_rps" from redis-benchmark's GET test): the longest catalogued
     suffix gives its unit and direction, the prefix goes into the label.
-    Anything else is a plain number with no direction, so no delta of an
-    unknown metric is ever called better or worse.
+    Anything else (an imported result's metric) takes its direction from
+    `unit` where the unit says it (direction_from_unit), else none, so no
+    delta of an unknown metric is called better or worse on a guess.
     """
     if name in catalog:
         return catalog[name]
@@ -94,4 +146,4 @@ def lookup(catalog: dict[str, Metric], name: str) -> Metric:
         if found is not None:
             prefix = " ".join(parts[:i])
             return Metric(f"{prefix} {found.label}", found.unit, found.direction, found.kind)
-    return Metric(name)
+    return Metric(name, unit, direction_from_unit(unit), "count")

@@ -108,14 +108,24 @@ def phase_failure(phase: str, record: PhaseRecord) -> str:
         seconds = record.finished - record.started
         return f"{phase} timed out after {seconds:.0f} s"
     cause = error_line(record.stderr + "\n" + record.stdout) or "no output"
-    return f"{phase} failed (exit {record.exit_code}): {cause}"
+    return failed(phase, record.exit_code, cause)
 
 
 def reported_failure(phase: str, record: PhaseRecord, errors: list[str]) -> str:
     """The one-line error of a phase that exited 0 but whose tool reported
     errors (a sysbench prepare whose threads print FATAL: and still exit 0)."""
-    cause = error_line("\n".join(errors)) or "error reported"
-    return f"{phase} failed (exit {record.exit_code}): {cause}"
+    cause = error_line("\n".join(errors)) or "no error line"
+    return failed(phase, record.exit_code, cause)
+
+
+def failed(phase: str, exit_code: int | None, cause: str) -> str:
+    """ "prepare failed (exit 1): …", or "prepare reported an error: …" when
+    the tool exited 0: "exit 0" never stands next to a failure."""
+    if exit_code is None:
+        return f"{phase} failed: {cause}"
+    if exit_code:
+        return f"{phase} failed (exit {exit_code}): {cause}"
+    return f"{phase} reported an error: {cause}"
 
 
 def missing_blocks(tool, params: dict, result: Result) -> str:

@@ -11,6 +11,7 @@ from benchapp import confirmation, history
 from benchapp.access import MEMBER, current_team, get_plan, require_role
 from benchapp.models import Alert, RunSummary
 from benchapp.planning import PlanRefused
+from runners import tools
 
 # Points per line sent to the browser; a longer line is downsampled into
 # buckets of consecutive runs (mean of their means, min of lows, max of highs),
@@ -76,6 +77,8 @@ def plan_trend_json(request, pk):
         .values_list("cell_key", "group", "start_run_id")
     }
     lines = [_line(s, starts.get((s.cell_key, s.group))) for s in chosen]
+    row = tools.metric(plan.tool, metric)
+    edits, _ = history.plan_edits(plan_ids)
     return JsonResponse(
         {
             "metric": metric,
@@ -83,7 +86,12 @@ def plan_trend_json(request, pk):
             "keys": keys,
             "lines": lines,
             "baseline": plan.baseline_run_id,
-            "higher_is_better": history.higher_is_better(metric),
+            # from the metric catalog (runners.tools.direction): "" when neither
+            "direction": row.judged,
+            "sense": row.sense(),
+            "metric_title": row.title(),
+            # vertical markers: where the runs' frozen plan changed
+            "edits": [{"run": e.run_id, "x": e.at.isoformat(), "text": e.text()} for e in edits],
         }
     )
 

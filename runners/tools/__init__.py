@@ -109,13 +109,23 @@ def default_tool(kind: str) -> str:
     return tools_for_kind(kind)[0]
 
 
-def metric(tool: str, name: str) -> Metric:
+def metric(tool: str, name: str, unit: str = "") -> Metric:
     """The catalog row of a tool's metric (see runners.metrics.lookup); an
-    unknown tool or metric is a plain number with no unit or direction."""
-    module = TOOLS.get(tool.replace("-", "_"))
-    return lookup(getattr(module, "METRICS", {}) if module else {}, name)
+    unknown tool or metric is a plain number whose direction, if any, comes
+    from its stored `unit`."""
+    module = TOOLS.get((tool or "").replace("-", "_"))
+    return lookup(getattr(module, "METRICS", {}) if module else {}, name, unit)
 
 
-def catalog(tool: str, names) -> dict[str, dict]:
-    """{name: Metric.to_dict()} for the names (JSON for pages and the API)."""
-    return {name: metric(tool, name).to_dict() for name in names}
+def direction(tool: str, name: str, unit: str = "") -> str | None:
+    """Which way a metric is better: HIGHER, LOWER or None (neutral, a
+    parameter, or unknown). Alerts, notifications, comparison colours,
+    trend markers and price-performance all judge through this one function."""
+    return metric(tool, name, unit).judged
+
+
+def catalog(tool: str, names, units: dict | None = None) -> dict[str, dict]:
+    """{name: Metric.to_dict()} for the names (JSON for pages and the API);
+    `units` {name: unit} of stored measurements for names no catalog holds."""
+    units = units or {}
+    return {name: metric(tool, name, units.get(name, "")).to_dict() for name in names}

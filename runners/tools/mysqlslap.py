@@ -305,8 +305,8 @@ METRICS = {
     "min_s": m.latency("Minimum time to run all queries", "s"),
     "max_s": m.latency("Maximum time to run all queries", "s"),
     "qps": m.throughput("Queries per second", "q/s"),
-    "clients": m.count("Concurrent clients"),
-    "queries_per_client": m.count("Queries per client"),
+    "clients": m.parameter("Concurrent clients"),  # the --concurrency it ran with
+    "queries_per_client": m.parameter("Queries per client"),  # from --number-of-queries
 }
 
 

@@ -465,7 +465,7 @@ METRICS = {
     "fileio_fsyncs_per_s": m.throughput("File fsyncs per second", "fsyncs/s"),
     "fileio_read_mib_per_s": m.throughput("File read rate", "MiB/s"),
     "fileio_written_mib_per_s": m.throughput("File write rate", "MiB/s"),
-    "threads": m.count("Threads running"),
+    "threads": m.parameter("Threads running"),  # the --threads it ran with
     "thread_events": m.count("Events per thread"),
     "thread_time_s": m.duration("Execution time per thread"),
     # Interval columns of the non-OLTP tests (cpu/threads/mutex "eps:",

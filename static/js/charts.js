@@ -14,9 +14,12 @@
     }, extra || {});
   }
 
-  // The y axis title with the metric's unit, from the catalog row the JSON carries.
+  // The y axis title with the metric's unit and which way is better
+  // ("higher is better"), from the catalog row the JSON carries.
   function axisTitle(chart) {
-    return chart.metric_info ? chart.metric_info.title : chart.metric;
+    const info = chart.metric_info;
+    if (!info) return chart.metric;
+    return info.sense ? info.title + " · " + info.sense : info.title;
   }
 
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
@@ -24,13 +27,25 @@
 
   // One entry per pivot column (a line, or a bar colour, of one panel):
   // mean with min–max error bars and the raw repeat values.
+  // A point whose cells all failed (n = 0, errors) is a gap in the line (null)
+  // and goes to `failed`, drawn as a marked point with the error on hover.
   function columnData(chart) {
     return chart.columns.map((col, j) => {
       const x = [], mean = [], plus = [], minus = [], values = [];
+      const failed = { x: [], errors: [] };
       chart.rows.forEach((row, i) => {
         const s = chart.cells[i][j];
         if (!s) return;
-        x.push(chart.numeric_x && chart.type !== "bar" ? row.key[0] : String(row.label));
+        const at = chart.numeric_x && chart.type !== "bar" ? row.key[0] : String(row.label);
+        if (s.errors && s.errors.length) {
+          failed.x.push(at);
+          failed.errors.push(s.errors.join("<br>"));
+        }
+        if (!s.n) {
+          x.push(at); mean.push(null); plus.push(null); minus.push(null); values.push([]);
+          return;
+        }
+        x.push(at);
         mean.push(s.mean);
         // the tool's own min–max over its iterations (mysqlslap) when it has one
         const lo = s.lo !== null && s.lo !== undefined ? Math.min(s.lo, s.min) : s.min;
@@ -39,7 +54,7 @@
         minus.push(s.mean - lo);
         values.push(s.values);
       });
-      return { name: col.series || chart.metric, facet: col.facet || "", x, mean, plus, minus, values };
+      return { name: col.series || chart.metric, facet: col.facet || "", x, mean, plus, minus, values, failed };
     });
   }
 
@@ -56,11 +71,22 @@
     return n;
   }
 
+  // The failed points of one series: red crosses on the x axis (y = 0, or
+  // the bottom of a log axis), hover "failed: <error>".
+  function failedTrace(t, common) {
+    return Object.assign({}, common, { type: "scatter", mode: "markers", x: t.failed.x,
+      y: t.failed.x.map(() => 0), name: t.name + " (failed)", showlegend: false,
+      text: t.failed.errors, hovertemplate: "<b>" + t.name + " failed</b><br>%{text}<extra></extra>",
+      cliponaxis: false, marker: { symbol: "x-thin-open", size: 14, color: "#d62728",
+        line: { width: 3, color: "#d62728" } }, meta: "failed", legendgroup: t.name });
+  }
+
   // Traces of the chart's type; each series keeps one colour in every panel.
   function traces(chart, dots) {
     const panels = chart.facets.length ? chart.facets : [""];
     const names = [];
     const out = [];
+    const marks = [];  // failed points, drawn over the data
     columnData(chart).forEach((t) => {
       if (!names.includes(t.name)) names.push(t.name);
       const k = names.indexOf(t.name);
@@ -69,6 +95,7 @@
       const color = COLORS[k % COLORS.length];
       const common = Object.assign({ name: t.name, legendgroup: t.name, showlegend: p === 0 }, axes);
       const errors = { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus };
+      if (t.failed.x.length) marks.push(failedTrace(t, common));
       if (chart.type === "box") {
         const x = [], y = [];
         t.values.forEach((vals, i) => vals.forEach((v) => { x.push(String(t.x[i])); y.push(v); }));
@@ -93,7 +120,7 @@
           marker: { color, size: 8, symbol: "circle-open" } }));
       }
     });
-    return out;
+    return out.concat(marks);
   }
 
   // The results chart: one panel per facet value, stacked, axes titled from

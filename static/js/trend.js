@@ -59,11 +59,26 @@
       .then(function (data) {
         fill(metricSelect, data.metrics, [data.metric]);
         fill(keySelect, data.keys, s.keys ? s.keys.split("|") : []);
-        Plotly.newPlot(div, traces(data), {
+        var edits = data.edits || [];
+        var out = traces(data);
+        if (edits.length) {
+          // A hover point at the top of each plan-edit line carries the diff.
+          out.push({ x: edits.map(function (e) { return e.x; }), y: edits.map(function () { return 1; }),
+                     yaxis: "y2", mode: "markers", name: "plan edited", marker: { symbol: "triangle-down", size: 10, color: "#7f7f7f" },
+                     customdata: edits.map(function (e) { return e.run; }),
+                     text: edits.map(function (e) { return e.text; }), hovertemplate: "%{text}<extra></extra>" });
+        }
+        Plotly.newPlot(div, out, {
           margin: { t: 20 }, xaxis: { title: "run date" },
-          yaxis: { title: data.metric + (data.higher_is_better ? " (higher is better)" : " (lower is better)") },
+          yaxis: { title: (data.metric_title || data.metric) + (data.sense ? " (" + data.sense + ")" : "") },
+          yaxis2: { overlaying: "y", range: [0, 1.02], visible: false, fixedrange: true },
+          shapes: edits.map(function (e) {
+            return { type: "line", xref: "x", yref: "paper", x0: e.x, x1: e.x, y0: 0, y1: 1,
+                     line: { color: "#7f7f7f", width: 1, dash: "dot" } };
+          }),
           dragmode: "zoom"
         }, { responsive: true, scrollZoom: true });
+        div.dataset.edits = String(edits.length);
         div.on("plotly_click", function (ev) {
           var run = ev.points[0].customdata;
           if (run) window.location.href = div.dataset.runUrl.replace("/0/", "/" + run + "/");

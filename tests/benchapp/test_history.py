@@ -100,6 +100,7 @@ def test_the_task_is_incremental_and_keeps_its_state(team, plan):
     )
 
 
-def test_direction_map():
-    assert history.higher_is_better("tps")
-    assert not history.higher_is_better("latency_p95_ms")
+def test_directions_come_from_the_catalog(plan):
+    assert history.judged(plan, "tps") == (True, "higher")
+    assert history.judged(plan, "latency_p95_ms") == (True, "lower")
+    assert history.judged(plan, "threads") == (False, None)  # a parameter printed back

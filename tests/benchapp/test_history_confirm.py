@@ -37,29 +37,23 @@ def plan(team):
 
 
 def nights(team, plan, levels, origin="schedule"):
-    """One finished run per level: rw=read and rw=write cells, two repeats."""
+    """One finished run of the plan per level (rw=read and rw=write cells,
+    frozen as start_run freezes them), its iops at that level with 1 % noise."""
     rng = random.Random(len(levels))
-    return [
-        make_run(
-            team,
-            name=f"night {i}",
-            plan=plan,
-            origin=origin,
-            cells=[
-                ({"rw": rw}, r, {"iops": level * (1 + rng.gauss(0, 0.01))})
-                for rw in ("read", "write")
-                for r in (1, 2)
-            ],
-        )
-        for i, level in enumerate(levels)
-    ]
+    runs = []
+    for level in levels:
+        run = orchestration.start_run(team, plan.document, plan=plan, origin=origin)
+        finish_with(run, level, rng)
+        runs.append(run)
+    return runs
 
 
-def finish_with(run, level):
+def finish_with(run, level, rng=None):
     """Complete a started run's cells with measurements at `level`."""
     for cell in run.cells.all():
         Cell.objects.filter(pk=cell.pk).update(status=Cell.SUCCEEDED, attempt=1)
-        Measurement.objects.create(run=run, cell=cell, metric="iops", value=level)
+        value = level * (1 + rng.gauss(0, 0.01)) if rng else level
+        Measurement.objects.create(run=run, cell=cell, metric="iops", value=value)
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
 
@@ -209,3 +203,55 @@ def test_without_confirmation_new_alerts_are_notified_and_a_recovery_resolves(te
         "resolved",
         "resolved",
     ]
+
+
+def test_a_confirmation_after_a_plan_edit_re_runs_the_frozen_cells(team, plan, dropped):
+    """The plan was edited after the alert's runs (a bigger block size, two
+    seconds): the confirmation measures the cells as the alert's run froze
+    them, not the edited plan."""
+    alert = dropped["rw=read"]
+    edited = fio_document()
+    edited["params"].update(bs="64k", runtime=2)
+    orchestration.save_plan(team, edited, plan=plan)
+    run = confirmation.start([alert])
+    frozen = list(alert.start_run.cells.filter(key="rw=read").order_by("index"))
+    again = list(run.cells.order_by("index"))
+    assert [c.spec for c in again] == [c.spec for c in frozen]
+    assert [(c.key, c.repeat, c.target_name) for c in again] == [
+        (c.key, c.repeat, c.target_name) for c in frozen
+    ]
+    assert {c.spec["plan"]["params"]["bs"] for c in again} == {"4k"}
+    assert {c.spec["plan"]["params"]["runtime"] for c in again} == {1}
+    assert run.document == alert.start_run.document != plan.document
+    assert (run.origin, run.plan) == ("confirm", plan)
+    finish_with(run, 800)
+    confirmation.evaluate_run(run)
+    alert.refresh_from_db()
+    assert alert.status == Alert.CONFIRMED
+
+
+def test_a_run_without_frozen_cells_cannot_be_confirmed(team, plan):
+    runs = [
+        make_run(team, plan=plan, cells=[({"rw": "read"}, 1, {"iops": level + i % 3})])
+        for i, level in enumerate([1000] * 20 + [800] * 8)
+    ]
+    (alert,) = history.detect_plan(plan)
+    assert alert.start_run == runs[20]
+    with pytest.raises(orchestration.PlanRefused, match="no frozen cells of rw=read"):
+        confirmation.start([alert])
+    assert not Run.objects.filter(origin="confirm").exists()
+
+
+def test_an_alert_at_a_plan_edit_says_so(team, plan):
+    nights(team, plan, [1000] * 20)
+    edited = fio_document()
+    edited["params"]["bs"] = "64k"
+    orchestration.save_plan(team, edited, plan=plan)
+    plan.refresh_from_db()
+    after = nights(team, plan, [800] * 8)
+    alerts = history.detect_plan(plan)
+    assert alerts and all(a.start_run == after[0] for a in alerts)
+    for alert in alerts:
+        assert "params.bs: 4k → 64k" in alert.plan_edit
+        assert f"and run #{after[0].pk}" in alert.plan_edit
+        assert "saved by" in alert.plan_edit  # the PlanRevision save_plan kept

@@ -179,9 +179,13 @@ def test_results_json_has_the_sweep_chart(owner_client, team):
     data = owner_client.get(f"/runs/{run.pk}/results.json").json()
     chart = data["chart"]
     assert chart["x_dim"] == "stress.cpu" and chart["numeric_x"] and chart["metric"] == "tps"
-    assert [r["key"][0] for r in chart["rows"]] == [0, 2, 4]
+    # the failed stress.cpu=8 cell keeps its point: no value, its error
+    assert [r["key"][0] for r in chart["rows"]] == [0, 2, 4, 8]
     first = chart["cells"][0][0]
     assert (first["min"], first["max"], first["n"]) == (1001.0, 1002.0, 2)
+    failed = chart["cells"][3][0]
+    assert (failed["n"], failed["mean"]) == (0, None)
+    assert failed["errors"] == ["stress.cpu=8 #1: Err1317 Query execution was interrupted"]
 
 
 def test_series_json_downsamples_to_twice_the_width(owner_client, team):

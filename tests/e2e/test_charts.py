@@ -44,7 +44,10 @@ def test_results_page_charts_render_and_png_downloads(page, live_server, owner, 
     page.goto(f"{live_server.url}/runs/{run.pk}/results/")
     assert _traces(page, "chart-main") >= 1
     # The y axis title comes from the metric catalog, unit included.
-    assert page.locator("#chart-main .g-ytitle").text_content() == "Transactions per second (tps)"
+    assert (
+        page.locator("#chart-main .g-ytitle").text_content()
+        == "Transactions per second (tps) · higher is better"
+    )
     # 1,500 points: drawn as an SVG line (the vendored Plotly build has no WebGL traces).
     page.wait_for_selector("#chart-series .scatterlayer .trace", state="attached")
     assert page.locator("#chart-series .scatterlayer .trace path.js-line").count() >= 1

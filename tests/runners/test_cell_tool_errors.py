@@ -68,7 +68,9 @@ def test_sysbench_prepare_fatal_with_exit_0_fails_the_cell(mariadb_target, monke
     assert (prepare.phase, prepare.exit_code) == ("prepare", 0)
     assert "FATAL:" in prepare.stdout
     assert outcome.status == "failed"
-    assert outcome.error.startswith("prepare failed (exit 0): FATAL: ")
+    # sysbench exited 0: the error says the tool reported it, never "exit 0"
+    assert outcome.error.startswith("prepare reported an error: FATAL: ")
+    assert "exit 0" not in outcome.error
     assert "error 1050 (Table 'sbtest1' already exists)" in outcome.error
     assert [r.phase for r in outcome.phases] == ["prepare"]  # no measure on half-made data
 
@@ -105,12 +107,16 @@ def test_reported_failure_names_the_phase_and_the_tools_cause():
         (fixtures / "pgbench/pgbench_not_initialized.out").read_text()
     )
     assert reported_failure("warmup", record, pgbench.errors) == (
-        "warmup failed (exit 0): pgbench: error: could not count number of branches: ERROR: "
+        "warmup reported an error: pgbench: error: could not count number of branches: ERROR: "
         'relation "pgbench_branches" does not exist'
     )
     slap = get_tool("mysqlslap").parse(
         (fixtures / "mysqlslap/mysqlslap_bad_engine.out").read_text()
     )
     assert reported_failure("measure", record, slap.errors).startswith(
-        "measure failed (exit 0): Cannot run query CREATE TABLE"
+        "measure reported an error: Cannot run query CREATE TABLE"
     )
+    failed = PhaseRecord(
+        phase="prepare", command="", exit_code=2, stdout="", stderr="", started=0.0, finished=0.0
+    )
+    assert reported_failure("prepare", failed, slap.errors).startswith("prepare failed (exit 2): ")
