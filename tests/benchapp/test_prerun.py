@@ -210,7 +210,13 @@ def test_s5_study_import_names_the_missing_credential_then_the_unknown_host(owne
         "targets[0].credential: credential &#x27;scott-pw&#x27; does not exist in team alpha"
         in html
     )
-    make_credential(team, name="scott-pw")
+    cred = make_credential(team, name="scott-pw")
+    # A stored credential goes only where an admin bound it (docs/trust-model.md).
+    page = owner_client.post("/plans/import/", {"text": S5_STUDY})
+    assert not Plan.objects.exists()
+    assert "is not bound to db.internal:3306" in page.content.decode()
+    cred.host_patterns = ["db.internal:3306"]
+    cred.save()
     page = owner_client.post("/plans/import/", {"text": S5_STUDY}, follow=True)
     assert Plan.objects.get().name == "myisam-update"
     html = page.content.decode()
