@@ -91,38 +91,43 @@ def start_run(
                 "axes", "the plan has none of the cells " + ", ".join(sorted(only_keys))
             )
     provisioning.check_budget(team, spec)
+    rows = [
+        dict(
+            index=c.index,
+            key=c.key,
+            repeat=c.repeat,
+            axes=c.axes,
+            target_name=c.target,
+            spec=freeze(spec, c),
+        )
+        for c in cells
+    ]
+    return _create_run(
+        team,
+        spec,
+        rows,
+        plan=plan,
+        name=spec.name,
+        tool=spec.tool,
+        document=spec.document,
+        origin=origin,
+        concurrency=concurrency,
+        created_by=user,
+        tags=list(tags),
+    )
+
+
+def _create_run(team: Team, spec, cells: list[dict], **fields) -> Run:
+    """Store a Run (fields) and its Cells (their fields), within the team's cap
+    of active runs; provision or dispatch after commit."""
     first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
         # The team's row is the lock of its counts: two starts at once must
         # not both see the last free place under the cap.
         Team.objects.select_for_update().filter(pk=team.pk).first()
         fairshare.check_active_runs(team)
-        run = Run.objects.create(
-            team=team,
-            plan=plan,
-            name=spec.name,
-            tool=spec.tool,
-            document=spec.document,
-            origin=origin,
-            concurrency=concurrency,
-            created_by=user,
-            tags=list(tags),
-        )
-        Cell.objects.bulk_create(
-            (
-                Cell(
-                    run=run,
-                    index=c.index,
-                    key=c.key,
-                    repeat=c.repeat,
-                    axes=c.axes,
-                    target_name=c.target,
-                    spec=freeze(spec, c),
-                )
-                for c in cells
-            ),
-            batch_size=500,
-        )
+        run = Run.objects.create(team=team, **fields)
+        Cell.objects.bulk_create((Cell(run=run, **c) for c in cells), batch_size=500)
         first_step(run.pk)
     return run
 
@@ -149,39 +154,30 @@ def rerun_cells(
     spec = load_plan(source.document)
     check_plan(spec)
     provisioning.check_budget(source.team, spec)
-    first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
-    with transaction.atomic():
-        # A re-run counts against the team's cap of active runs like any start.
-        Team.objects.select_for_update().filter(pk=source.team_id).first()
-        fairshare.check_active_runs(source.team)
-        run = Run.objects.create(
-            team=source.team,
-            plan=plan if plan is not None else source.plan,
-            name=source.name,
-            tool=source.tool,
-            document=source.document,
-            origin=origin,
-            concurrency=source.concurrency,
-            created_by=user,
-            tags=list(tags),
+    rows = [
+        dict(
+            index=c.index,
+            key=c.key,
+            repeat=c.repeat,
+            axes=c.axes,
+            target_name=c.target_name,
+            spec=c.spec,
         )
-        Cell.objects.bulk_create(
-            (
-                Cell(
-                    run=run,
-                    index=c.index,
-                    key=c.key,
-                    repeat=c.repeat,
-                    axes=c.axes,
-                    target_name=c.target_name,
-                    spec=c.spec,
-                )
-                for c in cells
-            ),
-            batch_size=500,
-        )
-        first_step(run.pk)
-    return run
+        for c in cells
+    ]
+    return _create_run(
+        source.team,
+        spec,
+        rows,
+        plan=plan if plan is not None else source.plan,
+        name=source.name,
+        tool=source.tool,
+        document=source.document,
+        origin=origin,
+        concurrency=source.concurrency,
+        created_by=user,
+        tags=list(tags),
+    )
 
 
 def _enqueue_provision(run_id: int) -> None:

@@ -22,11 +22,12 @@ read, and the buffer/cache hit ratio of each second.
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 
-from runners.command import WORKDIR, Command, Endpoint, Upload, pgpass_line
-from runners.facts import mysql_option_file
+from runners.command import Command, Endpoint
+from runners.facts import mysql_facts_command, postgres_facts_command
 from runners.results import Series
-from runners.telemetry import INTERVAL_S, MARK, _samples
+from runners.telemetry import INTERVAL_S, MARK, samples
 
 MYSQL_COUNTERS = {
     "Questions": "questions_per_s",
@@ -89,44 +90,15 @@ def _loop(client: list[str]) -> str:
 
 
 def sampler_command(endpoint: Endpoint) -> Command | None:
-    """The background loop for a mysql or postgres endpoint (None for other kinds)."""
-    secrets = [endpoint.password] if endpoint.password else []
+    """The background loop for a mysql or postgres endpoint (None for other
+    kinds): the facts query's client command (runners.facts), run once a second."""
     if endpoint.kind == "mysql":
-        client = [
-            "mysql",
-            f"--defaults-extra-file={WORKDIR}/telemetry.my.cnf",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            _MYSQL_QUERY,
-        ]
-        upload = Upload("telemetry.my.cnf", mysql_option_file(endpoint), 0o600)
-        return Command(
-            argv=["sh", "-c", _loop(client)],
-            uploads=[upload],
-            secrets=secrets,
-            tool="mysql",
-            package="mariadb-client",
-        )
-    if endpoint.kind == "postgres":
-        client = ["psql", "-X", "-A", "-t", "-F", "\t", "-w"]
-        for flag, value in (
-            ("-h", endpoint.host or endpoint.socket),
-            ("-p", endpoint.port),
-            ("-U", endpoint.user),
-        ):
-            if value:
-                client += [flag, str(value)]
-        client += ["-d", endpoint.database or "postgres", "-c", _POSTGRES_QUERY]
-        return Command(
-            argv=["sh", "-c", _loop(client)],
-            env={"PGPASSFILE": f"{WORKDIR}/telemetry.pgpass"},
-            uploads=[Upload("telemetry.pgpass", pgpass_line(endpoint), 0o600)],
-            secrets=secrets,
-            tool="psql",
-            package="postgresql-client",
-        )
-    return None
+        client = mysql_facts_command(endpoint, _MYSQL_QUERY, name="telemetry")
+    elif endpoint.kind == "postgres":
+        client = postgres_facts_command(endpoint, _POSTGRES_QUERY, name="telemetry")
+    else:
+        return None
+    return replace(client, argv=["sh", "-c", _loop(client.argv)])
 
 
 def _values(lines: list[str]) -> dict[str, float]:
@@ -146,21 +118,21 @@ def parse_samples(kind: str, text: str) -> tuple[Series, list[str]]:
     counters, gauges = (
         (MYSQL_COUNTERS, MYSQL_GAUGES) if kind == "mysql" else (POSTGRES_COUNTERS, POSTGRES_GAUGES)
     )
-    samples = [(clock, _values(lines), lines) for clock, lines in _samples(text)]
+    read = [(clock, _values(lines), lines) for clock, lines in samples(text)]
     errors = list(
         dict.fromkeys(
             line.strip()
-            for _, values, lines in samples
+            for _, _, lines in read
             for line in lines
             if line.strip() and "\t" not in line
         )
     )
     rows = []
-    for (t0, prev, _), (t1, cur, _) in zip(samples, samples[1:]):
+    for (t0, prev, _), (t1, cur, _) in zip(read, read[1:]):
         dt = t1 - t0
         if dt <= 0:
             continue
-        row = {"t": round(t1 - samples[0][0], 2)}
+        row = {"t": round(t1 - read[0][0], 2)}
         for name, label in counters.items():
             if name in cur and name in prev:
                 row[label] = max(0.0, cur[name] - prev[name]) / dt

@@ -130,26 +130,31 @@ def mysql_option_file(endpoint: Endpoint) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def mysql_facts_command(endpoint: Endpoint, query: str = MYSQL_QUERY) -> Command:
-    """mysql client reading its credentials from a 0600 option file."""
+def mysql_facts_command(
+    endpoint: Endpoint, query: str = MYSQL_QUERY, name: str = "facts"
+) -> Command:
+    """mysql client reading its credentials from a 0600 option file (name.my.cnf)."""
     return Command(
         argv=[
             "mysql",
-            f"--defaults-extra-file={WORKDIR}/facts.my.cnf",
+            f"--defaults-extra-file={WORKDIR}/{name}.my.cnf",
             "--batch",
             "--skip-column-names",
             "-e",
             query,
         ],
-        uploads=[Upload("facts.my.cnf", mysql_option_file(endpoint), 0o600)],
+        uploads=[Upload(f"{name}.my.cnf", mysql_option_file(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
         tool="mysql",
         package="mariadb-client",
     )
 
 
-def postgres_facts_command(endpoint: Endpoint) -> Command:
-    """psql with the password in a 0600 PGPASSFILE, unaligned tab-separated output."""
+def postgres_facts_command(
+    endpoint: Endpoint, query: str = POSTGRES_QUERY, name: str = "facts"
+) -> Command:
+    """psql with the password in a 0600 PGPASSFILE (name.pgpass), unaligned
+    tab-separated output."""
     argv = ["psql", "-X", "-A", "-t", "-F", "\t", "-w"]
     for flag, value in (
         ("-h", endpoint.host or endpoint.socket),
@@ -158,11 +163,11 @@ def postgres_facts_command(endpoint: Endpoint) -> Command:
     ):
         if value:
             argv += [flag, str(value)]
-    argv += ["-d", endpoint.database or "postgres", "-c", POSTGRES_QUERY]
+    argv += ["-d", endpoint.database or "postgres", "-c", query]
     return Command(
         argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/facts.pgpass"},
-        uploads=[Upload("facts.pgpass", pgpass_line(endpoint), 0o600)],
+        env={"PGPASSFILE": f"{WORKDIR}/{name}.pgpass"},
+        uploads=[Upload(f"{name}.pgpass", pgpass_line(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
         tool="psql",
         package="postgresql-client",

@@ -60,7 +60,7 @@ def sampler_command() -> Command:
 # ------------------------------------------------------------------ parsing
 
 
-def _samples(text: str) -> Iterator[tuple[float, list[str]]]:
+def samples(text: str) -> Iterator[tuple[float, list[str]]]:
     """(uptime, the sample's lines) for every complete sample in text (one
     that reached its end mark: the stop may cut the last one short)."""
     clock, lines = None, []
@@ -218,7 +218,7 @@ def parse_samples(text: str, start_uptime: float | None = None) -> Series:
 
     Disks and interfaces that did nothing during the window are left out,
     as are partitions (their disk is there) and loop/ram devices."""
-    parsed = [(clock, _counters(lines)) for clock, lines in _samples(text)]
+    parsed = [(clock, _counters(lines)) for clock, lines in samples(text)]
     if len(parsed) < 2:
         return {}
     counters = [c for _, c in parsed]

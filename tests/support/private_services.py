@@ -87,9 +87,9 @@ def install_mariadb(datadir) -> None:
     subprocess.run(argv, check=True, capture_output=True, timeout=120)
 
 
-def mariadb_server(directory: Path) -> Server:
+def mariadb_server(directory: Path, *options: str) -> Server:
     """A started throw-away mariadbd (root without password) with its datadir,
-    socket and log in directory, on a free port."""
+    socket and log in directory, on a free port; options: more server options."""
     datadir, port = directory / "mariadb", free_port()
     install_mariadb(datadir)
     server = Server(
@@ -103,6 +103,7 @@ def mariadb_server(directory: Path) -> Server:
             f"--socket={directory / 'mariadb.sock'}",
             "--skip-log-bin",
             f"--pid-file={directory / 'mariadb.pid'}",
+            *options,
         ],
         port,
         directory / "mariadb.log",
