@@ -9,8 +9,6 @@ output cannot be read is a warning on the cell, never its failure.
 
 from __future__ import annotations
 
-import time
-
 from runners import dbstatus, telemetry, verdict
 from runners.errors import RunnerError
 from runners.planspec import TargetSpec
@@ -25,7 +23,6 @@ class CellWatch:
         self.running: list[tuple[str, object, object, object]] = []  # (source, ex, bg, cmd)
         self.series: dict[str, dict] = {}
         self.warnings: list[str] = []
-        self.started_at: float | None = None
 
     def _hosts(self) -> list[tuple[str, object]]:
         """(role, executor) of every machine to sample."""
@@ -41,7 +38,6 @@ class CellWatch:
         return hosts
 
     def start(self) -> None:
-        self.started_at = time.time()
         starts = [(role, ex, telemetry.sampler_command()) for role, ex in self._hosts()]
         db_command = dbstatus.sampler_command(self.endpoint) if self.endpoint else None
         if db_command is not None:

@@ -211,9 +211,9 @@ def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
     ]
 
 
-def parse_samples(text: str, start_uptime: float | None = None) -> Series:
+def parse_samples(text: str) -> Series:
     """The sampler's output as a columnar series: t (seconds since the first
-    sample, or since start_uptime), one column per figure; per-second rates
+    sample), one column per figure; per-second rates
     come from consecutive samples, so n samples give n - 1 rows.
 
     Disks and interfaces that did nothing during the window are left out,
@@ -227,7 +227,7 @@ def parse_samples(text: str, start_uptime: float | None = None) -> Series:
     disks = _active(counters, "disk", _whole_disks(disk_names))
     nets = _active(counters, "net", sorted(net_names))
     cpus = sorted({k.split(".")[0] for k in counters[-1] if k.startswith("cpu")}, key=_cpu_order)
-    origin = parsed[0][0] if start_uptime is None else start_uptime
+    origin = parsed[0][0]
     rows = []
     for (t0, prev), (t1, cur) in zip(parsed, parsed[1:]):
         dt = t1 - t0
@@ -246,7 +246,7 @@ def _cpu_order(name: str) -> int:
 
 # Figures summarised for every host (mean, max, and the share of seconds at
 # or above a level where a verdict rule reads one).
-HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_steal_pct": 10.0, "cpu_iowait_pct": 20.0}
+HIGH_LEVELS = {"cpu_busy_pct": 90.0}
 DISK_UTIL_HIGH = 90.0
 
 

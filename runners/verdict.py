@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-CPU_BUSY_PCT = 90.0  # a CPU this busy (user + system) is saturated ...
+from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS
+
+# The levels whose share of seconds telemetry.summarize counts are its own.
+CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
 CPU_BUSY_SHARE = 0.8  # ... for this share of the measured seconds
 STEAL_PCT = 10.0  # mean steal: the hypervisor gave the time to a neighbour
 DISK_UTIL_SHARE = 0.5  # the busiest disk at >= 90 % utilisation for this share
@@ -63,7 +66,7 @@ def _disk_bound(summary: dict, role: str) -> Finding | None:
     queue = summary.get(f"disk_{disk}_queue", {}).get("mean", 0.0)
     return {
         "code": "disk",
-        "text": f"disk-bound on the {role}: {disk} at or above 90 % utilisation for "
+        "text": f"disk-bound on the {role}: {disk} at or above {DISK_UTIL_HIGH:g} % utilisation for "
         f"{_pct(100 * util['high_share'])} of the seconds (await {wait:.1f} ms, queue {queue:.1f})",
         "evidence": {f"{role}.disk_{disk}_util_pct.mean": util["mean"], "await_ms": wait},
     }
