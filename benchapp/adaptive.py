@@ -13,9 +13,9 @@ ending cell still holds, so no later repeat of it has been dispatched yet.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
 
-from benchapp.models import Cell, Measurement, Run
+from benchapp import measurestore
+from benchapp.models import Cell, Run
 from runners.repeats import RepeatRule, Stop, decide
 
 
@@ -36,16 +36,9 @@ def after_cell(cell: Cell) -> Stop | None:
             return None
         siblings = Cell.objects.filter(run_id=cell.run_id, key=cell.key)
         ran = siblings.filter(status__in=(Cell.SUCCEEDED, Cell.FAILED))
-        values = list(
-            Measurement.objects.filter(
-                cell__in=ran.filter(status=Cell.SUCCEEDED),
-                attempt=F("cell__attempt"),
-                group="",
-                metric=rule.metric,
-            )
-            .order_by("cell__index")
-            .values_list("value", flat=True)
-        )
+        order = dict(ran.filter(status=Cell.SUCCEEDED).values_list("pk", "index"))
+        rows = measurestore.read(cells=order, metrics=[rule.metric], group="")
+        values = [m.value for m in sorted(rows, key=lambda m: order[m.cell_id])]
         left = siblings.filter(status__in=(Cell.QUEUED, Cell.RUNNING)).count()
         stop = decide(rule, values, ran.count(), left=left)
         if stop is None:

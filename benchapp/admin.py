@@ -62,9 +62,9 @@ class CellAdmin(admin.ModelAdmin):
     raw_id_fields = ["run"]
 
 
-@admin.register(models.Measurement)
-class MeasurementAdmin(admin.ModelAdmin):
-    list_display = ["cell", "attempt", "iteration", "group", "metric", "value"]
+@admin.register(models.CellMeasurements)
+class CellMeasurementsAdmin(admin.ModelAdmin):
+    list_display = ["cell", "attempt", "count"]
     raw_id_fields = ["run", "cell"]
 
 

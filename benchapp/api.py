@@ -17,10 +17,10 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, orchestration, results, tokens
+from benchapp import comparisons, measurestore, orchestration, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.models import Cell, Measurement
+from benchapp.models import Cell, CellMeasurements
 
 TEAM_PARAM = OpenApiParameter(
     "team", OpenApiTypes.INT, description="team id (default: your first team)"
@@ -194,19 +194,27 @@ class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
         ]
     )
 )
-class MeasurementViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
-    """Measurements of each cell's latest attempt (all_attempts=true for every row)."""
+class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
+    """Measurements of each cell's latest attempt (all_attempts=true for every
+    row), in cell, group and metric order. The page is cut from the filtered
+    values, which are unpacked from one stored row per cell attempt."""
 
-    queryset = Measurement.objects.order_by("cell_id", "group", "metric")
     serializer_class = s.MeasurementSerializer
 
-    def get_queryset(self):
-        qs = super().get_queryset()
-        if self.request.query_params.get("all_attempts") not in ("true", "1"):
-            from django.db.models import F
-
-            qs = qs.filter(attempt=F("cell__attempt"))
-        return qs
+    def list(self, request):
+        q = request.query_params
+        cells = CellMeasurements.objects.filter(run__team=self.get_team())
+        for name in ("run", "cell"):
+            if (q.get(name) or "").isdigit():
+                cells = cells.filter(**{name: q[name]})
+        values = measurestore.read(
+            cells=cells.values_list("cell_id", flat=True).distinct(),
+            metrics=[q["metric"]] if q.get("metric") else None,
+            all_attempts=q.get("all_attempts") in ("true", "1"),
+        )
+        ordered = sorted(values, key=lambda m: (m.cell_id, m.group, m.metric, m.attempt))
+        page = self.paginate_queryset(ordered)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))

@@ -13,10 +13,10 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchapp import crypto
+from benchapp import crypto, measurestore
 from benchapp.csvexport import csv_text
-from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run, Team
-from benchapp.recording import MASK, measurement_rows, series_rows
+from benchapp.models import Artifact, Cell, CellSeries, Credential, Run, Team
+from benchapp.recording import MASK, measurement_rows, series_rows, store_measurements
 from runners.errors import ParseError
 from runners.tools import MEASURED_TOOLS, read_output
 from runners.tools import metric as catalog_metric
@@ -173,7 +173,7 @@ def import_output(
         started_at=timezone.now(),
         finished_at=timezone.now(),
     )
-    Measurement.objects.bulk_create(measurement_rows(cell, 1, result))
+    store_measurements(cell, 1, measurement_rows(cell, 1, result))
     CellSeries.objects.bulk_create(series_rows(cell, 1, result))
     Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
     _merge_axes(run, axes)
@@ -256,10 +256,9 @@ def export_rows(runs: list[Run], cell_ids=None):
         cells = cells.filter(pk__in=cell_ids)
     cells = {c.pk: c for c in cells}
     by_cell = {}
-    for m in Measurement.objects.filter(run__in=runs).order_by("cell_id", "group", "metric"):
-        cell = cells.get(m.cell_id)
-        if cell is not None and m.attempt == cell.attempt:
-            by_cell.setdefault(m.cell_id, []).append(m)
+    rows = measurestore.read(runs=[r.pk for r in runs], cells=list(cells) if cell_ids else None)
+    for m in sorted(rows, key=lambda m: (m.cell_id, m.group, m.metric)):
+        by_cell.setdefault(m.cell_id, []).append(m)
     return cells, by_cell
 
 
@@ -297,7 +296,7 @@ def export_json(team: Team, runs: list[Run], cell_ids=None, comparison=None) -> 
     return json.dumps(scrub(doc), indent=1, default=str)
 
 
-def _unit(tool: str, measurement: Measurement) -> str:
+def _unit(tool: str, measurement: measurestore.Value) -> str:
     """The stored unit, else the metric catalog's (runners.metrics)."""
     return measurement.unit or catalog_metric(tool, measurement.metric).unit
 

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from benchapp.models import Cell, Measurement, Run
+from benchapp import measurestore
+from benchapp.models import Cell, Run
 
 
 def result_document(run: Run) -> dict:
     """The whole run as plain JSON-able data (never secrets: commands are masked)."""
     cells = list(Cell.objects.filter(run=run).order_by("index"))
-    latest = {c.pk: c.attempt for c in cells}
     metrics: dict[int, dict] = defaultdict(dict)
     groups: dict[int, dict[str, dict]] = defaultdict(dict)
-    rows = Measurement.objects.filter(run=run).values_list(
-        "cell_id", "attempt", "group", "metric", "value"
-    )
-    for cell_id, attempt, group, metric, value in rows.iterator(chunk_size=5000):
-        if attempt != latest.get(cell_id):
-            continue
-        if group:
-            groups[cell_id].setdefault(group, {})[metric] = value
+    for m in measurestore.read(runs=[run.pk]):
+        if m.group:
+            groups[m.cell_id].setdefault(m.group, {})[m.metric] = m.value
         else:
-            metrics[cell_id][metric] = value
+            metrics[m.cell_id][m.metric] = m.value
     return {
         "run": {
             "id": run.pk,

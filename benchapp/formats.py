@@ -10,20 +10,21 @@ import json
 import uuid
 from collections import defaultdict
 
+from benchapp import measurestore
 from benchapp.archive import Scrubber
-from benchapp.models import Measurement, Run
+from benchapp.models import Run
 
 
-def _measurements(run: Run) -> list:
-    rows = list(
-        Measurement.objects.filter(run=run)
-        .select_related("cell")
-        .order_by("cell__index", "iteration", "group", "metric")
-    )
+def _measurements(run: Run) -> list[tuple]:
+    """(cell, measurestore.Value) of each cell's latest measured attempt, in
+    cell, iteration, group and metric order."""
+    cells = {c.pk: c for c in run.cells.all()}
+    rows = list(measurestore.read(runs=[run.pk], all_attempts=True))
     latest: dict[int, int] = {}
     for m in rows:
         latest[m.cell_id] = max(latest.get(m.cell_id, 0), m.attempt)
-    return [m for m in rows if m.attempt == latest[m.cell_id]]
+    kept = [(cells[m.cell_id], m) for m in rows if m.attempt == latest[m.cell_id]]
+    return sorted(kept, key=lambda cm: (cm[0].index, cm[1].iteration, cm[1].group, cm[1].metric))
 
 
 def to_pkb_lines(run: Run) -> str:
@@ -33,15 +34,15 @@ def to_pkb_lines(run: Run) -> str:
     run_uri = f"benchboard-{run.pk}"
     timestamp = (run.finished_at or run.created_at).timestamp()
     lines = []
-    for m in _measurements(run):
+    for cell, m in _measurements(run):
         metadata = {
-            **{str(k): v for k, v in m.cell.axes.items()},
-            "cell_key": m.cell.key,
-            "repeat": m.cell.repeat,
+            **{str(k): v for k, v in cell.axes.items()},
+            "cell_key": cell.key,
+            "repeat": cell.repeat,
             "iteration": m.iteration,
-            "target": m.cell.target_name,
+            "target": cell.target_name,
             "tool": run.tool,
-            "tool_version": m.cell.tool_version,
+            "tool_version": cell.tool_version,
             "run": run.pk,
         }
         if m.group:
@@ -58,7 +59,7 @@ def to_pkb_lines(run: Run) -> str:
                         "timestamp": timestamp,
                         "test": run.tool,
                         "run_uri": run_uri,
-                        "sample_uri": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_uri}/{m.pk}")),
+                        "sample_uri": _sample_uri(run_uri, m),
                         "product_name": "Benchboard",
                         "official": False,
                         "owner": "",
@@ -70,6 +71,12 @@ def to_pkb_lines(run: Run) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _sample_uri(run_uri: str, m: measurestore.Value) -> str:
+    """A stable id of one measurement: a UUID of what identifies it."""
+    name = f"{run_uri}/{m.cell_id}/{m.attempt}/{m.iteration}/{m.group}/{m.metric}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
 def to_bmf(run: Run) -> dict:
     """Bencher Metric Format: {benchmark: {measure: {value, lower_value, upper_value}}}.
 
@@ -77,8 +84,8 @@ def to_bmf(run: Run) -> dict:
     cell's repeats and iterations, the bounds their min and max.
     """
     values: dict[tuple, list[float]] = defaultdict(list)
-    for m in _measurements(run):
-        name = m.cell.key + (f" [{m.group}]" if m.group else "")
+    for cell, m in _measurements(run):
+        name = cell.key + (f" [{m.group}]" if m.group else "")
         values[(name or run.tool, m.metric)].append(m.value)
     out: dict[str, dict] = {}
     for (name, metric), points in sorted(values.items()):

@@ -17,7 +17,8 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
-from benchapp.models import Alert, HistoryState, Measurement, Plan, Run, RunSummary
+from benchapp import measurestore
+from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
 from benchapp.models_history import PlanRevision
 from runners import changepoint, levels, tools
 from runners.metrics import HIGHER
@@ -62,18 +63,15 @@ def history_plans(plan: Plan) -> list[int]:
 def run_points(run: Run) -> list[RunSummary]:
     """The run's point of each series (unsaved RunSummary rows), from its
     measurements of each cell's latest attempt (one query)."""
-    rows = list(
-        Measurement.objects.filter(run_id=run.pk).values_list(
-            "cell_id", "cell__key", "group", "metric", "attempt", "value"
-        )
-    )
+    keys = dict(run.cells.values_list("pk", "key"))
+    rows = list(measurestore.read(runs=[run.pk], all_attempts=True))
     latest: dict[int, int] = {}
-    for cell_id, _, _, _, attempt, _ in rows:
-        latest[cell_id] = max(latest.get(cell_id, 0), attempt)
+    for m in rows:
+        latest[m.cell_id] = max(latest.get(m.cell_id, 0), m.attempt)
     values: dict[tuple, list[float]] = defaultdict(list)
-    for cell_id, key, group, metric, attempt, value in rows:
-        if attempt == latest[cell_id]:
-            values[(key, group, metric)].append(value)
+    for m in rows:
+        if m.attempt == latest[m.cell_id]:
+            values[(keys[m.cell_id], m.group, m.metric)].append(m.value)
     return [
         RunSummary(
             run_id=run.pk,

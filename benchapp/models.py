@@ -327,26 +327,60 @@ class Cell(models.Model):
         return None
 
 
-class Measurement(models.Model):
-    """(cell, attempt, iteration, group, metric) -> value. `run` is denormalised
-    so that results pages read a run's figures with one indexed query."""
+class MeasureKey(models.Model):
+    """What a measured value is: its (group, metric, unit), stored once and
+    referred to by a 4-byte id from every packed value (benchapp.measurestore).
+    A year holds a few thousand of these against a hundred million values."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="measurements")
-    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="measurements")
-    attempt = models.PositiveIntegerField(default=1)
-    iteration = models.PositiveIntegerField(default=0)
     group = models.CharField(max_length=200, blank=True)  # "engine=innodb,concurrency=4" or ""
     metric = models.CharField(max_length=60)
-    value = models.FloatField()
     unit = models.CharField(max_length=20, blank=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["cell", "attempt", "iteration", "group", "metric"], name="one_measurement"
-            )
+            models.UniqueConstraint(fields=["group", "metric", "unit"], name="one_measure_key")
         ]
-        indexes = [models.Index(fields=["run", "metric"]), models.Index(fields=["cell", "metric"])]
+
+
+class CellMeasurements(models.Model):
+    """Every measurement of one cell attempt, packed (benchapp.measurestore):
+    `keys` are MeasureKey ids (int32), `values` float64 and `iterations`
+    int32 (empty when every value is iteration 0), all little-endian and in
+    the same order. One row per value cost 217 bytes in PostgreSQL with its
+    indexes; packed, a value costs its 12 bytes and shares the row's.
+    `run` is denormalised so that results pages read a run's rows by one index."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="measurements")
+    # No index of its own: the unique (cell, attempt) index serves lookups by cell.
+    cell = models.ForeignKey(
+        Cell, on_delete=models.CASCADE, related_name="measurements", db_index=False
+    )
+    attempt = models.PositiveIntegerField(default=1)
+    count = models.PositiveIntegerField(default=0)
+    keys = models.BinaryField()
+    iterations = models.BinaryField(blank=True, default=b"")
+    values = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cell", "attempt"], name="one_measurement_set")
+        ]
+
+
+class RunMetric(models.Model):
+    """A run's running total of one metric over every stored value (all
+    groups and attempts), kept by benchapp.measurestore as values are
+    written, so that lists of runs show a headline mean without reading
+    measurements. Rows are made in the order metrics are first measured."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_totals")
+    metric = models.CharField(max_length=60)
+    unit = models.CharField(max_length=20, blank=True)
+    count = models.PositiveIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "metric"], name="one_run_metric")]
 
 
 class CellSeries(models.Model):

@@ -28,8 +28,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
+from benchapp import measurestore
 from benchapp.archive import _typed
-from benchapp.models import Cell, Measurement, Run, Team
+from benchapp.models import Cell, Run, Team
 from runners.errors import ParseError
 
 # Metadata keys of Benchboard's own export (benchapp.formats.to_pkb_lines).
@@ -268,9 +269,9 @@ def import_samples(team: Team, text: str, *, name: str = "", user=None) -> Run:
         )
         for index, c in enumerate(cells, 1)
     )
-    rows = []
+    attempts = []
     for c, cell in zip(cells, stored):
-        seen = set()
+        seen, rows = set(), []
         for iteration, group, metric, value, unit in c.measurements:
             if (iteration, group, metric) in seen:
                 raise ParseError(
@@ -278,16 +279,8 @@ def import_samples(team: Team, text: str, *, name: str = "", user=None) -> Run:
                 )
             seen.add((iteration, group, metric))
             rows.append(
-                Measurement(
-                    run=run,
-                    cell=cell,
-                    attempt=1,
-                    iteration=iteration,
-                    group=group,
-                    metric=metric,
-                    value=value,
-                    unit=unit,
-                )
+                measurestore.Value(run.pk, cell.pk, 1, iteration, group, metric, value, unit)
             )
-    Measurement.objects.bulk_create(rows, batch_size=2000)
+        attempts.append((cell, 1, rows))
+    measurestore.add(attempts)
     return run

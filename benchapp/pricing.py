@@ -19,8 +19,9 @@ from statistics import mean
 
 from django.conf import settings
 
+from benchapp import measurestore
 from benchapp.estimates import plan_duration
-from benchapp.models import Cell, CloudResource, Measurement, PriceEntry, Run, Team
+from benchapp.models import Cell, CloudResource, PriceEntry, Run, Team
 from benchapp.planning import validate_document
 from runners.metrics import HIGHER
 from runners.plan import Plan as PlanSpec
@@ -180,10 +181,13 @@ def price_performance(run: Run) -> dict[str, dict[str, float]]:
     prices = target_prices(run)
     provision = {t.name: t.provision for t in load_plan(run.document).targets}
     values = defaultdict(list)
-    rows = Measurement.objects.filter(
-        run=run, group="", metric__in=throughput_metrics(run.tool), cell__status=Cell.SUCCEEDED
-    ).values_list("cell__target_name", "cell__axes", "metric", "value")
-    for target, axes, metric, value in rows:
+    succeeded = run.cells.filter(status=Cell.SUCCEEDED).values_list("pk", "target_name", "axes")
+    cells = {pk: (target, axes) for pk, target, axes in succeeded}
+    rows = measurestore.read(runs=[run.pk], metrics=throughput_metrics(run.tool), group="")
+    for m in rows:
+        if m.cell_id not in cells:
+            continue
+        (target, axes), metric, value = cells[m.cell_id], m.metric, m.value
         variant = variant_of(provision[target], axes) if provision.get(target) else ""
         values[f"{target} {variant}".strip(), metric].append(value)
     result: dict[str, dict[str, float]] = {}

@@ -16,8 +16,9 @@ from functools import partial
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import credbinding, provisioning, seriesstore, targetguard
-from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run
+from benchapp import credbinding, measurestore, provisioning, seriesstore, targetguard
+from benchapp.measurestore import Value
+from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
 from benchapp.planning import sandbox_limits
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
@@ -212,8 +213,8 @@ def group_label(labels: dict) -> str:
 
 
 def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: str = ""):
-    """Measurements of one Result: whole-output metrics in group "", each
-    block of a multi-block output in its own group."""
+    """Measurements (measurestore.Value) of one Result: whole-output metrics
+    in group "", each block of a multi-block output in its own group."""
     if result is None:
         return []
     rows = {}
@@ -226,9 +227,9 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
         for metric, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 name = prefix + metric
-                rows[(group, name)] = Measurement(
+                rows[(group, name)] = Value(
                     run_id=cell.run_id,
-                    cell=cell,
+                    cell_id=cell.pk,
                     attempt=attempt,
                     iteration=0,
                     group=(prefix.rstrip("_") + ":" + group) if prefix and group else group,
@@ -236,6 +237,12 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
                     value=float(value),
                 )
     return list(rows.values())
+
+
+def store_measurements(cell: Cell, attempt: int, rows: list[Value]) -> None:
+    """Replace one attempt's stored measurements by rows (measurement_rows'),
+    inside the caller's transaction."""
+    measurestore.write(cell, attempt, rows)
 
 
 def series_rows(cell: Cell, attempt: int, result: Result | None) -> list[CellSeries]:
@@ -271,11 +278,13 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             or current.status not in (Cell.RUNNING, Cell.CANCELLED)
         ):
             return False
-        for model in (Measurement, CellSeries, Artifact):
+        for model in (CellSeries, Artifact):
             model.objects.filter(cell=cell, attempt=attempt).delete()
-        Measurement.objects.bulk_create(
+        store_measurements(
+            cell,
+            attempt,
             measurement_rows(cell, attempt, outcome.result)
-            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
+            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_"),
         )
         CellSeries.objects.bulk_create(
             series_rows(cell, attempt, outcome.result)

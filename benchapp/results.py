@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from benchapp import client_load, costs, defaults, significance
+from benchapp import client_load, costs, defaults, measurestore, significance
 from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
-from benchapp.models import Cell, Measurement, Run
+from benchapp.models import Cell, Run
 from benchapp.pivot import (  # noqa: F401  (re-exported)
     STATISTICS,
     CellInfo,
@@ -115,12 +115,8 @@ def run_label(run: Run) -> str:
 
 def available_metrics(run_ids) -> list[str]:
     """Metric names stored for the runs, plus the DERIVED ones they allow
-    (one index-only query on (run, metric))."""
-    names = set(
-        Measurement.objects.filter(run_id__in=list(run_ids))
-        .values_list("metric", flat=True)
-        .distinct()
-    )
+    (two queries: the runs' packed keys, their names)."""
+    names = set(measurestore.metric_units(run_ids))
     names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
     return sorted(names)
 
@@ -131,44 +127,31 @@ def metric_units(run_ids, tool: str) -> dict[str, str]:
     No query for a registry tool (its catalog says it)."""
     if tools.TOOLS.get((tool or "").replace("-", "_")):
         return {}
-    rows = (
-        Measurement.objects.filter(run_id__in=list(run_ids))
-        .exclude(unit="")
-        .values_list("metric", "unit")
-        .distinct()
-    )
-    return dict(rows)
+    return {m: u for m, u in measurestore.metric_units(run_ids).items() if u}
 
 
 def load_observations(
     cells: dict[int, CellInfo], metrics=None, all_groups: bool = False
 ) -> list[Observation]:
-    """Measurements of the cells' latest attempts, plus DERIVED metrics (one query).
+    """Measurements of the cells' latest attempts, plus DERIVED metrics (two queries).
 
-    metrics: the names to read (None: all); a page reads only what it shows,
-    which on a 10,000-measurement run is a twentieth of the rows.
-    Reads by (run, metric) index and drops earlier attempts in Python: a join
-    on cell.attempt would make PostgreSQL scan the cells table.
+    metrics: the names to read (None: all); a page makes Observations only
+    of what it shows. The runs' packed rows are read whole (one per cell).
     """
     run_ids = sorted({c.run_id for c in cells.values()})
-    qs = Measurement.objects.filter(run_id__in=run_ids)
     wanted = None
     if metrics is not None:
         wanted = set(metrics)
         for name in metrics:
             wanted |= set(DERIVED.get(name, ("", ()))[1])
-        qs = qs.filter(metric__in=sorted(wanted))
-    if not all_groups:
-        qs = qs.filter(group="")
+    rows = measurestore.read(runs=run_ids, metrics=wanted, group=None if all_groups else "")
     observations, per_cell = [], {}
-    for cell_id, attempt, group, metric, value in qs.values_list(
-        "cell_id", "attempt", "group", "metric", "value"
-    ).iterator(chunk_size=5000):
-        cell = cells.get(cell_id)
-        if cell is None or attempt != cell.attempt:
+    for m in rows:
+        cell = cells.get(m.cell_id)
+        if cell is None or m.attempt != cell.attempt:
             continue
-        observations.append(Observation(cell, group, metric, value))
-        per_cell.setdefault((cell_id, group), {})[metric] = value
+        observations.append(Observation(cell, m.group, m.metric, m.value))
+        per_cell.setdefault((m.cell_id, m.group), {})[m.metric] = m.value
     for name, (_unit, _sources, fn) in DERIVED.items():
         if wanted is not None and name not in wanted:
             continue

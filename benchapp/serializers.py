@@ -7,7 +7,7 @@ import json
 from rest_framework import serializers
 
 from benchapp import forms_targets, orchestration
-from benchapp.models import Cell, Comparison, Credential, Measurement, Plan, Run, Target
+from benchapp.models import Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.planning import check_untrusted
 from runners.errors import ValidationError as PlanError
 
@@ -320,11 +320,17 @@ class CellSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class MeasurementSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Measurement
-        fields = ("id", "run", "cell", "attempt", "iteration", "group", "metric", "value", "unit")
-        read_only_fields = fields
+class MeasurementSerializer(serializers.Serializer):
+    """One measurestore.Value."""
+
+    run = serializers.IntegerField(source="run_id")
+    cell = serializers.IntegerField(source="cell_id")
+    attempt = serializers.IntegerField()
+    iteration = serializers.IntegerField()
+    group = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    unit = serializers.CharField()
 
 
 class ComparisonSerializer(serializers.ModelSerializer):

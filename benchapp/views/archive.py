@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp import archive as service
-from benchapp import comparisons, formats, pkb_import, uploads
+from benchapp import comparisons, formats, measurestore, pkb_import, uploads
 from benchapp.access import MEMBER, current_team, get_comparison, get_run, role_required
 from benchapp.middleware import safe_next
 from benchapp.models import Run
@@ -175,7 +175,9 @@ def _import_pkb(request, team, form):
     except ParseError as exc:
         form.add_error("output", f"not PKB samples: {exc}")
         return render(request, "archive/import.html", {"form": form})
-    messages.success(request, f"Imported {run.measurements.count()} PKB samples into #{run.pk}.")
+    messages.success(
+        request, f"Imported {measurestore.count([run.pk])} PKB samples into #{run.pk}."
+    )
     return redirect("run_results", run.pk)
 
 

@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Count, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 from benchapp.access import SESSION_KEY, current_team, user_teams
 from benchapp.history import recent_alerts
 from benchapp.middleware import safe_next
-from benchapp.models import Cell, Measurement, Run
+from benchapp.models import Cell, Run, RunMetric
 
 RECENT_RUNS = 15
 
@@ -43,18 +43,15 @@ def home(request):
 
 def with_headline(runs):
     """Annotate each run with its headline figure in the same query: the mean
-    of its first measured metric (`headline_metric`, `headline_value`, `headline_unit`)."""
-    first = Measurement.objects.filter(run=OuterRef("pk")).order_by("pk")
-    mean = (
-        Measurement.objects.filter(run=OuterRef("pk"), metric=OuterRef("headline_metric"))
-        .values("run")
-        .annotate(mean=Avg("value"))
-        .values("mean")
-    )
+    of its first measured metric (`headline_metric`, `headline_value`,
+    `headline_unit`), from the run's RunMetric totals, not its measurements."""
+    first = RunMetric.objects.filter(run=OuterRef("pk"), count__gt=0).order_by("pk")
+    mean = first.annotate(mean=F("total") / F("count")).values("mean")
     return runs.annotate(
         headline_metric=Subquery(first.values("metric")[:1]),
         headline_unit=Subquery(first.values("unit")[:1]),
-    ).annotate(headline_value=Subquery(mean[:1]))
+        headline_value=Subquery(mean[:1]),
+    )
 
 
 @login_required

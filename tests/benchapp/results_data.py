@@ -2,8 +2,8 @@
 
 import json
 
-from benchapp import seriesstore
-from benchapp.models import Cell, CellSeries, Measurement, Run
+from benchapp import measurestore, seriesstore
+from benchapp.models import Cell, CellSeries, Run
 
 
 def make_run(
@@ -27,9 +27,13 @@ def make_run(
         key = ",".join(f"{k}={axes[k]}" for k in sorted(axes))
         fields.setdefault("target_name", str(axes.get("target", "t1")))
         cell = Cell.objects.create(run=run, index=i, key=key, repeat=repeat, axes=axes, **fields)
-        Measurement.objects.bulk_create(
-            Measurement(run=run, cell=cell, attempt=cell.attempt, metric=m, value=v)
-            for m, v in metrics.items()
+        measurestore.write(
+            cell,
+            cell.attempt,
+            [
+                measurestore.Value(run.pk, cell.pk, cell.attempt, 0, "", m, v)
+                for m, v in metrics.items()
+            ],
         )
     return run
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from benchapp import archive
-from benchapp.models import Cell, CellSeries, Credential, Measurement, Run, Target
+from benchapp.models import Cell, CellSeries, Credential, Run, Target
 from tests.benchapp.results_data import make_run
+from tests.support.measures import measure, stored
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CANARY = "canary-Pa55w0rd-9f3e1c"
@@ -71,11 +72,9 @@ def test_import_mysqlslap_outputs_as_repeats_of_one_run(owner_client, team):
         ("auto_generate_sql_write_number=10000", 2),
     ]
     assert run.document["axes"] == {"auto_generate_sql_write_number": [10000]}
-    qps = Measurement.objects.filter(run=run, metric="qps").values_list("value", flat=True)
-    assert list(qps) == [pytest.approx(9090.909)] * 2
-    assert list(
-        Measurement.objects.filter(run=run, metric="avg_s").values_list("value", flat=True)
-    ) == [0.033, 0.033]
+    qps = [m.value for m in stored(runs=[run.pk], metrics=["qps"])]
+    assert qps == [pytest.approx(9090.909)] * 2
+    assert [m.value for m in stored(runs=[run.pk], metrics=["avg_s"])] == [0.033, 0.033]
 
 
 def test_import_multi_engine_mysqlslap_keeps_blocks_as_groups(team):
@@ -240,10 +239,7 @@ def test_exports_contain_measurements_and_no_secrets(owner_client, run_with_cana
 
 def test_export_skips_earlier_attempts(owner_client, team):
     run = make_run(team, cells=[({"threads": 1}, 1, {"tps": 5.0}, {"attempt": 2})])
-    Measurement.objects.filter(run=run).update(attempt=2)
-    Measurement.objects.create(
-        run=run, cell=Cell.objects.get(run=run), attempt=1, metric="tps", value=999.0
-    )
+    measure(Cell.objects.get(run=run), "tps", 999.0, attempt=1)
     doc = json.loads(owner_client.get(f"/runs/{run.pk}/export.json").content)
     assert [m["value"] for m in doc["runs"][0]["cells"][0]["measurements"]] == [5.0]
 

@@ -15,7 +15,8 @@ from django.http import Http404
 from django.test import RequestFactory
 
 from benchapp import access
-from benchapp.models import Cell, Credential, Measurement, Run
+from benchapp.models import Cell, Credential, Run
+from tests.support.measures import measure, stored
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_VARS = (
@@ -126,11 +127,16 @@ def test_cell_unique_per_combination_and_repeat(run):
 
 def test_measurement_unique_per_attempt_iteration_group_metric(run):
     cell = _cell(run)
-    fields = dict(run=run, cell=cell, attempt=1, iteration=0, group="", metric="tps")
-    Measurement.objects.create(value=1.0, **fields)
-    Measurement.objects.create(value=2.0, **{**fields, "attempt": 2})
-    with pytest.raises(IntegrityError), transaction.atomic():
-        Measurement.objects.create(value=3.0, **fields)
+    measure(cell, "tps", 1.0, attempt=1)
+    measure(cell, "tps", 2.0, attempt=2)
+    measure(cell, "tps", 2.5, attempt=2, iteration=1)
+    with pytest.raises(ValueError, match="two values"):
+        measure(cell, "tps", 3.0, attempt=1)
+    assert [(m.attempt, m.iteration, m.value) for m in stored(cells=[cell.pk])] == [
+        (1, 0, 1.0),
+        (2, 0, 2.0),
+        (2, 1, 2.5),
+    ]
 
 
 def test_credential_encrypted_and_rotatable(team, settings):

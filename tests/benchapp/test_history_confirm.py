@@ -9,8 +9,9 @@ from django.urls import reverse
 
 from benchapp import confirmation, history, orchestration
 from benchapp.history_tasks import detect_changes
-from benchapp.models import Alert, AlertDelivery, Cell, Measurement, Notifier, Plan, Run
+from benchapp.models import Alert, AlertDelivery, Cell, Notifier, Plan, Run
 from tests.benchapp.results_data import make_run
+from tests.support.measures import measure
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def finish_with(run, level, rng=None):
     for cell in run.cells.all():
         Cell.objects.filter(pk=cell.pk).update(status=Cell.SUCCEEDED, attempt=1)
         value = level * (1 + rng.gauss(0, 0.01)) if rng else level
-        Measurement.objects.create(run=run, cell=cell, metric="iops", value=value)
+        measure(cell, "iops", value, attempt=1)
     Run.objects.filter(pk=run.pk).update(status=Run.SUCCEEDED)
     run.refresh_from_db()
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from benchapp import crypto, formats, pkb_import
-from benchapp.models import Credential, Measurement, Run
+from benchapp.models import Credential, Run
 from tests.benchapp.results_data import make_run
+from tests.support.measures import stored
 
 pytestmark = pytest.mark.django_db
 
@@ -106,9 +107,10 @@ def test_import_samples_written_by_pkb_publisher(member_client, team):
     }
     assert cells[0].facts["pkb_metadata"]["cloud"] == "GCP"
     assert cells[0].facts["run_uri"] == "11084bdc-ca93-4e09-be95-4ad76c562392"
+    index = dict(run.cells.values_list("pk", "index"))
     values = [
         (m.metric, m.value, m.unit)
-        for m in Measurement.objects.filter(run=run).order_by("cell__index")
+        for m in sorted(stored(runs=[run.pk]), key=lambda m: index[m.cell_id])
     ]
     assert cells[0].key.startswith("receiving_machine_type=n1-standard-4,")
     first = json.loads(text.splitlines()[0])
@@ -121,10 +123,8 @@ def test_import_samples_written_by_pkb_publisher(member_client, team):
 
 def test_import_pkb_samples_with_metadata_objects(team):
     run = pkb_import.import_samples(team, (FIXTURES / "mpi_samples.jsonl").read_text())
-    by_metric = {
-        (m.cell.axes["bytes"], m.metric): m.value
-        for m in Measurement.objects.filter(run=run).select_related("cell")
-    }
+    axes = dict(run.cells.values_list("pk", "axes"))
+    by_metric = {(axes[m.cell_id]["bytes"], m.metric): m.value for m in stored(runs=[run.pk])}
     assert by_metric[(1024, "time_avg")] == 59.15 and by_metric[(2048, "time_avg")] == 66.4
     assert all(c.facts["pkb_metadata"]["mpi_vendor"] == "intel" for c in run.cells.all())
 

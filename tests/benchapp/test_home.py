@@ -7,9 +7,10 @@ import re
 import pytest
 from django.utils import timezone
 
-from benchapp.models import Cell, Measurement, Run, Target
+from benchapp.models import Cell, Run, Target
 from benchapp.orchestration import save_plan, start_run
 from tests.benchapp.ui_data import DEMO, make_target
+from tests.support.measures import measure
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,7 @@ def finished(team, plan, status=Run.SUCCEEDED, **metrics):
     for n, cell in enumerate(run.cells.all()):
         Cell.objects.filter(pk=cell.pk).update(status=Cell.SUCCEEDED, attempt=1, finished_at=now)
         for name, value in metrics.items():
-            Measurement.objects.create(run=run, cell=cell, metric=name, value=value + n, unit="s")
+            measure(cell, name, value + n, attempt=1, unit="s")
     Run.objects.filter(pk=run.pk).update(status=status, finished_at=now)
     return run
 

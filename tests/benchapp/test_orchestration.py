@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from benchapp import orchestration
-from benchapp.models import Cell, Credential, Measurement, Run
+from benchapp.models import Cell, Credential, Run
+from tests.support.measures import stored
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
@@ -75,9 +76,7 @@ def test_plan_2x2x2_completes_with_all_measurements(team, tmp_path, start_worker
     }
     for cell in cells:
         direction = cell.axes["rw"]
-        metrics = set(
-            Measurement.objects.filter(cell=cell, group="").values_list("metric", flat=True)
-        )
+        metrics = {m.metric for m in stored(cells=[cell.pk], group="")}
         assert f"{direction}_iops" in metrics
         assert cell.command.startswith("fio ")
         assert cell.tool_version
@@ -128,9 +127,9 @@ def test_worker_killed_mid_cell_is_retried_without_duplicates(team, tmp_path, st
     victim.refresh_from_db()
     assert victim.attempt == 2 and victim.status == Cell.SUCCEEDED
     for cell in run.cells.all():
-        rows = Measurement.objects.filter(cell=cell, group="")
-        assert set(rows.values_list("attempt", flat=True)) == {cell.attempt}
-        names = list(rows.values_list("metric", flat=True))
+        rows = stored(cells=[cell.pk], group="")
+        assert {m.attempt for m in rows} == {cell.attempt}
+        names = [m.metric for m in rows]
         assert len(names) == len(set(names))
 
 

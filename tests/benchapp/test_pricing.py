@@ -12,9 +12,10 @@ from django.apps import apps as django_apps
 from django.utils import timezone
 
 from benchapp import pricing
-from benchapp.models import Cell, CloudResource, Measurement, PriceEntry, Run
+from benchapp.models import Cell, CloudResource, PriceEntry, Run
 from runners.errors import ValidationError
 from runners.providers import pricing as runners_pricing
+from tests.support.measures import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 S1 = yaml.safe_load((ROOT / "examples" / "s1-rds-classes-moto.yaml").read_text())
@@ -171,8 +172,8 @@ def test_price_performance_per_target(team, seeded):
             status=Cell.SUCCEEDED,
             axes={"target": target},
         )
-        Measurement.objects.create(run=run, cell=cell, metric="qps", value=qps)
-        Measurement.objects.create(run=run, cell=cell, metric="avg_s", value=1.0)
+        measure(cell, "qps", qps)
+        measure(cell, "avg_s", 1.0)
     micro_price = 0.025 + 5 * 0.115 / 730
     big_price = 1.82 + 1000 * 0.125 / 730 + 10000 * 0.10 / 730
     assert pricing.price_performance(run) == {

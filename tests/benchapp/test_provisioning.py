@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from benchapp import cloudreaper, orchestration, pricing, provisioning, recording
-from benchapp.models import Cell, CloudResource, Credential, Measurement, Run
+from benchapp.models import Cell, CloudResource, Credential, Run
+from tests.support.measures import stored
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -224,7 +225,7 @@ def test_s1_plan_provisions_runs_on_local_mariadb_and_tears_down(team, aws_worke
     # The host is in the uploaded my.cnf; moto's invented address does not resolve,
     # so success means the cells reached the local MariaDB through connect_via.
     assert not any("amazonaws" in c.command + str(c.facts) for c in cells)
-    assert Measurement.objects.filter(run=run, metric="avg_s", group="").count() == 4
+    assert len(stored(runs=[run.pk], metrics=["avg_s"], group="")) == 4
 
     wait_for(lambda: all_deleted(run), timeout=60)
     rows = CloudResource.objects.filter(run=run)
@@ -254,12 +255,8 @@ def test_s3_plan_one_instance_per_volume_count_raid_skipped(team, aws_worker):
     run = orchestration.start_run(team, example("s3-ebs-raid0-fio-moto.yaml"))
     wait_for(lambda: finished(run), timeout=180)
     assert (run.status, run.error) == (Run.SUCCEEDED, "")
-    assert (
-        Measurement.objects.filter(
-            run=run, metric__in=("read_iops", "write_iops"), group="", value__gt=0
-        ).count()
-        == 4
-    )
+    rows = stored(runs=[run.pk], metrics=["read_iops", "write_iops"], group="")
+    assert len([m for m in rows if m.value > 0]) == 4
     assert "RAID0 assembly of 1 volume(s) skipped" in run.notes
     assert "RAID0 assembly of 2 volume(s) skipped" in run.notes
 

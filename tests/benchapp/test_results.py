@@ -7,8 +7,9 @@ import math
 import pytest
 
 from benchapp import results
-from benchapp.models import Cell, Measurement
+from benchapp.models import Cell
 from tests.benchapp.results_data import add_series, embedded_charts, make_run
+from tests.support.measures import measure
 
 
 def _obs(rows):
@@ -99,8 +100,7 @@ def test_only_latest_attempt_counts_and_fio_iops_are_derived(team):
         ],
     )
     stale = run.cells.get(key="rw=read,volumes=1")
-    Measurement.objects.filter(cell=stale).update(attempt=2)
-    Measurement.objects.create(run=run, cell=stale, attempt=1, metric="read_iops", value=1e9)
+    measure(stale, "read_iops", 1e9, attempt=1)
     data = results.results([run])
     assert data["view"]["rows"] == ["rw"] and data["view"]["metric"] == "iops"
     cells = {

@@ -4,9 +4,10 @@ results table; team scoping and secrets."""
 import pytest
 from django.utils import timezone
 
-from benchapp.models import Artifact, Cell, Measurement, Run
+from benchapp.models import Artifact, Cell, Run
 from benchapp.orchestration import save_plan, start_run
 from tests.benchapp.ui_data import CANARY, DEMO, assert_no_canary, make_credential, make_target
+from tests.support.measures import measure
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def finish(cell, status=Cell.SUCCEEDED, **metrics):
         error="" if status == Cell.SUCCEEDED else "boom",
     )
     for name, value in metrics.items():
-        Measurement.objects.create(run=cell.run, cell=cell, attempt=1, metric=name, value=value)
+        measure(cell, name, value, attempt=1)
 
 
 @pytest.mark.parametrize("persona", ["owner_client", "member_client"])

@@ -18,7 +18,8 @@ import time
 import pytest
 
 from benchapp import orchestration
-from benchapp.models import Cell, Measurement, Run
+from benchapp.models import Cell, Run
+from tests.support.measures import stored
 from tests.support.private_services import private_mariadb, private_redis  # noqa: F401
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, ROOT, Worker, match_leases, worker_env
@@ -38,15 +39,10 @@ def assert_clean(run, tool_pattern: str) -> None:
     assert not run.is_active
     assert not run.cells.exclude(status__in=Cell.TERMINAL).exists()
     for cell in run.cells.all():
-        metrics = list(
-            Measurement.objects.filter(cell=cell, attempt=cell.attempt).values_list(
-                "group", "metric"
-            )
-        )
+        values = stored(cells=[cell.pk])
+        metrics = [(m.group, m.metric) for m in values if m.attempt == cell.attempt]
         assert len(metrics) == len(set(metrics))
-        assert set(Measurement.objects.filter(cell=cell).values_list("attempt", flat=True)) <= {
-            cell.attempt
-        }
+        assert {m.attempt for m in values} <= {cell.attempt}
     wait_for(lambda: not tool_processes(tool_pattern), timeout=15)
 
 

@@ -227,7 +227,8 @@ def test_redis_benchmark_runs_through_a_real_worker(
     start_worker,
 ):
     from benchapp import orchestration
-    from benchapp.models import Measurement, Run
+    from benchapp.models import Run
+    from tests.support.measures import stored
 
     start_worker("redis")
     plan = {
@@ -243,9 +244,7 @@ def test_redis_benchmark_runs_through_a_real_worker(
     wait_for(lambda: finished(run))
     assert run.status == Run.SUCCEEDED, [c.error for c in run.cells.all()]
     for cell in run.cells.all():
-        metrics = set(
-            Measurement.objects.filter(cell=cell, group="").values_list("metric", flat=True)
-        )
+        metrics = {m.metric for m in stored(cells=[cell.pk], group="")}
         assert {"rps", "latency_p50_ms", "latency_p99_ms"} <= metrics
         assert cell.command.startswith(f"redis-benchmark -h 127.0.0.1 -p {private_redis.port} ")
         assert cell.tool_version == rb.parse_version(read("version"))
