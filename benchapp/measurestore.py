@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from django.db import transaction
 from django.db.models import F, Sum
 
 from benchapp.models import CellMeasurements, MeasureKey, RunMetric
@@ -60,12 +61,15 @@ def _names(ids: set[int]) -> dict[int, tuple[str, str, str]]:
     return {pk: (g, m, u) for pk, g, m, u in keys.values_list("pk", "group", "metric", "unit")}
 
 
-def _pack(values: list[Value], ids: dict) -> dict:
-    """The packed fields (count, keys, iterations, values) of one attempt's
-    values; ValueError when two share (iteration, group, metric)."""
+def _check(values: list[Value]) -> None:
+    """ValueError when two values of one attempt share (iteration, group, metric)."""
     names = {(v.iteration, v.group, v.metric) for v in values}
     if len(names) != len(values):
         raise ValueError("two values of one (iteration, group, metric) in one attempt")
+
+
+def _pack(values: list[Value], ids: dict) -> dict:
+    """The packed fields (count, keys, iterations, values) of one attempt's values."""
     iterations = [v.iteration for v in values]
     return {
         "count": len(values),
@@ -75,19 +79,22 @@ def _pack(values: list[Value], ids: dict) -> dict:
     }
 
 
+@transaction.atomic
 def write(cell, attempt: int, values: list[Value]) -> None:
     """Replace the stored measurements of one cell attempt by values (none: no row).
-    Call inside the transaction that records the attempt."""
-    stored = CellMeasurements.objects.filter(cell_id=cell.pk, attempt=attempt)
-    old = list(read(cells=[cell.pk], all_attempts=True))
-    _count(cell.run_id, [v for v in old if v.attempt == attempt], sign=-1)
-    stored.delete()
+    ValueError, and nothing changed, when two values share (iteration, group, metric)."""
+    _check(values)
+    old = [v for v in read(cells=[cell.pk], all_attempts=True) if v.attempt == attempt]
+    _count(cell.run_id, old, sign=-1)
+    CellMeasurements.objects.filter(cell_id=cell.pk, attempt=attempt).delete()
     add([(cell, attempt, values)])
 
 
 def add(attempts: list[tuple]) -> None:
     """Store the values of attempts that have none yet: [(cell, attempt,
     [Value])], in a few INSERTs however many (an import's hundreds of cells)."""
+    for _cell, _attempt, values in attempts:
+        _check(values)
     ids = key_ids((v.group, v.metric, v.unit) for _c, _a, values in attempts for v in values)
     CellMeasurements.objects.bulk_create(
         (
@@ -165,11 +172,10 @@ def count(runs: Iterable[int]) -> int:
 
 
 def metric_units(runs: Iterable[int]) -> dict[str, str]:
-    """{metric: unit} of every key stored for the runs (any attempt), one or two queries."""
-    ids: set[int] = set()
-    for keys in CellMeasurements.objects.filter(run_id__in=list(runs)).values_list(
-        "keys", flat=True
-    ):
-        ids.update(np.frombuffer(bytes(keys), _KEY).tolist())
-    names = _names(ids)
-    return {names[i][1]: names[i][2] for i in sorted(ids)}
+    """{metric: unit} of every metric stored for the runs (any attempt), from
+    their RunMetric totals: one query, whatever the runs' size."""
+    totals = RunMetric.objects.filter(run_id__in=list(runs), count__gt=0).order_by("pk")
+    units: dict[str, str] = {}
+    for metric, unit in totals.values_list("metric", "unit"):
+        units[metric] = units.get(metric) or unit
+    return units

@@ -115,7 +115,7 @@ def run_label(run: Run) -> str:
 
 def available_metrics(run_ids) -> list[str]:
     """Metric names stored for the runs, plus the DERIVED ones they allow
-    (two queries: the runs' packed keys, their names)."""
+    (one query of the runs' RunMetric totals)."""
     names = set(measurestore.metric_units(run_ids))
     names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
     return sorted(names)

@@ -175,7 +175,7 @@ def test_scoping_helper_404_for_outsider(run, owner, outsider):
         "plan",
         "run",
         "cell",
-        "measurement",
+        "cellmeasurements",
         "artifact",
         "comparison",
         "cloudresource",
