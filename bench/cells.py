@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from benchapp import orchestration
+from benchapp import measurestore, orchestration
 from benchapp.models import Artifact, Cell, Run
 
 
@@ -65,3 +65,9 @@ def beyond_phases(cell: Cell) -> float | None:
     """
     spans = phase_spans(cell)
     return cell.duration - sum(spans) if cell.duration is not None and spans else None
+
+
+def measured(run: Run, metric: str) -> float:
+    """The one value of metric a one-cell run measured (its whole-output group)."""
+    (value,) = [m.value for m in measurestore.read(runs=[run.pk], metrics=[metric], group="")]
+    return value

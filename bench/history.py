@@ -35,8 +35,8 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from benchapp import history  # noqa: E402
-from benchapp.models import Cell, HistoryState, Measurement, Membership, Plan, Run, Team  # noqa: E402
+from benchapp import history, measurestore  # noqa: E402
+from benchapp.models import Cell, HistoryState, Membership, Plan, Run, Team  # noqa: E402
 
 RUNS, KEYS, REPEATS = 365, 50, 2
 
@@ -64,9 +64,19 @@ def add_run(team, plan, day, level, rng):
         for k in range(KEYS)
         for r in range(REPEATS)
     )
-    Measurement.objects.bulk_create(
-        Measurement(run=run, cell=c, metric="tps", value=level * (1 + rng.gauss(0, 0.02)))
-        for c in cells
+    measurestore.add(
+        [
+            (
+                c,
+                1,
+                [
+                    measurestore.Value(
+                        run.pk, c.pk, 1, 0, "", "tps", level * (1 + rng.gauss(0, 0.02))
+                    )
+                ],
+            )
+            for c in cells
+        ]
     )
     run.refresh_from_db()
     history.summarize_run(run)  # what the detection task does when a run finishes

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from bench.cells import beyond_measure
+from bench.cells import beyond_measure, measured
 from bench.cpuwatch import CpuWatch
 from bench.overhead_arms import (
     ARM_FUNCTIONS,
@@ -56,7 +56,7 @@ from bench.overhead_arms import (
     set_up,
     tear_down,
 )
-from benchapp.models import Artifact, Measurement, Run
+from benchapp.models import Artifact, Run
 from runners.sandbox import unavailable
 
 # Ratios reported: (numerator arm, denominator arm).
@@ -216,7 +216,7 @@ def measure_tool(stage: Stage, job: Job, pairs: int, arms: tuple[str, ...], seco
     log(f"{job.tool}: an untimed cell (warm-up; its command is the one every arm runs)")
     warm_up = board_run(stage, job)
     if job.amount is not None:  # sized from the warm-up's rate, then recorded afresh
-        rate = Measurement.objects.get(run=warm_up, metric=job.metric, group="").value
+        rate = measured(warm_up, job.metric)
         job.params[job.amount] = max(10000, int(round(rate * seconds, -4)))
         log(f"{job.tool}: {job.amount} {job.params[job.amount]} (~{seconds} s at {rate:.0f})")
         warm_up = board_run(stage, job)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from bench.cells import wait_for
+from bench.cells import measured, wait_for
 from benchapp import orchestration
-from benchapp.models import Artifact, Credential, Measurement, Run
+from benchapp.models import Artifact, Credential, Run
 from benchapp.recording import frozen_cell
 from runners.cell import masked
 from runners.command import WORKDIR, Endpoint, Upload
@@ -333,7 +333,7 @@ def arm_board(stage: Stage, job: Job, hand: HandCommand, telemetry: bool = True)
     if ran != hand.recorded:
         raise RuntimeError(f"{job.tool}: the cell ran {ran!r}, the first one {hand.recorded!r}")
     stage.board_runs.append(run)
-    return Measurement.objects.get(run=run, metric=job.metric, group="").value
+    return measured(run, job.metric)
 
 
 def arm_board_quiet(stage: Stage, job: Job, hand: HandCommand) -> float:

@@ -74,11 +74,14 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from benchapp.models import Cell, Measurement, Membership, Run, Team
+    from benchapp import measurestore
+    from benchapp.models import Cell, Membership, Run, Team
 
     if regenerate:
         Run.objects.all().delete()
-    if Measurement.objects.count() >= runs_wanted * CELLS_PER_RUN * len(METRICS):
+    if measurestore.count(
+        Run.objects.values_list("pk", flat=True)
+    ) >= runs_wanted * CELLS_PER_RUN * len(METRICS):
         return
     Run.objects.all().delete()
     team, _ = Team.objects.get_or_create(name="bench")
@@ -108,9 +111,8 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     else:  # the embedded default (SQLite) has no COPY; 20,000 rows take a few seconds
         Cell.objects.bulk_create((Cell(**row) for run in runs for row in _cells(run)), 2000)
         cells = list(Cell.objects.filter(run__in=runs).order_by("pk").values_list("pk", "run_id"))
-        Measurement.objects.bulk_create(
-            (Measurement(**row) for row in _measurements(cells)), batch_size=5000
-        )
+        by_pk = {c.pk: c for c in Cell.objects.filter(run__in=runs)}
+        measurestore.add([(by_pk[cell_id], 1, values) for cell_id, values in _measurements(cells)])
     print(
         f"generated {len(runs)} runs, {len(cells)} cells, "
         f"{len(cells) * len(METRICS):,} measurements in {time.perf_counter() - started:.1f} s"
@@ -150,25 +152,27 @@ def _cells(run) -> Iterator[dict]:
                 }
 
 
-def _measurements(cells: list[tuple[int, int]]) -> Iterator[dict]:
-    """One value per metric of each (cell id, run id), in cell order."""
+def _measurements(cells: list[tuple[int, int]]) -> Iterator[tuple[int, list]]:
+    """(cell id, its measurestore Values): one value per metric of each
+    (cell id, run id), in cell order."""
+    from benchapp.measurestore import Value
+
     for n, (cell_id, run_id) in enumerate(cells):
-        for m, metric in enumerate(METRICS):
-            yield {
-                "run_id": run_id,
-                "cell_id": cell_id,
-                "attempt": 1,
-                "iteration": 0,
-                "group": "",
-                "metric": metric,
-                "value": 1000.0 + (n % 500) * 3.0 + m + (n % 7),
-                "unit": "",
-            }
+        yield (
+            cell_id,
+            [
+                Value(run_id, cell_id, 1, 0, "", metric, 1000.0 + (n % 500) * 3.0 + m + (n % 7))
+                for m, metric in enumerate(METRICS)
+            ],
+        )
 
 
 def _copy(runs) -> list[tuple[int, int]]:
-    """COPY the cells and measurements into PostgreSQL (1,000,000 rows in seconds)."""
+    """COPY the cells into PostgreSQL, then store their measurements (1,000,000 values in seconds)."""
     from django.db import connection
+
+    from benchapp import measurestore
+    from benchapp.models import Cell
 
     def columns(row: dict) -> str:
         return ", ".join(f'"{name}"' for name in row)
@@ -186,11 +190,12 @@ def _copy(runs) -> list[tuple[int, int]]:
             "SELECT id, run_id FROM benchapp_cell WHERE run_id >= %s ORDER BY id", [runs[0].pk]
         )
         cells = cursor.fetchall()
-        first = next(_measurements(cells[:1]))
-        with cursor.cursor.copy(f"COPY benchapp_measurement ({columns(first)}) FROM STDIN") as copy:
-            for row in _measurements(cells):
-                copy.write_row(values(row))
-        cursor.execute("ANALYZE benchapp_measurement")
+    # The packed rows through the store (INSERTs of 1,000 rows each): 20,000
+    # rows, not the million values they hold.
+    by_pk = {c.pk: c for c in Cell.objects.filter(run__in=runs)}
+    measurestore.add([(by_pk[cell_id], 1, rows) for cell_id, rows in _measurements(cells)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE benchapp_cellmeasurements")
         cursor.execute("ANALYZE benchapp_cell")
     return cells
 
@@ -260,8 +265,8 @@ def main() -> int:
 
     from django.contrib.auth.models import User
 
-    from benchapp import comparisons
-    from benchapp.models import Measurement, Run, Team
+    from benchapp import comparisons, measurestore
+    from benchapp.models import Run, Team
 
     team = Team.objects.get(name="bench")
     runs = list(Run.objects.filter(team=team).order_by("pk")[:2])
@@ -270,8 +275,8 @@ def main() -> int:
     )
     client = Client()
     client.force_login(User.objects.get(username="bench"))
-    total = Measurement.objects.count()
-    pair = Measurement.objects.filter(run__in=runs).count()
+    total = measurestore.count(Run.objects.values_list("pk", flat=True))
+    pair = measurestore.count([r.pk for r in runs])
     print(f"database: {total:,} measurements; comparison of 2 runs x {pair // 2:,}")
     rows = []
     for name, page in [

@@ -539,6 +539,7 @@ def pages(team, requests: int) -> list[tuple[str, str, int]]:
         ("comparison of 2 runs", f"/comparisons/{pair.pk}/", 200),
         ("comparison of 5 runs", f"/comparisons/{five.pk}/", 200),
         ("plan trend page", f"/plans/{plan.pk}/trend/", 200),
+        ("plan trend data", f"/plans/{plan.pk}/trend.json", 200),
         ("cell series", f"/runs/{runs[0].pk}/series.json?cells={cell.pk}&metric=tps", 200),
     ]
 
