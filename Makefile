@@ -8,7 +8,7 @@ TEST_ENV := DJANGO_DEBUG=True DATABASE_URL=postgres://postgres@127.0.0.1:5432/be
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \
 	BENCHBOARD_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup setup-app system services run dev test lint bench faults demo clean
+.PHONY: setup setup-app system services run dev test lint bench bench-scale faults demo clean
 
 # Install output goes to var/log/install.log: `make run` ends with the URL and the login.
 INSTALL_LOG := var/log/install.log
@@ -81,6 +81,11 @@ lint: setup
 
 bench: system services setup
 	$(TEST_ENV) $(PY) bench/run.py
+
+# The generated year alone (scripts/bench_scale.py): YEAR_SCALE=0.1 builds a tenth of it.
+YEAR_SCALE ?= 1
+bench-scale: system services setup
+	$(TEST_ENV) $(PY) bench/run.py --only scale-data --year-scale $(YEAR_SCALE)
 
 faults: system services setup
 	$(TEST_ENV) $(PY) -m pytest -v tests/faults \

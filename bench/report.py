@@ -112,6 +112,8 @@ def print_table(results: dict, written_to) -> None:
         print_series_storage(results["series_storage"])
     if results.get("pages"):
         print_server_pages(results["pages"])
+    if results.get("year"):
+        print_year(results["year"])
     if results.get("browser_pages", {}).get("pages"):
         from bench.pages import print_figures
 
@@ -130,6 +132,35 @@ def print_series_storage(figures: dict) -> None:
         f"telemetry): one row per value {before['bytes_per_value']} B ({before['mb_per_run']} MB "
         f"per run), series store {after['bytes_per_value']} B ({after['mb_per_run']} MB per run)"
     )
+    m = figures.get("measurements")
+    if m:
+        print(
+            f"measurement storage per value ({m['values']:,} values): one row per value "
+            f"{m['row_per_value_bytes']} B, packed store {m['packed_bytes']} B  goal <= 60 B"
+        )
+
+
+def print_year(figures: dict) -> None:
+    """The generated year (scripts/bench_scale.py): its size, storage per table, page budgets."""
+    if "pages" not in figures:
+        print(f"generated year: not measured ({json.dumps(figures)[:300]})")
+        return
+    storage = figures["storage"]
+    print(
+        f"generated year at scale {figures['scale']:g}: {figures['runs']:,} runs, "
+        f"{figures['measurements']:,} measurements, {figures['series_values']:,} series values; "
+        f"{storage['bytes_per_measurement']} B per measurement (goal <= 60), "
+        f"{storage['bytes_per_series_value']} B per series value"
+    )
+    for table, size in storage.items():
+        if isinstance(size, dict):
+            print(f"  {table:<28} {size['bytes'] / 1e9:7.2f} GB  {size['per_run']:>8,} B/run")
+    for row in figures["pages"]:
+        print(
+            f"  {row['page']:<24} cold {row['cold_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
+            f"goal {row['goal_ms']} ms  {row['queries']:2d} queries  "
+            f"{'met' if row['met'] else 'NOT met'}"
+        )
 
 
 def print_scale(scale: dict) -> None:

@@ -37,7 +37,8 @@ def current_team(request) -> Team:
     team = team or teams.first()
     if team is None:
         raise Http404("You are not a member of any team")
-    request.session[SESSION_KEY] = team.pk
+    if team_id != team.pk:  # an unchanged session is not written back (3 queries a page)
+        request.session[SESSION_KEY] = team.pk
     return team
 
 

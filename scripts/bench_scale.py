@@ -7,10 +7,10 @@ Builds, once, a database next to the one in DATABASE_URL
 (`benchboard_scale`, `benchboard_scale_0p1` at --scale 0.1): 50 teams, each
 with five plans shaped like the five studies (examples/), each plan run
 nightly and one ad-hoc run a day, for 365 × scale days. At --scale 1 that is
-about 110,000 runs, 100 million measurements (one packed CellMeasurements
-row per cell attempt, benchapp.measurestore) and 1.2 billion per-second
-series values (CellSeries, three 60 s series per cell), with the per-run
-summaries the app keeps at record time (RunMetric, RunSummary).
+109,500 runs, 4.5 million cells, 100 million measurements (22 a cell; one
+packed CellMeasurements row per cell attempt, benchapp.measurestore) and 1.0
+billion per-second series values (CellSeries, three 75 s series per cell),
+with the per-run summaries the app keeps (RunMetric, RunSummary).
 
 Runs and cells are cloned from one template row each by INSERT ... SELECT
 over generate_series; the packed rows are made with numpy and written with
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 TEAMS = 50
 DAYS = 365
-SERIES_SECONDS = 60  # per-second series of each cell: the tool's interval lines
+SERIES_SECONDS = 75  # per-second series of each cell: the tool's interval lines
 YEAR_START = "2026-01-01 00:00:00+00"
 COPY_BATCH = 20000  # cells per numpy batch
 
@@ -91,6 +91,12 @@ SYSBENCH = (
     ("client_cpu_busy_pct", "%"),
     ("server_cpu_busy_pct", "%"),
     ("server_disk_busy_pct", "%"),
+    ("latency_p50_ms", "ms"),
+    ("latency_p99_ms", "ms"),
+    ("latency_stddev_ms", "ms"),
+    ("threads_running", ""),
+    ("server_buffer_hit_pct", "%"),
+    ("server_lock_waits_per_s", "1/s"),
 )
 FIO = (
     ("iops", "IOPS"),
@@ -102,6 +108,8 @@ FIO = (
     ("lat_max_us", "us"),
     ("cpu_usr_pct", "%"),
     ("cpu_sys_pct", "%"),
+    ("disk_util_pct", "%"),
+    ("lat_min_us", "us"),
 )
 PGBENCH = (
     ("tps", "tx/s"),
@@ -114,6 +122,12 @@ PGBENCH = (
     ("server_cpu_busy_pct", "%"),
     ("server_disk_busy_pct", "%"),
     ("server_buffer_hit_pct", "%"),
+    ("latency_p50_ms", "ms"),
+    ("latency_p95_ms", "ms"),
+    ("latency_p99_ms", "ms"),
+    ("latency_max_ms", "ms"),
+    ("server_lock_waits_per_s", "1/s"),
+    ("server_checkpoints", ""),
 )
 MYSQLSLAP = (
     ("avg_s", "s"),
@@ -122,6 +136,7 @@ MYSQLSLAP = (
     ("clients", ""),
     ("queries_per_client", ""),
     ("qps", "q/s"),
+    ("server_cpu_busy_pct", "%"),
 )
 STUDIES = (
     Study(
@@ -556,7 +571,9 @@ def timed(client, url: str, requests: int) -> dict:
             times.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 200, (url, response.status_code)
     warm = sorted(times[1:])
+    slowest = max(queries.captured_queries, key=lambda q: float(q["time"]))
     return {
+        "main_query": slowest["sql"],
         "cold_ms": round(times[0], 1),
         "p50_ms": round(statistics.median(warm), 1),
         "p95_ms": round(warm[max(0, round(0.95 * len(warm)) - 1)], 1),
@@ -570,6 +587,11 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print EXPLAIN (ANALYZE, BUFFERS) of each page's slowest query",
+    )
     args = parser.parse_args()
 
     def log(text):
@@ -631,6 +653,12 @@ def main() -> int:
             f"goal {goal} ms  {row['queries']:2d} queries  {'met' if row['met'] else 'NOT met'}"
         )
     figures["pages"] = rows
+    if args.explain:
+        for row in rows:
+            print(f"\n### {row['page']}\n")
+            print(explain(row["main_query"]))
+    for row in rows:
+        del row["main_query"]
     for table in SIZED_TABLES:
         size = figures["storage"][table]
         print(f"{table:<28} {size['bytes'] / 1e6:10.1f} MB  {size['per_run']:8,} B/run")
@@ -641,6 +669,16 @@ def main() -> int:
     if args.json:
         print(json.dumps(figures))
     return 0 if all(r["met"] for r in rows) else 1
+
+
+def explain(sql: str) -> str:
+    """The query's plan as run (EXPLAIN (ANALYZE, BUFFERS)), with its text."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    return f"{sql}\n\n{plan}"
 
 
 def measurestore_count() -> int:
