@@ -14,6 +14,7 @@ from benchapp.models import Cell, Run
 from benchapp.recording import record_outcome
 from runners.phases import CellOutcome
 from runners.tools import read_output
+from tests.support.measures import stored
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 UNKNOWN = "    events lost:                         12"
@@ -43,7 +44,7 @@ def test_import_with_an_unknown_line_stays_on_the_page_and_lists_it(owner_client
     assert cell.facts["parser_warnings"] == [
         "sysbench summary: line not understood: 'events lost:                         12'"
     ]
-    values = dict(cell.measurements.values_list("metric", "value"))
+    values = {m.metric: m.value for m in stored(cells=[cell.pk])}
     assert values["events_per_s"] == 45.3573 and values["total_time_s"] == 220.4715
     cell_page = owner_client.get(f"/runs/{cell.run_id}/cells/{cell.id}/artifacts/").content.decode()
     assert "Not read" in cell_page and "events lost:" in cell_page
@@ -58,7 +59,7 @@ def test_import_of_fio_normal_output_reads_its_figures(owner_client, team):
     run = Run.objects.get(team=team)
     assert response.status_code == 302 and response.url == f"/runs/{run.pk}/results/"
     cell = run.cells.get()
-    values = dict(cell.measurements.values_list("metric", "value"))
+    values = {m.metric: m.value for m in stored(cells=[cell.pk])}
     assert values["read_clat_mean_us"] == 365.36 and values["read_bw_kib_s"] == 677 * 1024
     assert "parser_warnings" not in cell.facts and cell.tool_version == "3.28"
 
