@@ -149,6 +149,7 @@ def _cells(run) -> Iterator[dict]:
                     "error_kind": "",
                     "spec": {},
                     "repeat_stop": {},
+                    "machines": [],
                 }
 
 
@@ -178,7 +179,7 @@ def _copy(runs) -> list[tuple[int, int]]:
         return ", ".join(f'"{name}"' for name in row)
 
     def values(row: dict) -> tuple:
-        return tuple(json.dumps(v) if isinstance(v, dict) else v for v in row.values())
+        return tuple(json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values())
 
     first = next(_cells(runs[0]))
     with connection.cursor() as cursor:
