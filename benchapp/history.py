@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Window
+from django.db.models.functions import Lag
 
 from benchapp import measurestore
 from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
@@ -397,19 +398,39 @@ class PlanEdit:
 def plan_edits(plan_ids: list[int]) -> tuple[list[PlanEdit], dict[int, int]]:
     """The plan edits of a history (from the documents its runs froze, so an
     edit through the form, the API or a stored target's change all count),
-    and every finished run's position in time order (one query)."""
-    rows = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).order_by(
-        "created_at", "pk"
+    and every finished run's position in time order (two queries).
+
+    The database compares each run's document with its plan's previous run's
+    (a window function) and returns only the runs whose document differs: a
+    year's history is hundreds of documents, its edits a handful."""
+    rows = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED)
+    in_time = rows.order_by("created_at", "pk")
+    positions = {pk: i for i, pk in enumerate(in_time.values_list("pk", flat=True))}
+    per_plan = {"partition_by": [F("plan_id")], "order_by": [F("created_at"), F("pk")]}
+    differing = (
+        rows.annotate(
+            previous_id=Window(Lag("pk"), **per_plan),
+            previous_at=Window(Lag("created_at"), **per_plan),
+            previous_document=Window(Lag("document"), **per_plan),
+        )
+        .filter(previous_id__isnull=False)
+        .exclude(previous_document=F("document"))
+        .values_list(
+            "pk",
+            "plan_id",
+            "created_at",
+            "document",
+            "previous_id",
+            "previous_at",
+            "previous_document",
+        )
     )
-    edits, positions, last = [], {}, {}
-    for i, (pk, plan_id, at, document) in enumerate(
-        rows.values_list("pk", "plan_id", "created_at", "document")
-    ):
-        positions[pk] = i
-        prior = last.get(plan_id)
-        if prior is not None and (changes := document_changes(prior[1], document)):
-            edits.append(PlanEdit(pk, prior[0], at, changes, i, saved=(plan_id, prior[2], at)))
-        last[plan_id] = (pk, document, at)
+    edits = []
+    for pk, plan_id, at, document, previous, previous_at, before in differing:
+        if changes := document_changes(before, document):
+            saved = (plan_id, previous_at, at)
+            edits.append(PlanEdit(pk, previous, at, changes, positions[pk], saved=saved))
+    edits.sort(key=lambda e: e.position)
     _saved_by(edits)
     return edits, positions
 
