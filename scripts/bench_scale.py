@@ -240,6 +240,7 @@ def generate(days: int, log) -> dict:
         log(f"  cells: {time.perf_counter() - started:.0f} s")
     figures = _packed(connection, log)
     with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE scale_plan, scale_cell")
         for table in SIZED_TABLES:
             cursor.execute(f"VACUUM ANALYZE {table}")
     figures["seconds"] = round(time.perf_counter() - started)
