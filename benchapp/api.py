@@ -5,7 +5,7 @@ team's (the `team` query parameter picks one of the user's teams, else the
 first), anything else is a 404. Pages never call this over HTTP.
 """
 
-from django.db.models import Count
+from django.db.models import Count, F
 from django.http import Http404
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -196,24 +196,20 @@ class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
 )
 class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
     """Measurements of each cell's latest attempt (all_attempts=true for every
-    row), in cell, group and metric order. The page is cut from the filtered
-    values, which are unpacked from one stored row per cell attempt."""
+    row), in cell, attempt and stored order, unpacked from one stored row per
+    cell attempt (benchapp.measurestore.Listing: a page reads only its rows)."""
 
     serializer_class = s.MeasurementSerializer
 
     def list(self, request):
         q = request.query_params
-        cells = CellMeasurements.objects.filter(run__team=self.get_team())
+        rows = CellMeasurements.objects.filter(run__team=self.get_team())
         for name in ("run", "cell"):
             if (q.get(name) or "").isdigit():
-                cells = cells.filter(**{name: q[name]})
-        values = measurestore.read(
-            cells=cells.values_list("cell_id", flat=True).distinct(),
-            metrics=[q["metric"]] if q.get("metric") else None,
-            all_attempts=q.get("all_attempts") in ("true", "1"),
-        )
-        ordered = sorted(values, key=lambda m: (m.cell_id, m.group, m.metric, m.attempt))
-        page = self.paginate_queryset(ordered)
+                rows = rows.filter(**{name: q[name]})
+        if q.get("all_attempts") not in ("true", "1"):
+            rows = rows.filter(attempt=F("cell__attempt"))
+        page = self.paginate_queryset(measurestore.Listing(rows, q.get("metric", "")[:60]))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 

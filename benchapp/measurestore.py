@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import F, Sum, Window
 
 from benchapp.models import CellMeasurements, MeasureKey, RunMetric
 
@@ -147,8 +147,14 @@ def read(
         qs = qs.filter(cell_id__in=list(cells))
     if not all_attempts:
         qs = qs.filter(attempt=F("cell__attempt"))
+    return unpacked(qs, metrics, group)
+
+
+def unpacked(rows, metrics=None, group: str | None = None) -> Iterator[Value]:
+    """The Values of a CellMeasurements queryset, in (cell, attempt, stored)
+    order, only of `metrics` and `group` when given (two queries)."""
     rows = list(
-        qs.order_by("cell_id", "attempt").values_list(
+        rows.order_by("cell_id", "attempt").values_list(
             "run_id", "cell_id", "attempt", "keys", "iterations", "values"
         )
     )
@@ -163,6 +169,43 @@ def read(
             if (wanted is None or metric in wanted) and (group is None or g == group):
                 iteration = int(steps[i]) if steps is not None else 0
                 yield Value(run_id, cell_id, attempt, iteration, g, metric, float(numbers[i]), unit)
+
+
+class Listing:
+    """The Values of a CellMeasurements queryset as a sequence a paginator
+    cuts (len and slices) without unpacking every row: without a metric the
+    length is the rows' stored counts and a page reads only the rows it
+    covers (a running total of the counts, in the database); with a metric
+    the rows are unpacked and filtered."""
+
+    def __init__(self, rows, metric: str = ""):
+        self.rows = rows.order_by("cell_id", "attempt")
+        self.metric = metric
+        self._length = None
+
+    def __len__(self) -> int:
+        if self._length is None:
+            if self.metric:
+                self._length = sum(1 for _v in unpacked(self.rows, [self.metric]))
+            else:
+                self._length = self.rows.aggregate(n=Sum("count"))["n"] or 0
+        return self._length
+
+    def __getitem__(self, cut: slice) -> list[Value]:
+        start, stop = cut.start or 0, cut.stop if cut.stop is not None else len(self)
+        if self.metric:
+            return list(unpacked(self.rows, [self.metric]))[start:stop]
+        # Each row holds at least one value: the page's rows are the first
+        # (stop - start) whose running total passes start.
+        order = [F("cell_id").asc(), F("attempt").asc()]
+        running = self.rows.annotate(upto=Window(Sum("count"), order_by=order))
+        covering = running.filter(upto__gt=start)[: max(stop - start, 0)]
+        pks = list(covering.values_list("pk", "upto", "count"))
+        if not pks:
+            return []
+        skip = start - (pks[0][1] - pks[0][2])  # values of the first row before start
+        values = list(unpacked(CellMeasurements.objects.filter(pk__in=[p for p, _u, _c in pks])))
+        return values[skip : skip + stop - start]
 
 
 def count(runs: Iterable[int]) -> int:

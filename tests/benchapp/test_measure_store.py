@@ -101,3 +101,17 @@ def test_migration_packs_every_measurement_and_unpacks_it_back(team):
     assert sorted(back.objects.values_list(*fields)) == written
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_a_listing_cuts_pages_across_packed_rows(team):
+    run = make_run(team, cells=[({"threads": t}, 1, {}) for t in (1, 2, 3, 4)])
+    for n, cell in enumerate(run.cells.order_by("pk")):
+        rows = [(0, "", f"m{i}", float(n * 10 + i), "") for i in range(n + 1)]  # 1 to 4 values
+        measurestore.write(cell, 1, _values(cell, 1, rows))
+    every = stored(runs=[run.pk])
+    listing = measurestore.Listing(CellMeasurements.objects.filter(run=run))
+    assert len(listing) == len(every) == 10
+    for start, stop in ((0, 3), (1, 2), (2, 7), (6, 10), (9, 15), (10, 12)):
+        assert listing[start:stop] == every[start:stop]
+    only = measurestore.Listing(CellMeasurements.objects.filter(run=run), "m1")
+    assert len(only) == 3 and [v.value for v in only[1:3]] == [21.0, 31.0]
