@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from benchapp import pricing
+from benchapp import cloudtelemetry, pricing
 from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
 from benchapp.planning import PlanRefused
@@ -423,11 +423,23 @@ def teardown_run(run_id: int) -> int:
     rows = CloudResource.objects.filter(run_id=run_id).exclude(state="deleted")
     count = rows.count()
     if count:
+        cloudtelemetry.collect(run_id, PRIMARY_KINDS, _row_context)
+    if count:
         teardown_rows(list(rows))
     run = Run.objects.filter(pk=run_id).first()
     if run is not None:
         _forget_secrets(run)
     return count
+
+
+def _row_context(row: CloudResource) -> ProvisionContext:
+    return _context(
+        row.team_id,
+        row.handle.get("run_tag", ""),
+        row.region,
+        row.provider,
+        _stored_credential(row.handle),
+    )
 
 
 def teardown_rows(rows: list[CloudResource]) -> None:
@@ -441,15 +453,8 @@ def teardown_rows(rows: list[CloudResource]) -> None:
     for row in rows:
         if row.kind not in PRIMARY_KINDS or not row.handle.get("provider"):
             continue
-        ctx = _context(
-            row.team_id,
-            row.handle.get("run_tag", ""),
-            row.region,
-            row.provider,
-            _stored_credential(row.handle),
-        )
         try:
-            get_provider(row.provider).teardown(Handle.from_dict(row.handle), ctx)
+            get_provider(row.provider).teardown(Handle.from_dict(row.handle), _row_context(row))
         except Exception as exc:  # noqa: BLE001 - the sweep below tries again
             log.warning("teardown of %s %s failed: %s", row.kind, row.cloud_id, _error_text(exc))
     groups = defaultdict(list)

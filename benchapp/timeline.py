@@ -58,6 +58,15 @@ SUMMARY_FIGURES = (
     ("threads_running", "threads running", ""),
     ("active_backends", "active backends", ""),
     ("waiting_locks", "waiting locks", ""),
+    # The cloud's monitoring of a managed target (CloudWatch, per minute).
+    ("cpu_pct", "CPU utilisation", "%"),
+    ("cpu_credit_balance", "CPU credit balance", "credits"),
+    ("cpu_credit_usage", "CPU credits used", "per minute"),
+    ("burst_balance_pct", "storage burst balance", "%"),
+    ("read_iops", "read IOPS", "/s"),
+    ("write_iops", "write IOPS", "/s"),
+    ("disk_queue_depth", "disk queue depth", ""),
+    ("freeable_memory_mb", "freeable memory", "MB"),
 )
 
 

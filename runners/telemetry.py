@@ -246,7 +246,11 @@ def _cpu_order(name: str) -> int:
 
 # Figures summarised for every host (mean, max, and the share of seconds at
 # or above a level where a verdict rule reads one).
-HIGH_LEVELS = {"cpu_busy_pct": 90.0}
+# cpu_pct: the CPU a cloud's monitoring reports (CloudWatch CPUUtilization).
+HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_pct": 90.0}
+# Figures whose lowest value (and first, to see the fall) matters: balances
+# that throttle the instance when they run out.
+LOW_FIGURES = ("cpu_credit_balance", "burst_balance_pct")
 DISK_UTIL_HIGH = 90.0
 
 
@@ -262,6 +266,9 @@ def summarize(series: Series) -> dict:
         if not numbers:
             continue
         entry = {"mean": round(sum(numbers) / len(numbers), 2), "max": round(max(numbers), 2)}
+        if name in LOW_FIGURES:
+            entry["min"] = round(min(numbers), 2)
+            entry["first"] = round(numbers[0], 2)
         level = HIGH_LEVELS.get(name)
         if level is None and name.endswith("_util_pct"):
             level = DISK_UTIL_HIGH

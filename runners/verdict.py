@@ -24,6 +24,8 @@ SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
 HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
 DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
 LOCK_WAITS_S = 1.0  # row lock waits per second, or any deadlock
+CPU_CREDITS_LOW = 1.0  # a burstable instance at or below this many CPU credits is throttled
+BURST_BALANCE_LOW_PCT = 10.0  # gp2/st1 storage burst balance at or below this share
 
 Finding = dict  # {"code", "text", "evidence": {figure: value}}
 
@@ -114,6 +116,45 @@ def _locks(db: dict) -> Finding | None:
     }
 
 
+def _burst(cloud: dict) -> Finding | None:
+    credits = cloud.get("cpu_credit_balance")
+    burst = cloud.get("burst_balance_pct")
+    if credits and credits["min"] <= CPU_CREDITS_LOW:
+        return {
+            "code": "burst_credits",
+            "text": f"burst credits exhausted: the target's CPU credit balance fell from "
+            f"{credits['first']:g} to {credits['min']:g} during the cell (CloudWatch); a "
+            "burstable instance without credits runs at its baseline CPU",
+            "evidence": {
+                "cloudwatch.cpu_credit_balance.first": credits["first"],
+                "cloudwatch.cpu_credit_balance.min": credits["min"],
+            },
+        }
+    if burst and burst["min"] <= BURST_BALANCE_LOW_PCT:
+        return {
+            "code": "burst_credits",
+            "text": f"storage burst balance exhausted: it fell from {burst['first']:g} % to "
+            f"{burst['min']:g} % during the cell (CloudWatch); the volume runs at its baseline IOPS",
+            "evidence": {
+                "cloudwatch.burst_balance_pct.first": burst["first"],
+                "cloudwatch.burst_balance_pct.min": burst["min"],
+            },
+        }
+    return None
+
+
+def _cloud_cpu(cloud: dict) -> Finding | None:
+    cpu = cloud.get("cpu_pct")
+    if not cpu or cpu.get("high_share", 0) < CPU_BUSY_SHARE:
+        return None
+    return {
+        "code": "target_cpu",
+        "text": f"target CPU-bound: CloudWatch CPUUtilization {_pct(cpu['mean'])} on average, at "
+        f"or above {CPU_BUSY_PCT:g} % in {_pct(100 * cpu['high_share'])} of the minutes",
+        "evidence": {"cloudwatch.cpu_pct.mean": cpu["mean"], "share": cpu["high_share"]},
+    }
+
+
 HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
     _cpu_bound,
     _steal,
@@ -121,18 +162,26 @@ HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
     _swapping,
 ]
 DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
+# The cloud's own monitoring of a managed target (no SSH to it): burst first,
+# since an instance out of credits is also CPU-bound at its baseline.
+CLOUD_RULES: list[Callable[[dict], Finding | None]] = [_burst, _cloud_cpu]
 # Headline order: the client first (a client-bound figure says nothing of the
 # target), then the target's machine, then the database.
 ROLES = ("client", "host", "target")
 
 
-def judge(hosts: dict[str, dict], db: dict | None) -> dict:
-    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}."""
+def judge(hosts: dict[str, dict], db: dict | None, cloud: dict | None = None) -> dict:
+    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}.
+
+    cloud: the summary of the target's cloud monitoring (CloudWatch), if read."""
     findings, checked = [], []
     for role in ROLES:
         if role in hosts and hosts[role].get("seconds"):
             checked.append(f"{role} host")
             findings += [f for rule in HOST_RULES if (f := rule(hosts[role], role))]
+    if cloud and cloud.get("seconds"):
+        checked.append("cloud monitoring")
+        findings += [f for rule in CLOUD_RULES if (f := rule(cloud))]
     if db and db.get("seconds"):
         checked.append("database")
         findings += [f for rule in DB_RULES if (f := rule(db))]

@@ -89,6 +89,45 @@ def clients(ctx: ProvisionContext, region: str | None, *services: str) -> list:
     return [client(sess, name, ctx.endpoint_url) for name in services]
 
 
+# CloudWatch's finest standard resolution for RDS and EC2 basic monitoring.
+CLOUDWATCH_PERIOD_S = 60
+MB = 1_000_000
+
+
+def cloudwatch_series(cw, namespace, dimensions, metrics, start, end) -> dict:
+    """A columnar series (t: seconds since start) of CloudWatch metrics
+    [(name, series name, statistic)] over [start, end], one row per period
+    that any metric has a datapoint for; {} when none has any.
+
+    The window is widened to whole periods (a 40 s cell falls inside one
+    minute's datapoint). Bytes become MB (FreeableMemory)."""
+    first = start.replace(second=0, microsecond=0)
+    rows: dict = {}
+    for name, column, statistic in metrics:
+        found = call(
+            f"read CloudWatch {name}",
+            cw.get_metric_statistics,
+            Namespace=namespace,
+            MetricName=name,
+            Dimensions=[{"Name": k, "Value": v} for k, v in dimensions.items()],
+            StartTime=first,
+            EndTime=end,
+            Period=CLOUDWATCH_PERIOD_S,
+            Statistics=[statistic],
+        )
+        for point in found.get("Datapoints", []):
+            value = float(point[statistic])
+            if point.get("Unit") == "Bytes":
+                value /= MB
+            when = round((point["Timestamp"] - start).total_seconds(), 1)
+            rows.setdefault(when, {})[column] = round(value, 3)
+    if not rows:
+        return {}
+    times = sorted(rows)
+    columns = [column for _, column, _ in metrics if any(column in rows[t] for t in times)]
+    return {"t": times, **{c: [rows[t].get(c) for t in times] for c in columns}}
+
+
 def error_code(exc: BaseException) -> str:
     """The AWS error code of a botocore ClientError, else ''."""
     response = getattr(exc, "response", None) or {}

@@ -277,6 +277,31 @@ class AwsRdsProvider(Provider):
         (rds,) = aws.clients(ctx, handle.extra.get("region"), "rds")
         return _describe(rds, identifier) is not None
 
+    def metrics(self, handle: Handle, start, end, ctx: ProvisionContext) -> dict:
+        """The DB instance's CloudWatch figures over [start, end] (see CLOUDWATCH)."""
+        identifier = handle.ids.get("db_instance")
+        if not identifier:
+            return {}
+        (cloudwatch,) = aws.clients(ctx, handle.extra.get("region"), "cloudwatch")
+        return aws.cloudwatch_series(
+            cloudwatch, "AWS/RDS", {"DBInstanceIdentifier": identifier}, CLOUDWATCH, start, end
+        )
+
+
+# What CloudWatch says about an RDS instance, read for each cell's window:
+# (CloudWatch metric, series name, statistic). Credits and burst balance are
+# the minimum of each minute: running out for one minute is what throttles.
+CLOUDWATCH = (
+    ("CPUUtilization", "cpu_pct", "Average"),
+    ("CPUCreditBalance", "cpu_credit_balance", "Minimum"),
+    ("CPUCreditUsage", "cpu_credit_usage", "Sum"),
+    ("ReadIOPS", "read_iops", "Average"),
+    ("WriteIOPS", "write_iops", "Average"),
+    ("DiskQueueDepth", "disk_queue_depth", "Average"),
+    ("FreeableMemory", "freeable_memory_mb", "Minimum"),
+    ("BurstBalance", "burst_balance_pct", "Minimum"),
+)
+
 
 def _describe(rds, identifier: str) -> dict | None:
     """The DB instance description, or None if it does not exist."""

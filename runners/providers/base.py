@@ -206,6 +206,13 @@ class Provider:
         """Whether anything handle names still exists."""
         raise NotImplementedError
 
+    def metrics(self, handle: Handle, start: datetime, end: datetime, ctx) -> dict:
+        """The cloud's own monitoring of what handle names between start and
+        end, as a columnar series (t: seconds since start; one column per
+        figure), {} when the provider has none. Telemetry: it is read after
+        the cells ran (a cloud publishes its figures minutes late)."""
+        return {}
+
 
 def resource_name(*parts: Any, limit: int = 63) -> str:
     """A deterministic cloud-safe name from parts: 'bb-<parts>', letters/digits/hyphens.
