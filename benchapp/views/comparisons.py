@@ -33,6 +33,13 @@ class NewComparisonForm(forms.Form):
         self.fields["runs"].queryset = team.runs.all()
         self.fields["cells"].choices = cell_choices
 
+    def clean_runs(self):
+        runs = list(self.cleaned_data["runs"])
+        problems = comparisons.run_problems(runs)
+        if problems:
+            raise forms.ValidationError(problems)
+        return runs
+
 
 @login_required
 def comparison_list(request):
