@@ -11,7 +11,7 @@ import math
 from django.db import transaction
 from django.http import Http404
 
-from benchapp import crypto, results
+from benchapp import crypto, results, significance
 from benchapp.models import Cell, Comparison, Run, Team
 from runners.metrics import HIGHER, LOWER
 from runners.tools import direction as catalog_direction
@@ -141,30 +141,23 @@ def overall(table: dict, baseline: str, tool: str, units: dict | None = None) ->
         if found is not None:
             entry = pooled.setdefault(col["key"][dims.index("run")], [[], set()])
             entry[0].extend(found[0])
-            entry[1].add(found[1])
-    # Speedups of metrics with a direction are all "higher is better" now;
-    # one metric without a direction makes the pooled figure a plain ratio.
+            entry[1] |= found[1]
     return [
-        {"run": run, "summary": _summary(geometric_mean(r), len(r), _pooled_direction(d))}
-        for run, (r, d) in pooled.items()
+        {"run": run, "summary": _summary(geometric_mean(r), len(r), directions)}
+        for run, (r, directions) in pooled.items()
         if r
     ]
-
-
-def _pooled_direction(directions: set) -> str | None:
-    return HIGHER if directions and directions <= {HIGHER, LOWER} else None
 
 
 def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = None) -> list:
     """Per column: None for the baseline's own (or a column with no baseline
     twin), else (speedups over the rows where both sides have a value, the
-    column metric's direction)."""
+    set of the directions of their metrics)."""
     units = units or {}
     dims = table["column_dims"]
     if "run" not in dims:
         return [None] * len(table["columns"])
     pos = dims.index("run")
-    metric_pos = dims.index("metric") if "metric" in dims else None
     index = {tuple(c["key"]): j for j, c in enumerate(table["columns"])}
     out = []
     for j, col in enumerate(table["columns"]):
@@ -174,24 +167,27 @@ def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = No
         if base_j is None or base_j == j:
             out.append(None)
             continue
-        name = col["key"][metric_pos] if metric_pos is not None else table["metrics"][0]
-        direction = catalog_direction(tool, name, units.get(name))
-        ratios = [
-            r
-            for line in table["cells"]
-            if line[j] and line[base_j] and line[j].n and line[base_j].n
-            if (r := speedup(line[base_j].mean, line[j].mean, direction)) is not None
-        ]
-        out.append((ratios, direction))
+        ratios, directions = [], set()
+        for i, line in enumerate(table["cells"]):
+            if not (line[j] and line[base_j] and line[j].n and line[base_j].n):
+                continue
+            name = significance.cell_metric(table, i, j)
+            direction = catalog_direction(tool, name, units.get(name))
+            ratio = speedup(line[base_j].mean, line[j].mean, direction)
+            if ratio is not None:
+                ratios.append(ratio)
+                directions.add(direction)
+        out.append((ratios, directions))
     return out
 
 
-def _summary(ratio: float | None, n: int, direction: str | None) -> dict | None:
+def _summary(ratio: float | None, n: int, directions: set) -> dict | None:
     """The summary cell's words: "1.18× faster", "1.18× slower", or "1.18×
-    the baseline" for a metric with no better direction."""
+    the baseline" when a metric in it has no better direction (its ratio is
+    a plain one: "faster" would be a guess)."""
     if ratio is None:
         return None
-    if direction not in (HIGHER, LOWER):
+    if not directions or not directions <= {HIGHER, LOWER}:
         text, better = f"{ratio:.2f}× the baseline", None
     elif round(ratio, 2) == 1:
         text, better = "1.00× (same)", None
@@ -200,6 +196,9 @@ def _summary(ratio: float | None, n: int, direction: str | None) -> dict | None:
     else:  # 0.85× reads as "1.18× slower": the same distance as 1.18× faster
         text, better = f"{1 / ratio:.2f}× slower", False
     return {"ratio": ratio, "n": n, "text": text, "better": better}
+
+
+# ------------------------------------------------------------ saving, sharing
 
 
 @transaction.atomic
