@@ -80,7 +80,9 @@ def chart_data(
         # the parameter's own values as ticks: threads 1, 2, 4, never 1.5
         "x_ticks": sorted(set(xs)) if numeric else [],
         # what the points are: mean, median or p95 of each cell's repeats
-        "statistic": view.get("statistic") if view.get("statistic") in POINT_STATISTICS else "mean",
+        "point_statistic": (
+            view.get("statistic") if view.get("statistic") in POINT_STATISTICS else "mean"
+        ),
         # the catalog row, so the y axis title carries the unit
         "metric_info": info.to_dict(),
         **pivot_json(table),

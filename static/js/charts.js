@@ -46,7 +46,7 @@
           return;
         }
         x.push(at);
-        const point = s[chart.statistic || "mean"];
+        const point = s[chart.point_statistic || "mean"];
         mean.push(point);
         // the tool's own min–max over its iterations (mysqlslap) when it has one
         const lo = s.lo !== null && s.lo !== undefined ? Math.min(s.lo, s.min) : s.min;
@@ -167,7 +167,7 @@
     if (chart.type === "bar") extra.barmode = "group";
     if (chart.type === "box") extra.boxmode = "group";
     const verb = chart.type === "line" ? " vs " : " by ";
-    const stat = chart.statistic && chart.statistic !== "mean" ? chart.statistic + " " : "";
+    const stat = chart.point_statistic && chart.point_statistic !== "mean" ? chart.point_statistic + " " : "";
     const title = stat + (chart.metric_info ? chart.metric_info.label : chart.metric) + verb + chart.x_dim;
     return Plotly.newPlot(div, traces(chart, dots), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
