@@ -45,7 +45,15 @@ def compare(
     data["problems"] = run_problems(runs)
     data["short_labels"] = {results.run_label(r): short_label(r) for r in runs}
     data["panels"] = [panel(data, t) for t in data["tables"]] if len(runs) > 1 else []
+    _shorten_chart_labels(data)
     return data
+
+
+def _shorten_chart_labels(data: dict) -> None:
+    """The chart's legend names runs as the panels' headers do."""
+    for col in (data.get("chart") or {}).get("columns", []):
+        for long, brief in data["short_labels"].items():
+            col["series"] = col["series"].replace(long, brief)
 
 
 def run_problems(runs: list[Run]) -> list[str]:

@@ -9,7 +9,7 @@
       title: { text: title, font: { size: 14 } },
       margin: { t: 40, r: 10, b: 50, l: 60 },
       xaxis: { title: { text: xTitle } },
-      yaxis: { title: { text: yTitle }, rangemode: "tozero", exponentformat: "SI" },
+      yaxis: { title: { text: yTitle }, rangemode: "tozero", tickformat: "," },
       legend: { orientation: "h", y: -0.25 },
     }, extra || {});
   }
@@ -154,7 +154,7 @@
     panels.forEach((facet, p) => {
       const n = p ? p + 1 : "";
       extra["xaxis" + n] = xAxis(chart, xType);
-      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero", exponentformat: "SI" };
+      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero", tickformat: "," };
       if (facet) {
         extra.annotations.push({ text: chart.facet_dims.join(" · ") + ": " + facet, showarrow: false,
           xref: "x" + n + " domain", yref: "y" + n + " domain", x: 0.5, y: 1.08, font: { size: 12 } });

@@ -92,7 +92,7 @@
         Plotly.newPlot(div, out, {
           margin: { t: 20 }, xaxis: { title: "run date" },
           yaxis: { title: (data.metric_title || data.metric) + (data.sense ? " (" + data.sense + ")" : ""),
-                   exponentformat: "SI" },
+                   tickformat: "," },
           yaxis2: { overlaying: "y", range: [0, 1.02], visible: false, fixedrange: true },
           shapes: edits.map(function (e) {
             return { type: "line", xref: "x", yref: "paper", x0: e.x, x1: e.x, y0: 0, y1: 1,
