@@ -10,6 +10,17 @@ from benchapp.pivot import CellInfo, pivot, pivot_json
 from runners.tools import metric as catalog_metric
 
 MAX_PANELS = 6  # more panels than this and the facet values join the line names
+# Statistics a chart can draw as its points; the others (n, stddev, cv) are
+# not on the metric's scale, so the chart keeps the mean for them.
+POINT_STATISTICS = ("mean", "median", "p95")
+# A positive numeric x whose largest value is this many times its smallest
+# gets a log axis: threads 4–256 on a linear axis crowd 4, 8 and 16 together.
+LOG_SPAN = 10
+
+
+def spans_decade(xs) -> bool:
+    """True when positive numbers span LOG_SPAN times or more."""
+    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= LOG_SPAN
 
 
 def chart_data(
@@ -28,7 +39,9 @@ def chart_data(
     are panels ("read-only and read-write apart"). Repeats fold into each
     point: mean, min–max error bars (the tool's own min–max over its
     iterations when it reports one, extremes), and the raw values for markers
-    and box plots. A numeric x spanning two orders of magnitude gets a log axis.
+    and box plots. A numeric x spanning a decade gets a log axis; its ticks
+    are the parameter's values (discrete: no 1.5 threads); text values
+    (engines, block sizes) are categories.
     Failed cells (`failures`) are points with errors and no value: the
     chart draws them as marked gaps whose hover gives the error.
     """
@@ -63,7 +76,13 @@ def chart_data(
         "metric": metrics[0],
         "type": chart,
         "numeric_x": numeric,
-        "log_x": numeric and chart == LINE and min(xs) > 0 and max(xs) / min(xs) >= 100,
+        "log_x": numeric and chart == LINE and spans_decade(xs),
+        # the parameter's own values as ticks: threads 1, 2, 4, never 1.5
+        "x_ticks": sorted(set(xs)) if numeric else [],
+        # what the points are: mean, median or p95 of each cell's repeats
+        "point_statistic": (
+            view.get("statistic") if view.get("statistic") in POINT_STATISTICS else "mean"
+        ),
         # the catalog row, so the y axis title carries the unit
         "metric_info": info.to_dict(),
         **pivot_json(table),

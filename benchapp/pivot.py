@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-STATISTICS = ("mean", "n", "min", "max", "stddev", "cv")
+STATISTICS = ("mean", "median", "p95", "n", "min", "max", "stddev", "cv")
 
 
 @dataclass
@@ -66,6 +66,8 @@ class Stats:
     max: float | None = None
     stddev: float | None = None
     cv: float | None = None
+    median: float | None = None
+    p95: float | None = None
     noisy: bool = False
     values: list = field(default_factory=list)
     # Why the failed cells of this bucket gave no value ("t2 #1: prepare
@@ -90,6 +92,8 @@ class Stats:
                 "max",
                 "stddev",
                 "cv",
+                "median",
+                "p95",
                 "noisy",
                 "values",
                 "errors",
@@ -100,8 +104,20 @@ class Stats:
         }
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation between the two
+    nearest ranks (numpy's default): with few repeats, p95 lies between the
+    two highest instead of jumping to the maximum."""
+    ordered = sorted(values)
+    at = (len(ordered) - 1) * q / 100
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
 def describe(values: list[float], threshold: float | None = None) -> Stats:
-    """mean, n, min, max, sample stddev (n-1; 0 for one value) and cv = stddev/|mean|."""
+    """mean, n, min, max, median, p95, sample stddev (n-1; 0 for one value)
+    and cv = stddev/|mean|."""
     if threshold is None:
         threshold = settings.BENCHBOARD_NOISE_CV
     if not values:
@@ -118,6 +134,8 @@ def describe(values: list[float], threshold: float | None = None) -> Stats:
         max=max(values),
         stddev=sd,
         cv=cv,
+        median=percentile(values, 50),
+        p95=percentile(values, 95),
         noisy=cv is not None and cv > threshold,
         values=list(values),
     )

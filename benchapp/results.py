@@ -266,7 +266,7 @@ def results(
     wanted = shown + view["extra_metrics"] + [n for pair in extremes.values() for n in pair]
     observations = load_observations(cells, wanted, all_groups=all_groups)
     if len(runs) > 1 and "run" not in view["rows"] + view["columns"]:
-        view["columns"] = ["run"] + view["columns"]
+        side_by_side(view, bool(requested.get("columns")))
     labels = [run_label(r) for r in runs]
     baseline = baseline if baseline in labels else (labels[0] if labels else None)
     data = {
@@ -299,6 +299,18 @@ def results(
     ]
     data.update(data["tables"][0])  # the main table: data["table"], ["display"], ...
     return data
+
+
+def side_by_side(view: dict, columns_chosen: bool) -> None:
+    """Several runs: the runs become the columns, side by side, and the
+    default's own column dimensions move to the rows (run × load type made
+    eleven columns with the deltas off-screen). Columns the user chose stay,
+    after the run."""
+    if columns_chosen:
+        view["columns"] = ["run"] + view["columns"]
+    else:
+        view["rows"] = view["rows"] + [c for c in view["columns"] if c not in view["rows"]]
+        view["columns"] = ["run"]
 
 
 def _table(data: dict, observations, metric, extremes: dict, several_runs: bool) -> dict:

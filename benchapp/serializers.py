@@ -362,6 +362,14 @@ class ComparisonSerializer(serializers.ModelSerializer):
     def get_shared(self, obj) -> bool:
         return bool(obj.share_token_hash)
 
+    def validate_runs(self, value):
+        from benchapp import comparisons
+
+        problems = comparisons.run_problems(list(value))
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
     def validate_chart_settings(self, value):
         if not isinstance(value, dict):
             raise serializers.ValidationError("An object.")

@@ -41,7 +41,6 @@ def deltas(
         return [[None] * len(table["columns"]) for _ in table["rows"]]
     pos = dims.index(dimension)
     index = {tuple(c["key"]): i for i, c in enumerate(table["columns"])}
-    metric_pos = dims.index("metric") if "metric" in dims else None
     out: list[list] = []
     wanted = []  # (row, column, baseline values, candidate values, direction)
     for r, line in enumerate(table["cells"]):
@@ -53,7 +52,7 @@ def deltas(
             base = line[base_i] if base_i is not None else None
             if key == col["key"] or not stats or not base or not stats.values or not base.values:
                 continue
-            name = col["key"][metric_pos] if metric_pos is not None else table["metrics"][0]
+            name = cell_metric(table, r, c)
             wanted.append(
                 (r, c, base.values, stats.values, catalog_direction(tool, name, units.get(name)))
             )
@@ -61,6 +60,18 @@ def deltas(
     for (r, c, _, _, direction), delta in zip(wanted, found):
         out[r][c] = _described(delta, direction)
     return out
+
+
+def cell_metric(table: dict, row: int, column: int) -> str:
+    """The metric of a pivot cell: from its column's or its row's key when
+    metric is a dimension there, else the table's one metric."""
+    for lines, dims, i in (
+        (table["columns"], table["column_dims"], column),
+        (table["rows"], table["row_dims"], row),
+    ):
+        if "metric" in dims:
+            return lines[i]["key"][dims.index("metric")]
+    return table["metrics"][0]
 
 
 def _described(found: significance.Delta, direction: str | None) -> dict:

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_POST
 
-from benchapp import comparisons
+from benchapp import comparisons, queryparams
 from benchapp.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.redact import Redactor
 from benchapp.views.archive import SearchForm
@@ -18,6 +18,7 @@ from benchapp.views.results import (
     _requested,
     charts_payload,
     pivot_form,
+    refuses_bad_query,
     series_payload,
     view_query,
 )
@@ -32,6 +33,13 @@ class NewComparisonForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["runs"].queryset = team.runs.all()
         self.fields["cells"].choices = cell_choices
+
+    def clean_runs(self):
+        runs = list(self.cleaned_data["runs"])
+        problems = comparisons.run_problems(runs)
+        if problems:
+            raise forms.ValidationError(problems)
+        return runs
 
 
 @login_required
@@ -74,10 +82,24 @@ def comparison_new(request):
     )
 
 
+def _compared(comparison, request, shared: bool = False) -> dict:
+    """comparisons.compare for the request's view; a parameter the data does
+    not offer raises queryparams.BadParameter (answered 400). A share page
+    shows redacted run labels, so its baseline is not checked against (nor
+    named with) the real ones."""
+    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    accepted = queryparams.view_parameters(data)
+    if shared:
+        accepted.pop("baseline", None)
+    queryparams.check(request.GET, accepted)
+    return data
+
+
+@refuses_bad_query
 @login_required
 def comparison_detail(request, pk):
     comparison = get_comparison(request, pk)
-    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    data = _compared(comparison, request)
     return render(
         request,
         "comparisons/detail.html",
@@ -92,6 +114,7 @@ def comparison_detail(request, pk):
 
 
 @gzip_page
+@refuses_bad_query
 @login_required
 def comparison_json(request, pk):
     return JsonResponse(_chart_json(get_comparison(request, pk), request))
@@ -178,10 +201,11 @@ def _private(view):
 
 
 @_private
+@refuses_bad_query
 def shared(request, token):
     """The shared comparison only: no links to runs, exports or other pages."""
     comparison = comparisons.by_share_token(token)
-    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
+    data = _compared(comparison, request, shared=True)
     # Everything the page shows goes through the redactor: no hosts, addresses,
     # ports or user names (benchapp/redact.py); the pivot form keeps the real
     # view names, which are the plan's axis and metric names.
@@ -205,10 +229,13 @@ def shared(request, token):
 
 @_private
 @gzip_page
+@refuses_bad_query
 def shared_json(request, token):
     comparison = comparisons.by_share_token(token)
     return JsonResponse(
-        Redactor(comparison.team, comparison.runs.all()).data(_chart_json(comparison, request))
+        Redactor(comparison.team, comparison.runs.all()).data(
+            _chart_json(comparison, request, shared=True)
+        )
     )
 
 
@@ -221,9 +248,8 @@ def shared_series(request, token):
     )
 
 
-def _chart_json(comparison, request) -> dict:
-    data = comparisons.compare(comparison, _requested(request), request.GET.get("baseline"))
-    return charts_payload(data, True)
+def _chart_json(comparison, request, shared: bool = False) -> dict:
+    return charts_payload(_compared(comparison, request, shared), True)
 
 
 def _series(comparison, request) -> dict:

@@ -7,10 +7,11 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import confirmation, history
+from benchapp import confirmation, history, queryparams
 from benchapp.access import MEMBER, current_team, get_plan, require_role
 from benchapp.models import Alert, RunSummary
 from benchapp.planning import PlanRefused
+from benchapp.views.results import refuses_bad_query
 from runners import tools
 
 # Points per line sent to the browser; a longer line is downsampled into
@@ -20,9 +21,29 @@ MAX_POINTS = 200
 DEFAULT_LINES = 10
 
 
+def trend_choices(plan_ids: list[int], request) -> tuple[str, list[str], list[str], list[str]]:
+    """(metric, metrics, keys of that metric, chosen keys) of a trend: the
+    metric and keys the URL asks for, refused (queryparams.BadParameter) when
+    the history has no such metric or cell key. `keys` is "|"-separated."""
+    pairs = set(
+        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
+    )
+    metrics = sorted({m for m, _ in pairs})
+    queryparams.check(request.GET, {"metric": metrics})
+    metric = request.GET.get("metric") or (metrics[0] if metrics else "")
+    keys = sorted({k for m, k in pairs if m == metric})
+    wanted = [k for k in request.GET.get("keys", "").split("|") if k]
+    for key in wanted:
+        if key not in keys:
+            raise queryparams.BadParameter("keys", key, keys)
+    return metric, metrics, keys, wanted
+
+
+@refuses_bad_query
 @login_required
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
+    trend_choices(history.history_plans(plan), request)
     alerts = list(Alert.objects.filter(plan=plan).select_related("plan", "start_run")[:50])
     return render(request, "history/trend.html", {"plan": plan, "alerts": alerts})
 
@@ -58,25 +79,22 @@ def _line(s, change: int | None) -> dict:
     return line
 
 
+@refuses_bad_query
 @login_required
 def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
     plan_ids = history.history_plans(plan)
-    pairs = set(
-        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
-    )
-    metrics = sorted({m for m, _ in pairs})
-    metric = request.GET.get("metric") or (metrics[0] if metrics else "")
-    keys = sorted({k for m, k in pairs if m == metric})
-    wanted = [k for k in request.GET.get("keys", "").split("|") if k in keys]
+    metric, metrics, keys, wanted = trend_choices(plan_ids, request)
     chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES]).values()
-    starts = {
-        (k, g): r
-        for k, g, r in Alert.objects.filter(plan=plan, metric=metric)
-        .order_by("created_at")
-        .values_list("cell_key", "group", "start_run_id")
+    alerts = {
+        (a.cell_key, a.group): a  # the latest alert of a series wins
+        for a in Alert.objects.filter(plan=plan, metric=metric).order_by("created_at")
     }
-    lines = [_line(s, starts.get((s.cell_key, s.group))) for s in chosen]
+    lines = []
+    for s in chosen:
+        alert = alerts.get((s.cell_key, s.group))
+        lines.append(_line(s, alert.start_run_id if alert else None))
+        lines[-1]["alert"] = _alert_marker(alert) if alert else None
     row = tools.metric(plan.tool, metric)
     edits, _ = history.plan_edits(plan_ids)
     return JsonResponse(
@@ -94,6 +112,16 @@ def plan_trend_json(request, pk):
             "edits": [{"run": e.run_id, "x": e.at.isoformat(), "text": e.text()} for e in edits],
         }
     )
+
+
+def _alert_marker(alert: Alert) -> dict:
+    """What the trend's marker of a detected change says: "worse -34.4 %
+    from run #12 (new)", coloured by `change` (worse, better, changed)."""
+    return {
+        "change": alert.change,
+        "text": f"{alert.change} {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} "
+        f"({alert.get_status_display().lower()})",
+    }
 
 
 @login_required

@@ -5,22 +5,49 @@ pages are not: they carry a CSRF token beside what the URL asks for, which
 compression would let an attacker guess (BREACH).
 """
 
+import functools
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 
-from benchapp import defaults, machines, results
+from benchapp import defaults, machines, queryparams, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
 
 
+def refuses_bad_query(view):
+    """A view that raises queryparams.BadParameter answers 400 with the
+    message: a page for people, {"error": ...} for a .json address."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except queryparams.BadParameter as exc:
+            if request.path.endswith(".json"):
+                return JsonResponse({"error": str(exc), "parameter": exc.name}, status=400)
+            context = {"error": exc, "back": request.path}
+            return render(request, "400.html", context, status=400)
+
+    return wrapped
+
+
+def checked_results(request, runs, **kwargs) -> dict:
+    """results.results for the request's view, refusing (BadParameter) a
+    parameter whose value the data does not offer."""
+    data = results.results(runs, _requested(request), **kwargs)
+    queryparams.check(request.GET, queryparams.view_parameters(data))
+    return data
+
+
 class PivotForm(forms.Form):
     """The GET form of a results page, rendered with the choices the data
-    offers. Requests are read by `_requested`; results.resolve_view drops
-    unknown names rather than refusing them, so an old bookmark still works."""
+    offers. Requests are read by `_requested`; the pages refuse unknown names
+    (queryparams) and resolve_view drops those of a saved view."""
 
     rows = forms.MultipleChoiceField(required=False)
     columns = forms.MultipleChoiceField(required=False)
@@ -44,10 +71,11 @@ class PivotForm(forms.Form):
         self.fields["metric"].choices = [(m, m) for m in metrics]
 
 
+@refuses_bad_query
 @login_required
 def run_results_page(request, pk):
     run = get_run(request, pk)
-    data = results.results([run], _requested(request))
+    data = checked_results(request, [run])
     return render(
         request,
         "results/run.html",
@@ -74,10 +102,11 @@ def charts_payload(data: dict, several_runs: bool) -> dict:
 
 
 @gzip_page
+@refuses_bad_query
 @login_required
 def run_results_json(request, pk):
     run = get_run(request, pk)
-    data = results.results([run], _requested(request))
+    data = checked_results(request, [run])
     return JsonResponse(
         {"run": run.pk, **charts_payload(data, False), "table": results.pivot_json(data["table"])}
     )

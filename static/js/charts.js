@@ -9,7 +9,7 @@
       title: { text: title, font: { size: 14 } },
       margin: { t: 40, r: 10, b: 50, l: 60 },
       xaxis: { title: { text: xTitle } },
-      yaxis: { title: { text: yTitle }, rangemode: "tozero" },
+      yaxis: { title: { text: yTitle }, rangemode: "tozero", tickformat: "," },
       legend: { orientation: "h", y: -0.25 },
     }, extra || {});
   }
@@ -46,12 +46,13 @@
           return;
         }
         x.push(at);
-        mean.push(s.mean);
+        const point = s[chart.point_statistic || "mean"];
+        mean.push(point);
         // the tool's own min–max over its iterations (mysqlslap) when it has one
         const lo = s.lo !== null && s.lo !== undefined ? Math.min(s.lo, s.min) : s.min;
         const hi = s.hi !== null && s.hi !== undefined ? Math.max(s.hi, s.max) : s.max;
-        plus.push(hi - s.mean);
-        minus.push(s.mean - lo);
+        plus.push(hi - point);
+        minus.push(point - lo);
         values.push(s.values);
       });
       return { name: col.series || chart.metric, facet: col.facet || "", x, mean, plus, minus, values, failed };
@@ -123,6 +124,25 @@
     return out.concat(marks);
   }
 
+  // Numbers as people write them: 10k, 1.5M, 3,732 (SI above 10,000).
+  const SI = new Intl.NumberFormat("en", { notation: "compact", maximumSignificantDigits: 3 });
+  const PLAIN = new Intl.NumberFormat("en", { maximumSignificantDigits: 4 });
+  function number(v) {
+    return Math.abs(v) >= 10000 ? SI.format(v) : PLAIN.format(v);
+  }
+
+  // A numeric x is a discrete parameter (threads, cores, block size in KiB):
+  // its ticks are its values, so no "1.5 threads"; a log axis when the values
+  // span a decade (benchapp.charts.spans_decade).
+  function xAxis(chart, type) {
+    const axis = { title: { text: chart.x_dim }, type };
+    if (type !== "category" && chart.x_ticks && chart.x_ticks.length) {
+      axis.tickvals = chart.x_ticks;
+      axis.ticktext = chart.x_ticks.map(number);
+    }
+    return axis;
+  }
+
   // The results chart: one panel per facet value, stacked, axes titled from
   // the metric catalog (unit included). dots: each repeat as a dot (default:
   // up to MAX_DOTS of them).
@@ -133,8 +153,8 @@
     const xType = chart.type === "line" && chart.numeric_x ? (chart.log_x ? "log" : "linear") : "category";
     panels.forEach((facet, p) => {
       const n = p ? p + 1 : "";
-      extra["xaxis" + n] = { title: { text: chart.x_dim }, type: xType };
-      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero" };
+      extra["xaxis" + n] = xAxis(chart, xType);
+      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero", tickformat: "," };
       if (facet) {
         extra.annotations.push({ text: chart.facet_dims.join(" · ") + ": " + facet, showarrow: false,
           xref: "x" + n + " domain", yref: "y" + n + " domain", x: 0.5, y: 1.08, font: { size: 12 } });
@@ -147,7 +167,8 @@
     if (chart.type === "bar") extra.barmode = "group";
     if (chart.type === "box") extra.boxmode = "group";
     const verb = chart.type === "line" ? " vs " : " by ";
-    const title = (chart.metric_info ? chart.metric_info.label : chart.metric) + verb + chart.x_dim;
+    const stat = chart.point_statistic && chart.point_statistic !== "mean" ? chart.point_statistic + " " : "";
+    const title = stat + (chart.metric_info ? chart.metric_info.label : chart.metric) + verb + chart.x_dim;
     return Plotly.newPlot(div, traces(chart, dots), layout(title, chart.x_dim, axisTitle(chart), extra), CONFIG);
   }
 
@@ -233,5 +254,5 @@
       b.addEventListener("click", () => png(b.dataset.png)));
   }
 
-  window.BenchCharts = { main, series, png, wire };
+  window.BenchCharts = { main, series, png, wire, number };
 })();

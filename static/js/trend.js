@@ -1,5 +1,7 @@
 // Trend page: one line per cell key with the min-max band of each run's
-// repeats, a marker where an alert starts; metric and keys live in the URL.
+// repeats in the line's colour, a marker where a detected change (an alert)
+// starts, a dotted line where the plan was edited; metric and keys live in
+// the URL, so an alert's link opens on its metric and cell.
 (function () {
   "use strict";
   var div = document.getElementById("trend-chart");
@@ -30,22 +32,40 @@
     });
   }
 
+  var COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var CHANGE_COLORS = { worse: "#d62728", better: "#2ca02c", changed: "#7f7f7f" };
+
+  // "#1f77b4" -> "rgba(31,119,180,0.15)": a band in its line's colour, faint.
+  function faint(hex) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + ",0.15)";
+  }
+
+  var number = window.BenchCharts.number;
+
   function traces(data) {
     var out = [];
-    data.lines.forEach(function (l) {
+    data.lines.forEach(function (l, k) {
+      var color = COLORS[k % COLORS.length];
       out.push({ x: l.x.concat(l.x.slice().reverse()), y: l.high.concat(l.low.slice().reverse()),
-                 fill: "toself", line: { width: 0 }, opacity: 0.2, hoverinfo: "skip",
-                 showlegend: false, legendgroup: l.key });
+                 fill: "toself", fillcolor: faint(color), line: { width: 0 }, hoverinfo: "skip",
+                 showlegend: false, legendgroup: l.key, meta: "band" });
       // A point of a downsampled line stands for n consecutive runs from its run on.
-      var spans = (l.n || []).map(function (n) { return n > 1 ? " (mean of " + n + " runs)" : ""; });
+      var text = l.mean.map(function (y, i) {
+        var n = (l.n || [])[i];
+        return number(y) + " (" + number(l.low[i]) + " to " + number(l.high[i]) + ")" +
+          (n > 1 ? ", mean of " + n + " runs" : "");
+      });
       out.push({ x: l.x, y: l.mean, name: l.key, mode: "lines+markers", legendgroup: l.key,
-                 customdata: l.runs, text: spans,
-                 hovertemplate: "run #%{customdata}%{text}: %{y}<extra>" + l.key + "</extra>" });
+                 line: { color: color }, marker: { color: color }, customdata: l.runs, text: text,
+                 hovertemplate: "run #%{customdata}: %{text}<extra>" + l.key + "</extra>" });
       var i = l.runs.indexOf(l.change);
-      if (i >= 0) {
-        out.push({ x: [l.x[i]], y: [l.mean[i]], mode: "markers", showlegend: false,
-                   marker: { symbol: "x", size: 14, color: "red" }, customdata: [l.runs[i]],
-                   hovertemplate: "change from run #%{customdata}<extra></extra>" });
+      if (i >= 0 && l.alert) {
+        out.push({ x: [l.x[i]], y: [l.mean[i]], mode: "markers", showlegend: false, meta: "change",
+                   marker: { symbol: "x", size: 14, color: CHANGE_COLORS[l.alert.change] || "#7f7f7f" },
+                   customdata: [l.runs[i]], text: [l.alert.text],
+                   hovertemplate: "%{text}<extra>" + l.key + "</extra>" });
       }
     });
     return out;
@@ -57,6 +77,7 @@
     fetch(div.dataset.url + "?" + q.toString(), { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (data) {
+        if (data.error) { div.textContent = data.error; return; }
         fill(metricSelect, data.metrics, [data.metric]);
         fill(keySelect, data.keys, s.keys ? s.keys.split("|") : []);
         var edits = data.edits || [];
@@ -70,7 +91,8 @@
         }
         Plotly.newPlot(div, out, {
           margin: { t: 20 }, xaxis: { title: "run date" },
-          yaxis: { title: (data.metric_title || data.metric) + (data.sense ? " (" + data.sense + ")" : "") },
+          yaxis: { title: (data.metric_title || data.metric) + (data.sense ? " (" + data.sense + ")" : ""),
+                   tickformat: "," },
           yaxis2: { overlaying: "y", range: [0, 1.02], visible: false, fixedrange: true },
           shapes: edits.map(function (e) {
             return { type: "line", xref: "x", yref: "paper", x0: e.x, x1: e.x, y0: 0, y1: 1,
@@ -79,6 +101,7 @@
           dragmode: "zoom"
         }, { responsive: true, scrollZoom: true });
         div.dataset.edits = String(edits.length);
+        div.dataset.ready = "1";
         div.on("plotly_click", function (ev) {
           var run = ev.points[0].customdata;
           if (run) window.location.href = div.dataset.runUrl.replace("/0/", "/" + run + "/");

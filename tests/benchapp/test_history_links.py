@@ -31,7 +31,9 @@ def test_dashboard_shows_recent_alerts_and_trend_links(member_client, plan, drop
     html = member_client.get("/").content.decode()
     box = html.split('class="card recent-alerts"')[1].split("</section>")[0]
     trend = reverse("plan_trend", args=[plan.pk])
-    assert f'href="{trend}"' in box and "threads=4" in box
+    # each alert opens the trend on its own metric and cell
+    assert f'href="{trend}?metric=tps&amp;keys=threads%3D' in box and "threads=4" in box
+    assert "tps worse -" in box and " % from " in box  # the magnitude as a percentage
     assert html.count(f'href="{trend}" class="trend-link"') >= 1  # on the recent runs
 
 

@@ -95,3 +95,21 @@ def test_recent_alerts_include(team, dropped):
 
     html = render_to_string("history/_recent_alerts.html", {"alerts": history.recent_alerts(team)})
     assert html.count("<li") == 2
+
+
+def test_trend_refuses_unknown_metric_or_key_naming_the_accepted_ones(member_client, plan, dropped):
+    page = member_client.get(f"/plans/{plan.pk}/trend/?metric=zzz")
+    assert page.status_code == 400
+    assert "metric=&#x27;zzz&#x27; is not accepted here. Accepted values: " in page.content.decode()
+    data = member_client.get(f"/plans/{plan.pk}/trend.json?metric=tps&keys=threads%3D999")
+    assert data.status_code == 400 and data.json()["parameter"] == "keys"
+    assert "threads=4" in data.json()["error"]
+
+
+def test_trend_json_describes_the_alert_marker_in_percent(member_client, plan, dropped):
+    alert = Alert.objects.get(plan=plan, cell_key="threads=4", metric="tps")
+    data = member_client.get(f"/plans/{plan.pk}/trend.json?metric=tps&keys=threads%3D4").json()
+    (line,) = data["lines"]
+    expected = f"worse {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} (new)"
+    assert line["alert"] == {"change": "worse", "text": expected}
+    assert line["change"] == alert.start_run_id
