@@ -307,3 +307,12 @@ def default_view(axes: list[str]) -> dict:
     others = [a for a in axes if a != "target"]
     row = next((a for a in ("clients", "jobs", *others) if a in axes), None) or "target"
     return m.view([row], ["target" if "target" in axes and row != "target" else "repeat"], "tps")
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients run one cell: the same.
+
+    pgbench -i runs once, from client 1; the standard scripts update random
+    rows of the shared pgbench_* tables, which concurrent sessions do anyway.
+    """
+    return clean
