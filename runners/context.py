@@ -288,9 +288,10 @@ class CellContext:
             permanent=True,
         )
 
-    def client_ssh_for(self, target: TargetSpec) -> SSHSpec | None:
-        """Where the tool runs for a cell on target (None: this machine)."""
-        client = self.plan.client
+    def client_ssh_for(self, target: TargetSpec, index: int = 0) -> SSHSpec | None:
+        """Where the tool runs for a cell on target (None: this machine);
+        index: which of the plan's clients (0: the first)."""
+        client = self.plan.clients[index]
         if client.kind == "local":
             return None
         if client.kind == "ssh":
@@ -298,6 +299,11 @@ class CellContext:
         if client.kind == "on":
             host = target if client.target == CELL_TARGET else self.target(client.target)
             return self.host_ssh(host)
+        if index > 0:
+            raise RunnerError(
+                "several provisioned clients: this runner provisions one client host",
+                permanent=True,
+            )
         if self.client_ssh is None:
             provider = (client.provision or {}).get("provider")
             raise RunnerError(

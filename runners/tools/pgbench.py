@@ -281,6 +281,8 @@ DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "seconds"))
 SERIES = ("tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms", "skipped", "failed")
+# Averages of several clients are weighted by this count (runners.combine).
+LATENCY_WEIGHT = "transactions"
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "tps_including_connections": m.throughput("Transactions per second incl. connecting", "tps"),

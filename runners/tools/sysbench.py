@@ -435,6 +435,8 @@ SERIES = (
     "err_s",
     "reconn_s",
 )
+# Averages of several clients are weighted by this count (runners.combine).
+LATENCY_WEIGHT = "events"
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "qps": m.throughput("Queries per second", "qps"),
