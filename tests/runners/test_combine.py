@@ -67,9 +67,7 @@ def test_a_percentile_with_histograms_comes_from_the_merged_histogram():
     fast = [[1.0, 90], [2.0, 10]]
     slow = [[2.0, 50], [10.0, 50]]
     combined, warnings = combine_metrics(
-        [{"latency_p95_ms": 2.0}, {"latency_p95_ms": 10.0}],
-        sysbench,
-        histograms=[fast, slow],
+        [{"latency_p95_ms": 2.0}, {"latency_p95_ms": 10.0}], sysbench, histograms=[fast, slow]
     )
     # merged: 1.0×90, 2.0×60, 10.0×50 (200); the 190th value is 10.0, the 150th 2.0
     assert combined["latency_p95_ms"] == 10.0

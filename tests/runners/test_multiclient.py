@@ -18,10 +18,8 @@ from runners.cell import run_cell
 from runners.context import CellContext
 from runners.plan import expand, load_plan
 from tests.support.dbtargets import postgres_target  # noqa: F401
-from tests.support.private_services import mariadb_server, private_postgres_server  # noqa: F401
+from tests.support.private_services import mariadb_server, private_postgres_server, private_redis  # noqa: F401
 from tests.support.sshd import _children, _comm, start_sshd, stop_sshd
-
-KEY = "client-key"
 
 
 @pytest.fixture(scope="module")
@@ -62,35 +60,32 @@ def _status(port: int, name: str) -> int:
 
 
 def _clients(servers) -> list[dict]:
+    """The plan's clients: each sshd with its own key, credential client-key<i>."""
     return [
         {
             "ssh": {
                 "host": s.host,
                 "port": s.port,
                 "user": s.user,
-                "credential": KEY,
+                "credential": f"client-key{i}",
                 "known_host_key": s.host_key,
             }
         }
-        for s in servers
+        for i, s in enumerate(servers)
     ]
 
 
 def _context(plan, servers) -> CellContext:
-    # One key per sshd; every sshd accepts its own, so the resolver maps by
-    # the credential name the plan gives each client.
+    # Each sshd accepts only its own key: client-key<i> is servers[i]'s.
     return CellContext(plan, resolve_secret=lambda name: servers[int(name[-1])].client_key)
 
 
 def _plan_doc(tool: str, target: dict, params: dict, servers, **extra) -> dict:
-    clients = _clients(servers)
-    for i, client in enumerate(clients):
-        client["ssh"]["credential"] = f"{KEY}{i}"
     return {
         "name": "multi",
         "tool": tool,
         "targets": [target],
-        "client": clients,
+        "client": _clients(servers),
         "params": params,
         "timeout": 120,
         **extra,
@@ -225,6 +220,69 @@ def test_a_client_killed_mid_run_fails_the_cell_and_stops_the_others(client_host
         assert _sysbench_pids(client_hosts[2]) == []
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------- collisions
+
+
+def test_mysqlslap_clients_each_work_in_their_own_schema(client_hosts, mariadb):
+    plan = load_plan(
+        _plan_doc(
+            "mysqlslap",
+            _mysql_target(mariadb),
+            # Enough queries that the clients' runs last a few seconds each,
+            # so their windows overlap by more than 90 %.
+            {"auto_generate_sql": True, "concurrency": 4, "number_of_queries": 20000},
+            client_hosts[:2],
+        )
+    )
+    (cell,) = expand(plan)
+    with _context(plan, client_hosts) as ctx:
+        outcome = run_cell(plan, cell, ctx)
+    assert (outcome.status, outcome.error) == ("succeeded", ""), _windows(outcome)
+    commands = [r.command for r in outcome.phases if r.phase.startswith("measure:")]
+    assert "--create-schema=mysqlslap_c1" in commands[0]
+    assert "--create-schema=mysqlslap_c2" in commands[1]
+    per_client = [g["metrics"]["qps"] for g in outcome.result.groups if "client" in g["labels"]]
+    assert outcome.result.metrics["qps"] == pytest.approx(sum(per_client))
+    # Each client dropped its own schema, and only its own.
+    assert "mysqlslap_c" not in _sql(mariadb.port, "SHOW DATABASES")
+
+
+def test_mysqlslap_custom_query_on_a_shared_schema_is_refused(client_hosts, mariadb):
+    plan = load_plan(
+        _plan_doc(
+            "mysqlslap",
+            _mysql_target(mariadb),
+            {"query": "SELECT 1", "create_schema": "bench"},
+            client_hosts[:2],
+        )
+    )
+    (cell,) = expand(plan)
+    with _context(plan, client_hosts) as ctx:
+        outcome = run_cell(plan, cell, ctx)
+    assert outcome.status == "failed" and outcome.permanent
+    assert outcome.error.startswith("query: several clients would each drop the shared schema")
+    assert outcome.phases == []  # refused before anything ran
+
+
+def test_redis_benchmark_clients_share_the_keyspace(client_hosts, private_redis):  # noqa: F811
+    target = {"name": "cache", "kind": "redis", "host": "127.0.0.1", "port": private_redis.port}
+    plan = load_plan(
+        _plan_doc(
+            "redis_benchmark",
+            {**target, "telemetry": False},
+            {"requests": 300000, "clients": 8, "tests": "set", "keyspace": 1000, "csv": True},
+            client_hosts,
+        )
+    )
+    (cell,) = expand(plan)
+    with _context(plan, client_hosts) as ctx:
+        outcome = run_cell(plan, cell, ctx)
+    assert (outcome.status, outcome.error) == ("succeeded", ""), _windows(outcome)
+    per_client = [g["metrics"]["rps"] for g in outcome.result.groups if "client" in g["labels"]]
+    assert len(per_client) == 3
+    assert outcome.result.metrics["rps"] == pytest.approx(sum(per_client))
 
 
 # ---------------------------------------------------------------- pgbench
