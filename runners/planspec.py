@@ -414,11 +414,13 @@ def _read_one_client(
     raw: Any, path: str, target_names: list[str], *, allow_count: bool
 ) -> list[ClientSpec]:
     """One client spec (repeated `count` times in a list of clients)."""
-    if raw in (None, "local") or (isinstance(raw, dict) and raw.get("local") is True):
-        extra = {k: v for k, v in (raw or {}).items() if k not in ("local", "count")}
-        if extra:
-            raise ValidationError(f"{path}.{next(iter(extra))}", "not allowed with local")
-        count = Doc(raw, path).integer("count", default=1, lo=1, hi=MAX_CLIENTS) if raw else 1
+    if raw in (None, "local"):
+        return [ClientSpec()]
+    if isinstance(raw, dict) and raw.get("local") is True and (allow_count or "count" not in raw):
+        local = Doc(raw, path)
+        local.boolean("local")
+        count = local.integer("count", default=1, lo=1, hi=MAX_CLIENTS)
+        local.done()
         return [ClientSpec()] * count
     client = Doc(raw, path) if isinstance(raw, dict) else None
     keys = [k for k in (raw or {}) if k != "count"] if client else []
