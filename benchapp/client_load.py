@@ -19,9 +19,15 @@ def one_machine(run: Run) -> bool:
     """True when the run's tool ran on its target's host."""
     doc = run.document if isinstance(run.document, dict) else {}
     client = doc.get("client")
-    if isinstance(client, dict):
+    # Several clients: one machine only when every one of them is the target's.
+    return all(_on_target(doc, c) for c in (client if isinstance(client, list) else [client]))
+
+
+def _on_target(doc: dict, client) -> bool:
+    """True when this client (one entry of `client`) runs on its target's host."""
+    if isinstance(client, dict) and client.get("local") is not True:
         return "on" in client
-    if client not in (None, "local"):
+    if client not in (None, "local") and not isinstance(client, dict):
         return False
     hosts = [t.get("host") for t in doc.get("targets") or [] if isinstance(t, dict)]
     return bool(hosts) and all(h in LOOPBACK for h in hosts)

@@ -620,8 +620,24 @@ class _CellRun:
         facts["client"] = ctx.host_facts[key]
         if target.kind != "host":
             facts["db"] = ctx.db_facts[target.name]
+        if len(self.clients) > 1:
+            facts["client_hosts"] = [
+                self._host_facts(ssh, executor) for ssh, executor in self.clients
+            ]
+            busy = facts.get("clients_cpu_busy_pct") or []
+            facts["clients_bound"] = [i for i, pct in enumerate(busy, 1) if client_bound(pct)]
+        # With several clients client_cpu_busy_pct is the busiest's: bound if any was.
         facts["client_bound"] = client_bound(facts.get("client_cpu_busy_pct"))
         self.outcome.tool_version = ctx.versions[key]
+
+    def _host_facts(self, ssh, executor) -> dict:
+        """Host facts of one client machine, read once per run."""
+        from runners.facts import host_facts
+
+        key = self.ctx.executor_key(ssh)
+        if key not in self.ctx.host_facts:
+            self.ctx.host_facts[key] = _safely(lambda: host_facts(executor))
+        return self.ctx.host_facts[key]
 
     def _tool_version(self) -> str | None:
         from runners.command import Command

@@ -55,6 +55,16 @@ def test_one_machine_shows_the_hosts_cpu_not_client_bound(owner_client, team):
         ({"targets": [{"name": "a", "host": "127.0.0.1"}]}, True),  # local client, local server
         ({"targets": [{"name": "a", "host": "db.internal"}]}, False),
         ({"targets": ["stored-target"]}, False),
+        # Several clients: one machine only when every client is the target's.
+        ({"client": [{"on": "target"}, {"on": "target"}]}, True),
+        ({"client": [{"on": "target"}, {"ssh": {"host": "bench.internal"}}]}, False),
+        (
+            {
+                "client": [{"local": True, "count": 2}],
+                "targets": [{"name": "a", "host": "127.0.0.1"}],
+            },
+            True,
+        ),
     ],
 )
 def test_one_machine_from_the_plan(team, document, shared):

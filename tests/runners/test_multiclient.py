@@ -163,6 +163,10 @@ def test_sysbench_one_two_three_clients_sum_to_what_the_server_counted(client_ho
                 f"measure:client={i}" for i in range(1, cell.clients + 1)
             ]
             assert len(facts["clients_cpu_busy_pct"]) == cell.clients
+            assert len(facts["client_hosts"]) == cell.clients
+            # client-bound when any client was: the busiest client decides
+            assert facts["client_cpu_busy_pct"] == max(facts["clients_cpu_busy_pct"])
+            assert facts["client_bound"] is bool(facts["clients_bound"])
 
 
 def _sysbench_pids(server) -> list[int]:
