@@ -299,11 +299,6 @@ class CellContext:
         if client.kind == "on":
             host = target if client.target == CELL_TARGET else self.target(client.target)
             return self.host_ssh(host)
-        if index > 0:
-            raise RunnerError(
-                "several provisioned clients: this runner provisions one client host",
-                permanent=True,
-            )
         if self.client_ssh is None:
             provider = (client.provision or {}).get("provider")
             raise RunnerError(

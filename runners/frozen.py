@@ -42,7 +42,8 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             "telemetry": plan.telemetry,
             "prepare": asdict(plan.prepare),
             "client": asdict(plan.client),
-            "clients": [asdict(c) for c in clients],
+            # The cell's other clients: "client" stays client 1, as before clients.
+            "more_clients": [asdict(c) for c in clients[1:]],
             "start_tolerance": plan.start_tolerance,
             "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
             "targets": [asdict(t) for t in plan.targets if t.name in wanted],
@@ -83,7 +84,8 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     doc = data["plan"]
     client = doc["client"]
     clients = tuple(
-        ClientSpec(**{**c, "ssh": _ssh(c.get("ssh"))}) for c in doc.get("clients") or [client]
+        ClientSpec(**{**c, "ssh": _ssh(c.get("ssh"))})
+        for c in [client, *doc.get("more_clients", [])]
     )
     plan = Plan(
         name=doc["name"],

@@ -87,6 +87,19 @@ class Plan:
     start_tolerance: float = START_TOLERANCE_S
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def provisioned_client(self) -> ClientSpec | None:
+        """The client to provision for the run (at most one: read_clients), or None."""
+        return next((c for c in self.clients if c.provision is not None), None)
+
+    def client_paths(self) -> list[tuple[str, ClientSpec]]:
+        """(key path, client) of every distinct client: "client", or "client[i]"
+        (the i-th client after `count` repeats) when the plan lists several."""
+        if len(self.clients) == 1:
+            return [("client", self.clients[0])]
+        unique = dict.fromkeys(self.clients)
+        return [(f"client[{self.clients.index(c)}]", c) for c in unique]
+
     def target(self, name: str) -> TargetSpec:
         """The target called name (names were checked at load time)."""
         return next(t for t in self.targets if t.name == name)

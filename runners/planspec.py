@@ -407,6 +407,11 @@ def read_clients(doc: Doc, target_names: list[str]) -> tuple[ClientSpec, ...]:
         clients += _read_one_client(item, f"client[{i}]", target_names, allow_count=True)
     if len(clients) > MAX_CLIENTS:
         raise ValidationError("client", f"{len(clients)} clients; at most {MAX_CLIENTS}")
+    if sum(c.kind == "provision" for c in clients) > 1:
+        # Provisioning makes one client host per run (runners/providers/slots.py).
+        raise ValidationError(
+            "client", "at most one provisioned client; list existing hosts with ssh for the others"
+        )
     return tuple(clients)
 
 
