@@ -59,6 +59,7 @@ def run_together(
     barrier = threading.Barrier(count)
     started: list[Background | None] = [None] * count
     errors: list[RunnerError | None] = [None] * count
+    launched = [threading.Event() for _ in range(count)]
 
     def launch(i: int) -> None:
         try:
@@ -69,14 +70,24 @@ def run_together(
         except RunnerError as exc:
             errors[i] = exc
             barrier.abort()  # the others must not wait for a client that failed
+        finally:
+            launched[i].set()
+        if started[i] is not None:
+            # A local tool dies with the thread that started it (its parent-
+            # death signal): this thread lives until the command has ended.
+            started[i].done.wait()
 
     threads = [threading.Thread(target=launch, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    for event in launched:
+        event.wait()
     runs = [ClientRun(index=i + 1, error=errors[i]) for i in range(count)]
-    _watch(executors, started, runs, timeout)
+    try:
+        _watch(executors, started, runs, timeout)
+    finally:
+        for thread in threads:
+            thread.join()
     return runs
 
 

@@ -337,3 +337,57 @@ def _windows(outcome) -> str:
     """What a failed assertion shows: the error and the clients' windows."""
     facts = outcome.facts
     return f"{outcome.error} {facts.get('client_windows')} {facts.get('start_spread_s')}"
+
+
+# ---------------------------------------------------------------- through the app
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_hosts_axis_runs_through_a_real_worker_to_the_results_page(
+    team,
+    owner_client,
+    postgres_target,  # noqa: F811
+    start_worker,
+):
+    from benchapp import orchestration, results
+    from benchapp.models import Measurement, Run
+    from tests.support.waiting import finished, wait_for
+
+    start_worker("multi")
+    plan = {
+        "name": "two-clients",
+        "tool": "pgbench",
+        "targets": [
+            {
+                "name": "db",
+                "kind": "postgres",
+                "host": postgres_target.host,
+                "port": postgres_target.port,
+                "user": "postgres",
+                "database": postgres_target.database,
+            }
+        ],
+        # Two sandboxed clients on the worker itself: a web plan's local tools.
+        "client": [{"local": True, "count": 2}],
+        # A timed tool: clients of a fixed amount of work end apart on a busy
+        # machine, and windows overlapping less than 90 % are not counted.
+        "params": {"scale": 1, "client": 2, "time": 6, "builtin": "select-only"},
+        "axes": {"client_hosts": [1, 2]},
+        "prepare": {"once": True},
+    }
+    run = orchestration.start_run(team, plan)
+    wait_for(lambda: finished(run), timeout=180)
+    cells = list(run.cells.order_by("index"))
+    assert run.status == Run.SUCCEEDED, [(c.error, c.facts.get("client_windows")) for c in cells]
+    one, two = cells
+    assert "clients" not in one.facts and two.facts["clients"] == 2
+    assert two.facts["start_spread_s"] < 2
+
+    def tps(cell, group):
+        return Measurement.objects.get(cell=cell, group=group, metric="tps").value
+
+    assert tps(two, "") == pytest.approx(tps(two, "client=1") + tps(two, "client=2"))
+    data = results.results([run])
+    assert any(line.startswith("Several clients: 1 cells") for line in data["client_load"])
+    page = owner_client.get(f"/runs/{run.pk}/results/").content.decode()
+    assert "Several clients: 1 cells loaded their target from 2 client hosts" in page
