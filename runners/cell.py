@@ -21,7 +21,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-from runners.combine import UNEVEN_SHARE
+from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
 from runners.phases import (
@@ -47,9 +47,6 @@ OnOutput = Callable[[str, str, str], None]
 STRESS_SAFETY_S = 6 * 3600
 # Seconds the stress workers get to reach their load before the measure starts.
 STRESS_SETTLE_S = 0.5
-# Clients whose measured windows overlap less than this share of the whole
-# span did not load the target together: the cell is not counted.
-MIN_OVERLAP = 0.9
 # Cleanup after a failure or a cancel must not hang the run either.
 CLEANUP_TIMEOUT_S = 600
 

@@ -33,6 +33,9 @@ from runners.results import Result, Series
 # A client below this share of the clients' median throughput did not load
 # the target like the others (slower host, longer network path): flagged.
 UNEVEN_SHARE = 0.8
+# Clients whose measured windows overlap less than this share of the whole
+# span did not load the target together: the cell is not counted.
+MIN_OVERLAP = 0.9
 # Latency names: "latency_p95_ms", "latency_p99_9_ms", "p99_latency_ms"...
 _PERCENTILE = re.compile(r"(?:^|_)p(\d+(?:_\d+)?)(?:_|$)")
 
