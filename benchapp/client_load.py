@@ -10,6 +10,7 @@ during the runs instead, and no cell is called client-bound.
 from __future__ import annotations
 
 from benchapp.models import Run
+from runners.combine import UNEVEN_SHARE
 from runners.facts import CLIENT_BOUND_PCT
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -19,9 +20,15 @@ def one_machine(run: Run) -> bool:
     """True when the run's tool ran on its target's host."""
     doc = run.document if isinstance(run.document, dict) else {}
     client = doc.get("client")
-    if isinstance(client, dict):
+    # Several clients: one machine only when every one of them is the target's.
+    return all(_on_target(doc, c) for c in (client if isinstance(client, list) else [client]))
+
+
+def _on_target(doc: dict, client) -> bool:
+    """True when this client (one entry of `client`) runs on its target's host."""
+    if isinstance(client, dict) and client.get("local") is not True:
         return "on" in client
-    if client not in (None, "local"):
+    if client not in (None, "local") and not isinstance(client, dict):
         return False
     hosts = [t.get("host") for t in doc.get("targets") or [] if isinstance(t, dict)]
     return bool(hosts) and all(h in LOOPBACK for h in hosts)
@@ -55,7 +62,35 @@ def summary(runs: list[Run], cells: dict) -> list[str]:
             f"{sum(busy) / len(busy):.0f} %, {len(busy)} cells), the tool's share "
             "included."
         )
-    return lines
+    return lines + several_clients(cells, several)
+
+
+def several_clients(cells: dict, several_runs: bool) -> list[str]:
+    """One line on the cells loaded from several client hosts (runners.combine):
+    how far apart the clients started, and the cells whose load was uneven."""
+    multi = [c for c in cells.values() if (c.facts or {}).get("clients", 1) > 1]
+    if not multi:
+        return []
+    counts = sorted({c.facts["clients"] for c in multi})
+    hosts = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    spread = max(c.facts.get("start_spread_s") or 0.0 for c in multi)
+    line = (
+        f"Several clients: {len(multi)} cells loaded their target from {hosts} client hosts "
+        f"together, started at most {spread * 1000:.0f} ms apart; each client's figures are "
+        "the groups client=N."
+    )
+    uneven = [c for c in multi if c.facts.get("uneven_clients")]
+    if uneven:
+        named = ", ".join(
+            f"{_label(c, several_runs)} (client {', '.join(map(str, c.facts['uneven_clients']))})"
+            for c in uneven[:6]
+        )
+        line += (
+            f" Uneven load in {len(uneven)} cells: {named} made less than "
+            f"{UNEVEN_SHARE:.0%} of the "
+            "clients' median throughput."
+        )
+    return [line]
 
 
 def clear_shared(runs: list[Run], cells: dict) -> None:

@@ -24,8 +24,8 @@ def has_price(run: Run) -> bool:
     """Whether the plan names anything with a price (no query)."""
     doc = run.document if isinstance(run.document, dict) else {}
     targets = [t for t in doc.get("targets") or [] if isinstance(t, dict)]
-    client = doc.get("client") if isinstance(doc.get("client"), dict) else {}
-    return "provision" in client or any(
+    clients = doc.get("client") if isinstance(doc.get("client"), list) else [doc.get("client")]
+    return any(isinstance(c, dict) and "provision" in c for c in clients) or any(
         "provision" in t or t.get("price_per_hour") or t.get("price_per_month") for t in targets
     )
 

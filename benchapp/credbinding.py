@@ -135,11 +135,11 @@ def credential_uses(spec: PlanSpec):
             yield f"{path}.ssh.credential", target.ssh.credential, ssh_endpoint(target.ssh)
         if target.provision:
             yield from _provision_uses(target.provision, f"{path}.provision", target.kind)
-    client = spec.client
-    if client.ssh is not None and client.ssh.credential:
-        yield "client.ssh.credential", client.ssh.credential, ssh_endpoint(client.ssh)
-    if client.provision:
-        yield from _provision_uses(client.provision, "client.provision", "host")
+    for path, client in spec.client_paths():
+        if client.ssh is not None and client.ssh.credential:
+            yield f"{path}.ssh.credential", client.ssh.credential, ssh_endpoint(client.ssh)
+        if client.provision:
+            yield from _provision_uses(client.provision, f"{path}.provision", "host")
 
 
 def _provision_uses(provision: dict, path: str, kind: str):

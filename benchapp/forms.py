@@ -25,7 +25,7 @@ from runners.plan import ORDERS
 from runners.planspec import canonical
 from runners.tools import MEASURED_TOOLS, get_tool
 
-SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
+SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes", "client_hosts")
 # Keys the structured form edits itself; everything else lives in `extra`.
 # `repeat: {min, max, until_cv, metric}`: min is the builder's `repeat`, KEY its repeat_KEY.
 ADAPTIVE_KEYS = ("until_cv", "max", "metric")

@@ -71,12 +71,13 @@ def environment_secrets(spec, team, stored) -> list[Finding]:
         ):
             if env:
                 found.append(Finding(f"{path}.password_env", _ENV_FIX.format(env=env), refuse=True))
-    if _ssh_env(spec.client.ssh):
-        found.append(
-            Finding(
-                "client.ssh.password_env", _ENV_FIX.format(env=spec.client.ssh.password_env), True
+    for path, client in spec.client_paths():
+        if _ssh_env(client.ssh):
+            found.append(
+                Finding(
+                    f"{path}.ssh.password_env", _ENV_FIX.format(env=client.ssh.password_env), True
+                )
             )
-        )
     return found
 
 
@@ -114,8 +115,9 @@ def _credential_refs(spec):
             yield f"targets[{i}].credential", target.credential
         if target.ssh is not None and target.ssh.credential:
             yield f"targets[{i}].ssh.credential", target.ssh.credential
-    if spec.client.ssh is not None and spec.client.ssh.credential:
-        yield "client.ssh.credential", spec.client.ssh.credential
+    for path, client in spec.client_paths():
+        if client.ssh is not None and client.ssh.credential:
+            yield f"{path}.ssh.credential", client.ssh.credential
 
 
 def paths_and_scripts(spec, team, stored) -> list[Finding]:

@@ -406,10 +406,11 @@ def runtime_overrides(
 
 def runtime_plan(run: Run, plan: PlanSpec) -> PlanSpec:
     """The plan a cell runs with; a provisioned client reached as this worker runs locally."""
-    if plan.client.provision:
+    if plan.provisioned_client is not None:
         client = pick(_live_handles(run), CLIENT, None)
         if client is not None and on_worker(client):
-            plan = replace(plan, client=ClientSpec())
+            local = tuple(ClientSpec() if c.provision else c for c in plan.clients)
+            plan = replace(plan, client=local[0], clients=local)
     return plan
 
 

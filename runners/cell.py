@@ -21,6 +21,7 @@ import shlex
 import time
 from collections.abc import Callable
 
+from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
 from runners.phases import (
@@ -38,7 +39,7 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import get_tool, read_output
+from runners.tools import client_params, get_tool, read_output
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -183,6 +184,12 @@ class _CellRun:
         self._check_scope(target)
         self.endpoint = self.ctx.endpoint(target)
         self.client = self.ctx.executor(self.client_ssh)
+        # Every client of the cell as (ssh, executor); the first is self.client,
+        # which alone prepares, warms up and cleans up (the data is shared).
+        self.clients = [(self.client_ssh, self.client)] + [
+            (ssh, self.ctx.executor(ssh))
+            for ssh in (self.ctx.client_ssh_for(target, i) for i in range(1, self.cell.clients))
+        ]
         self._prepare(target)
         self._check_data(target)
         self._warmup()
@@ -205,10 +212,24 @@ class _CellRun:
             for params in phases:
                 if check is not None:
                     check(self.tool.validate(params), scope)
+            self._check_clients(target)
             if self.plan.prepare.snapshot_datadir:
                 check_snapshot(self.plan.prepare, self.ctx.scope(target, self.ctx.host_ssh(target)))
         except ValidationError as exc:
             raise CellFailed(str(exc), permanent=True) from None
+
+    def _check_clients(self, target: TargetSpec) -> None:
+        """Every client's own params (the tool's rule against colliding clients)
+        within what that client's machine allows."""
+        count = self.cell.clients
+        if count == 1:
+            return
+        check = getattr(self.tool, "check_scope", None)
+        clean = self.tool.validate(self.cell.params)
+        for i in range(1, count + 1):
+            params = client_params(self.tool, clean, i, count)
+            if check is not None:
+                check(params, self.ctx.scope(target, self.ctx.client_ssh_for(target, i - 1)))
 
     def _fail(self, message: str, permanent: bool = False, cancelled: bool = False) -> None:
         outcome = self.outcome
@@ -396,6 +417,8 @@ class _CellRun:
     def _measure(self, target: TargetSpec):
         from runners.facts import CpuSampler
 
+        if len(self.clients) > 1:
+            return self._measure_together(target), None
         self.on_phase("measure")
         command = self.tool.build(self.cell.params, self.endpoint, "run")
         self.outcome.command = masked(command)
@@ -414,6 +437,43 @@ class _CellRun:
         self.outcome.facts.update(cpu)
         return execution, command
 
+    def _measure_together(self, target: TargetSpec) -> list:
+        """The measure on every client, started together (runners.together);
+        each client's record is phase "measure:client=<i>"."""
+        from runners.facts import CpuSampler
+        from runners.together import run_together
+
+        self.on_phase("measure")
+        clean = self.tool.validate(self.cell.params)
+        count = len(self.clients)
+        commands = [
+            self.tool.build(client_params(self.tool, clean, i, count), self.endpoint, "run")
+            for i in range(1, count + 1)
+        ]
+        self.outcome.command = masked(commands[0])
+        executors = [executor for _, executor in self.clients]
+        samplers = [CpuSampler() for _ in executors]
+        for sampler, executor in zip(samplers, executors):
+            sampler.start(executor)
+        watch = self._watch(target)
+        try:
+            runs = run_together(executors, commands, timeout=self._timeout("measure"))
+        finally:
+            busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
+            if watch is not None:
+                watch.stop()
+                self.outcome.telemetry = watch.series
+                self.outcome.facts.update(watch.facts())
+                self.outcome.warnings += watch.warnings
+        self.outcome.facts["clients_cpu_busy_pct"] = busy
+        # The busiest client decides whether the load was limited by a client.
+        self.outcome.facts["client_cpu_busy_pct"] = max(busy)
+        for run, command in zip(runs, commands):
+            if run.execution is not None:
+                record = _record(f"measure:client={run.index}", command, run.execution)
+                self.outcome.phases.append(record)
+        return runs
+
     def _watch(self, target: TargetSpec):
         """The telemetry samplers of this cell, started (None when turned off)."""
         if not (self.plan.telemetry and target.telemetry):
@@ -428,6 +488,9 @@ class _CellRun:
 
     def _collect(self, target: TargetSpec, execution, command) -> None:
         self.on_phase("collect")
+        if command is None:
+            self._collect_together(target, execution)
+            return
         # The measure's own record: stress-ng's was appended after it when it ran.
         record = next(r for r in reversed(self.outcome.phases) if r.phase == "measure")
         self._gather_facts(target)
@@ -457,6 +520,84 @@ class _CellRun:
             raise CellFailed(f"no {self.plan.tool} figures in the measure's output")
         self.outcome.status = "succeeded"
 
+    def _collect_together(self, target: TargetSpec, runs: list) -> None:
+        """Each client's output read and checked, then the figures combined
+        (runners.combine); the first failing client names the cell's error."""
+        from runners.combine import Window, combine, overlap_share, start_spread, uneven_clients
+        from runners.tools import metric
+
+        self._gather_facts(target)
+        # A client that failed is the cause; those stopped because of it are not.
+        checked = {r.index: self._client_result(r) for r in sorted(runs, key=lambda r: r.stopped)}
+        results = [checked[run.index] for run in runs]
+        windows = [Window(r.execution.started, r.execution.finished) for r in runs]
+        spread, overlap = start_spread(windows), overlap_share(windows)
+        facts = self.outcome.facts
+        facts["clients"] = len(runs)
+        facts["client_windows"] = [[w.start, w.end] for w in windows]
+        facts["start_spread_s"] = round(spread, 4)
+        facts["overlap_share"] = round(overlap, 4)
+        result = combine(
+            results,
+            [w.start for w in windows],
+            lambda name: metric(self.plan.tool, name),
+            weight=getattr(self.tool, "LATENCY_WEIGHT", None),
+        )
+        self.outcome.result = result
+        self.outcome.warnings += result.warnings
+        if not has_metrics(result):
+            raise CellFailed(f"no {self.plan.tool} figures combined from the clients' outputs")
+        throughput = next(
+            (n for n in result.metrics if metric(self.plan.tool, n).kind == "throughput"), None
+        )
+        if throughput is not None:
+            slow = uneven_clients([r.metrics[throughput] for r in results])
+            facts["uneven_clients"] = slow
+            if slow:
+                self.outcome.warnings.append(
+                    f"uneven load: client {', '.join(map(str, slow))} below "
+                    f"{UNEVEN_SHARE:.0%} of the clients' median {throughput}"
+                )
+        if spread > self.plan.start_tolerance:
+            raise CellFailed(
+                f"clients started {spread:.2f} s apart (tolerance "
+                f"{self.plan.start_tolerance:g} s): not counted",
+                permanent=True,
+            )
+        if overlap < MIN_OVERLAP:
+            raise CellFailed(
+                f"the clients' measured windows overlap {overlap:.0%} (at least "
+                f"{MIN_OVERLAP:.0%} needed): not counted",
+                permanent=True,
+            )
+        self.outcome.status = "succeeded"
+
+    def _client_result(self, run):
+        """One client's parsed Result; CellFailed naming the client if it failed."""
+        name = f"client {run.index}"
+        if run.stopped:
+            raise CellFailed(f"measure on {name} stopped: another client failed")
+        if run.error is not None:
+            raise CellFailed(f"measure failed on {name}: {run.error.message}")
+        execution = run.execution
+        record = next(r for r in self.outcome.phases if r.phase == f"measure:client={run.index}")
+        if execution.limit:
+            raise CellFailed(f"measure on {name} {execution.limit}", permanent=True)
+        if execution.cancelled or execution.timed_out or execution.exit_code != 0:
+            raise CellFailed(
+                phase_failure(f"measure on {name}", record), cancelled=execution.cancelled
+            )
+        try:
+            result = read_output(self.tool, execution.output)
+        except ParseError as exc:
+            raise CellFailed(f"could not read {name}'s {self.plan.tool} output: {exc}") from None
+        errors = result.errors or [
+            e for e in [missing_blocks(self.tool, self.cell.params, result)] if e
+        ]
+        if errors:
+            raise CellFailed(reported_failure(f"measure on {name}", record, errors))
+        return result
+
     def _gather_facts(self, target: TargetSpec) -> None:
         """Client host facts, db facts and tool version, each once per run."""
         from runners.facts import client_bound, db_facts, host_facts
@@ -476,8 +617,24 @@ class _CellRun:
         facts["client"] = ctx.host_facts[key]
         if target.kind != "host":
             facts["db"] = ctx.db_facts[target.name]
+        if len(self.clients) > 1:
+            facts["client_hosts"] = [
+                self._host_facts(ssh, executor) for ssh, executor in self.clients
+            ]
+            busy = facts.get("clients_cpu_busy_pct") or []
+            facts["clients_bound"] = [i for i, pct in enumerate(busy, 1) if client_bound(pct)]
+        # With several clients client_cpu_busy_pct is the busiest's: bound if any was.
         facts["client_bound"] = client_bound(facts.get("client_cpu_busy_pct"))
         self.outcome.tool_version = ctx.versions[key]
+
+    def _host_facts(self, ssh, executor) -> dict:
+        """Host facts of one client machine, read once per run."""
+        from runners.facts import host_facts
+
+        key = self.ctx.executor_key(ssh)
+        if key not in self.ctx.host_facts:
+            self.ctx.host_facts[key] = _safely(lambda: host_facts(executor))
+        return self.ctx.host_facts[key]
 
     def _tool_version(self) -> str | None:
         from runners.command import Command

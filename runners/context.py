@@ -288,9 +288,10 @@ class CellContext:
             permanent=True,
         )
 
-    def client_ssh_for(self, target: TargetSpec) -> SSHSpec | None:
-        """Where the tool runs for a cell on target (None: this machine)."""
-        client = self.plan.client
+    def client_ssh_for(self, target: TargetSpec, index: int = 0) -> SSHSpec | None:
+        """Where the tool runs for a cell on target (None: this machine);
+        index: which of the plan's clients (0: the first)."""
+        client = self.plan.clients[index]
         if client.kind == "local":
             return None
         if client.kind == "ssh":

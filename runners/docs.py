@@ -8,6 +8,9 @@ prints, so a parameter added to a tool's PARAMS is documented by running it.
 
 from __future__ import annotations
 
+from runners.combine import MIN_OVERLAP
+from runners.plan import START_TOLERANCE_S
+from runners.planspec import MAX_CLIENTS
 from runners.repeats import MAX_ADAPTIVE, MAX_REPEATS
 from runners.tools import TOOLS
 
@@ -67,7 +70,18 @@ def tool_section(name: str, module) -> list[str]:
         )
     if module.SERIES:
         lines += ["", "Per-second series: " + ", ".join(f"`{s}`" for s in module.SERIES) + "."]
+    if getattr(module, "MEASURED", False):
+        lines += ["", "Several clients: " + _rule(module)]
     return lines + [""]
+
+
+def _rule(module) -> str:
+    """The tool's rule against colliding clients: its client_params docstring."""
+    rule = getattr(module, "client_params", None)
+    if rule is None:
+        return "refused (the tool has no rule against colliding clients)."
+    paragraph = (rule.__doc__ or "").split("\n\n", 1)[-1]
+    return " ".join(paragraph.split())
 
 
 def repeat_section() -> list[str]:
@@ -166,10 +180,46 @@ def isolation_section() -> list[str]:
     ]
 
 
+def clients_section() -> list[str]:
+    """Markdown lines of the plan's `client` list, `client_hosts` and `start_tolerance`."""
+    return [
+        "## clients",
+        "",
+        "A cell may load its target from several client hosts at once. Each runs the same "
+        "tool with the same params (threads, clients, jobs are per client), except where a "
+        "tool's rule below keeps clients from colliding.",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        "| `client: [{ssh: {...}}, {local: true}, {on: target}, ...]` | the clients, in order; "
+        f"at most {MAX_CLIENTS}, at most one `provision` |",
+        "| `client: [{ssh: {...}, count: 3}]` | `count`: that client 3 times (e.g. three "
+        "local clients) |",
+        "| `axes: {client_hosts: [1, 2, 3]}` | a cell uses the first N listed clients; "
+        "without the axis every cell uses all of them (`client_hosts`, because `clients` "
+        "is pgbench's and redis-benchmark's own parameter) |",
+        f"| `start_tolerance: 2` | seconds (default {START_TOLERANCE_S:g}) the clients' "
+        "measured commands may start apart; a cell beyond it fails, not counted |",
+        "",
+        "Prepare, warmup, cleanup, checksums and the database facts run from client 1 "
+        "only (the data is shared). The measure starts on every client at one moment: one "
+        "thread per client waits at a barrier, then launches its command; each client's "
+        "start and end time are kept (`client_windows`), with `start_spread_s` and "
+        "`overlap_share` (the share of the whole span when every client ran). A cell whose "
+        f"windows overlap less than {MIN_OVERLAP:.0%} fails, not counted: with a fixed "
+        "amount of work (mysqlslap, redis-benchmark, fio without runtime) give enough that "
+        "the clients run for several seconds. When one client fails, the others' commands "
+        "are stopped (TERM then KILL of the process group, the SSH channel closed) and the "
+        "cell fails naming that client. How the clients' figures combine: "
+        "docs/results.md.",
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
-        "# Plan file reference: repeats, prepare, isolation and tools",
+        "# Plan file reference: repeats, prepare, isolation, clients and tools",
         "",
         "Generated from the tool registry (runners/tools) by "
         "`python -m runners.docs > docs/plan-reference.md`; do not edit by hand.",
@@ -178,7 +228,7 @@ def render() -> str:
         "the results pages, exports and the API show.",
         "",
     ]
-    lines += repeat_section() + prepare_section() + isolation_section()
+    lines += repeat_section() + prepare_section() + isolation_section() + clients_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

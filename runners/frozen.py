@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from runners.plan import CellSpec, Plan
+from runners.plan import START_TOLERANCE_S, CellSpec, Plan
 from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
 from runners.repeats import RepeatRule
 
@@ -24,8 +24,8 @@ VERSION = 1
 def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
     """The JSON form of one cell of a validated plan."""
     wanted = {cell.target}
-    if plan.client.target and plan.client.target != "target":
-        wanted.add(plan.client.target)
+    clients = plan.clients[: cell.clients]  # the ones this cell loads its target from
+    wanted |= {c.target for c in clients if c.target and c.target != "target"}
     return {
         "version": VERSION,
         "cell": asdict(cell),
@@ -42,6 +42,9 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             "telemetry": plan.telemetry,
             "prepare": asdict(plan.prepare),
             "client": asdict(plan.client),
+            # The cell's other clients: "client" stays client 1, as before clients.
+            "more_clients": [asdict(c) for c in clients[1:]],
+            "start_tolerance": plan.start_tolerance,
             "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
             "targets": [asdict(t) for t in plan.targets if t.name in wanted],
         },
@@ -80,12 +83,18 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     cell = CellSpec(**data["cell"])
     doc = data["plan"]
     client = doc["client"]
+    clients = tuple(
+        ClientSpec(**{**c, "ssh": _ssh(c.get("ssh"))})
+        for c in [client, *doc.get("more_clients", [])]
+    )
     plan = Plan(
         name=doc["name"],
         tool=doc["tool"],
         sysbench_version=doc["sysbench_version"],
         targets=tuple(_target(t) for t in doc["targets"]),
-        client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
+        client=clients[0],
+        clients=clients,
+        start_tolerance=doc.get("start_tolerance", START_TOLERANCE_S),
         params=doc["params"],
         axes={k: [v] for k, v in cell.axes.items()},
         overrides=(),

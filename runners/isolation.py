@@ -78,7 +78,8 @@ def cell_machines(
     targets = {t["name"]: t for t in plan["targets"]}
     target = targets[target_name]
     found = [*_target_machines(target, run_id, worker_host, resolver)]
-    found += _client_machines(plan["client"], target, targets, run_id, worker_host, resolver)
+    for client in [plan["client"], *plan.get("more_clients", [])]:
+        found += _client_machines(client, target, targets, run_id, worker_host, resolver)
     unique: dict[str, str] = {}
     for key, label in found:
         unique.setdefault(key, label)

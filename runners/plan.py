@@ -22,6 +22,7 @@ from runners import safeyaml
 from runners.errors import ValidationError
 from runners.metrics import Metric
 from runners.planspec import (
+    MAX_CLIENTS,
     PATTERN_HELP,
     STRESS_AXES,
     ClientSpec,
@@ -30,7 +31,7 @@ from runners.planspec import (
     TargetSpec,
     canonical,
     check_no_inline_secrets,
-    read_client,
+    read_clients,
     read_prepare,
     read_stress,
     read_targets,
@@ -43,7 +44,13 @@ ORDERS = ("sequential", "interleaved", "shuffled")
 ISOLATIONS = ("machine", "run", "target")
 SYSBENCH_VERSIONS = r"0\.4|1|1\.0|1\.1"
 PATTERN_HELP[SYSBENCH_VERSIONS] = 'one of "0.4", "1", "1.0", "1.1"'
-SPECIAL_AXES = ("target", "volumes", *STRESS_AXES)
+# `client_hosts`, not `clients`: pgbench (alias) and redis-benchmark already
+# call their concurrent connections `clients`.
+CLIENTS_AXIS = "client_hosts"
+SPECIAL_AXES = ("target", "volumes", CLIENTS_AXIS, *STRESS_AXES)
+# Clients whose measured phases start further apart than this (seconds) do
+# not load the target together: the cell is not counted (plan key start_tolerance).
+START_TOLERANCE_S = 2.0
 # Above this many axis combinations load_plan checks each value on its own
 # instead of every combination (expand still validates every cell).
 FULL_CHECK_LIMIT = 5000
@@ -56,7 +63,7 @@ class Plan:
     name: str
     tool: str
     targets: tuple[TargetSpec, ...]
-    client: ClientSpec
+    client: ClientSpec  # the first of `clients`
     params: dict[str, Any]
     axes: dict[str, list[Any]]
     overrides: tuple[tuple[dict[str, Any], dict[str, Any]], ...]
@@ -75,7 +82,23 @@ class Plan:
     # ("machine"), nothing else on the run's machines ("run"), or only cells of
     # one target are kept apart ("target").
     isolation: str = "machine"
+    # Every listed client; a cell uses the first `CellSpec.clients` of them.
+    clients: tuple[ClientSpec, ...] = (ClientSpec(),)
+    start_tolerance: float = START_TOLERANCE_S
     document: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def provisioned_client(self) -> ClientSpec | None:
+        """The client to provision for the run (at most one: read_clients), or None."""
+        return next((c for c in self.clients if c.provision is not None), None)
+
+    def client_paths(self) -> list[tuple[str, ClientSpec]]:
+        """(key path, client) of every distinct client: "client", or "client[i]"
+        (the i-th client after `count` repeats) when the plan lists several."""
+        if len(self.clients) == 1:
+            return [("client", self.clients[0])]
+        unique = dict.fromkeys(self.clients)
+        return [(f"client[{self.clients.index(c)}]", c) for c in unique]
 
     def target(self, name: str) -> TargetSpec:
         """The target called name (names were checked at load time)."""
@@ -100,6 +123,7 @@ class CellSpec:
     params: dict[str, Any]
     stress: dict[str, Any] | None = None
     volumes: int | None = None
+    clients: int = 1  # how many of the plan's clients load the target together (client_hosts)
 
 
 # ---------------------------------------------------------------- loading
@@ -120,12 +144,16 @@ def load_plan(source: str | bytes | dict) -> Plan:
         raise ValidationError("sysbench_version", "only allowed with tool: sysbench")
     targets = read_targets(doc, tool_name)
     names = [t.name for t in targets]
+    clients = read_clients(doc, names)
+    tolerance = doc.number("start_tolerance", lo=0)
     plan = Plan(
         name=doc.text("name", required=True, pattern=None, max_len=200),
         tool=tool_name,
         sysbench_version=version,
         targets=targets,
-        client=read_client(doc, names),
+        client=clients[0],
+        clients=clients,
+        start_tolerance=START_TOLERANCE_S if tolerance is None else float(tolerance),
         params=_read_params(doc, tool, version),
         axes=_read_axes(doc, tool, names),
         overrides=(),
@@ -148,12 +176,23 @@ def load_plan(source: str | bytes | dict) -> Plan:
         repeat_rule=rule,
     )
     doc.done()
+    _check_clients_axis(plan)
     if len(targets) > 1 and "target" not in plan.axes:
         raise ValidationError(
             "axes", "several targets: add a `target` axis listing the ones to run"
         )
     _check_combinations(plan, tool)
     return plan
+
+
+def _check_clients_axis(plan: Plan) -> None:
+    """A `client_hosts` axis value must name a count of listed clients."""
+    for i, count in enumerate(plan.axes.get(CLIENTS_AXIS, ())):
+        if count > len(plan.clients):
+            raise ValidationError(
+                f"axes.{CLIENTS_AXIS}[{i}]",
+                f"{count} clients, but the plan lists {len(plan.clients)} under `client`",
+            )
 
 
 def _measures(tool_name: str, name: str) -> bool:
@@ -285,6 +324,8 @@ def _axis_value(tool, name: str, value: Any, path: str, target_names) -> Any:
         return Doc({name: value}, "").integer(name, lo=0, hi=hi, path=path)
     if name == "volumes":
         return Doc({name: value}, "").integer(name, lo=1, hi=128, path=path)
+    if name == CLIENTS_AXIS:
+        return Doc({name: value}, "").integer(name, lo=1, hi=MAX_CLIENTS, path=path)
     if name.startswith("stress."):
         raise ValidationError(
             path.split("[")[0], f"unknown axis; known stress axes: {', '.join(STRESS_AXES)}"
@@ -457,6 +498,7 @@ def expand(plan: Plan, seed: int | None = None) -> list[CellSpec]:
             params=copy.deepcopy(params[c]),
             stress=_cell_stress(plan, combos[c]),
             volumes=combos[c].get("volumes"),
+            clients=combos[c].get(CLIENTS_AXIS, len(plan.clients)),
         )
         for index, (c, repeat) in enumerate(slots, start=1)
     ]

@@ -48,8 +48,12 @@ def target_is_here(target: TargetSpec) -> bool:
 
 
 def tool_runs_here(plan: Plan, target_name: str) -> bool:
-    """True when the measured tool of a cell on target_name runs on the worker."""
-    client = plan.client
+    """True when the measured tool of a cell on target_name runs on the worker
+    (with several clients: when any of them does)."""
+    return any(_client_here(plan, client, target_name) for client in plan.clients)
+
+
+def _client_here(plan: Plan, client, target_name: str) -> bool:
     if client.kind == "local":
         return True
     if client.kind == "on":

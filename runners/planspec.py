@@ -378,28 +378,74 @@ class ClientSpec:
     provision: dict[str, Any] | None = None
 
 
+# More client hosts than this in one cell is a typo, not a plan (each is a
+# thread and a connection held for the whole measure).
+MAX_CLIENTS = 64
+
+
 def read_client(doc: Doc, target_names: list[str]) -> ClientSpec:
-    """client: local (default), {on: target}, {ssh: {...}} or {provision: {...}}."""
+    """client: local (default), {on: target}, {ssh: {...}} or {provision: {...}}.
+
+    The first of the plan's clients (read_clients), for code that knows one.
+    """
+    return read_clients(doc, target_names)[0]
+
+
+def read_clients(doc: Doc, target_names: list[str]) -> tuple[ClientSpec, ...]:
+    """client: one client spec, or a list of them, each with an optional `count: N`.
+
+    `[{ssh: {...}}, {local: true}, {provision: {...}, count: 2}]` is four
+    clients; a cell loads its target from the first `clients` of them.
+    """
     raw = doc.get("client")
-    if raw in (None, "local"):
-        return ClientSpec()
-    client = Doc(raw, "client") if isinstance(raw, dict) else None
-    if client is None or len(raw) != 1:
+    if not isinstance(raw, list):
+        return (_read_one_client(raw, "client", target_names, allow_count=False)[0],)
+    if not raw:
+        raise ValidationError("client", "expected at least one client")
+    clients: list[ClientSpec] = []
+    for i, item in enumerate(raw):
+        clients += _read_one_client(item, f"client[{i}]", target_names, allow_count=True)
+    if len(clients) > MAX_CLIENTS:
+        raise ValidationError("client", f"{len(clients)} clients; at most {MAX_CLIENTS}")
+    if sum(c.kind == "provision" for c in clients) > 1:
+        # Provisioning makes one client host per run (runners/providers/slots.py).
         raise ValidationError(
-            "client", "expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}"
+            "client", "at most one provisioned client; list existing hosts with ssh for the others"
         )
+    return tuple(clients)
+
+
+def _read_one_client(
+    raw: Any, path: str, target_names: list[str], *, allow_count: bool
+) -> list[ClientSpec]:
+    """One client spec (repeated `count` times in a list of clients)."""
+    if raw in (None, "local"):
+        return [ClientSpec()]
+    if isinstance(raw, dict) and raw.get("local") is True and (allow_count or "count" not in raw):
+        local = Doc(raw, path)
+        local.boolean("local")
+        count = local.integer("count", default=1, lo=1, hi=MAX_CLIENTS)
+        local.done()
+        return [ClientSpec()] * count
+    client = Doc(raw, path) if isinstance(raw, dict) else None
+    keys = [k for k in (raw or {}) if k != "count"] if client else []
+    if client is None or len(keys) != 1 or ("count" in raw and not allow_count):
+        raise ValidationError(
+            path, "expected local, {on: TARGET}, {ssh: {...}} or {provision: {...}}"
+        )
+    count = client.integer("count", default=1, lo=1, hi=MAX_CLIENTS)
     on = client.text("on")
     if on is not None and on != CELL_TARGET and on not in target_names:
         raise ValidationError(
-            "client.on",
+            f"{path}.on",
             f"{on!r} is not a target; expected `target` "
             f"(each cell's own) or one of: {', '.join(target_names)}",
         )
     spec = ClientSpec(
-        kind=next(iter(raw)), target=on, ssh=read_ssh(client), provision=client.mapping("provision")
+        kind=keys[0], target=on, ssh=read_ssh(client), provision=client.mapping("provision")
     )
     client.done()
-    return spec
+    return [spec] * count
 
 
 # ---------------------------------------------------------------- phases

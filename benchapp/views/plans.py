@@ -155,6 +155,8 @@ def estimate(spec, cells) -> dict:
     return {
         "seconds": round(total),
         "known": duration.known,
+        # The most client hosts one cell loads its target from (runners.plan: client_hosts).
+        "client_hosts": max((c.clients for c in cells), default=1),
         "cost": round(hourly * total / 3600, 2) if hourly else None,
     }
 

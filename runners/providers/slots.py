@@ -44,7 +44,7 @@ class Slot:
 
 def needs_provisioning(plan: Plan) -> bool:
     """True when a target or the client of the plan must be provisioned first."""
-    return any(t.provision for t in plan.targets) or plan.client.provision is not None
+    return any(t.provision for t in plan.targets) or plan.provisioned_client is not None
 
 
 def region_of(spec: dict, default_region: str) -> str:
@@ -77,10 +77,8 @@ def planned_slots(plan: Plan, default_region: str) -> list[Slot]:
                 name = f"{target.name}-{variant.replace('=', '')}" if variant else target.name
                 spec = _slot_spec(substitute(target.provision, cell), name, default_region)
                 slots[target.name, variant] = Slot(target.name, variant, spec)
-    if plan.client.provision:
-        slots[CLIENT, ""] = Slot(
-            CLIENT, "", _slot_spec(plan.client.provision, "client", default_region)
-        )
+    if (client := plan.provisioned_client) is not None:
+        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(client.provision, "client", default_region))
     return list(slots.values())
 
 

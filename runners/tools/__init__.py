@@ -24,6 +24,7 @@ Adding a tool: a module with that interface and one row below.
 import gc
 from types import ModuleType
 
+from runners.errors import ValidationError
 from runners.metrics import Metric, lookup
 from runners.results import Result
 from runners.tools import fio, mysqlslap, pgbench, redis_benchmark, stress_ng, sysbench
@@ -129,3 +130,18 @@ def catalog(tool: str, names, units: dict | None = None) -> dict[str, dict]:
     `units` {name: unit} of stored measurements for names no catalog holds."""
     units = units or {}
     return {name: metric(tool, name, units.get(name, "")).to_dict() for name in names}
+
+
+def client_params(tool: ModuleType, clean: dict, index: int, count: int) -> dict:
+    """Client `index`'s (1-based) params among `count` clients of one cell.
+
+    One client runs the params as given; several get the tool's own rule
+    (client_params in its module) against colliding, and a tool without one
+    refuses (ValidationError) rather than guess.
+    """
+    if count == 1:
+        return clean
+    rule = getattr(tool, "client_params", None)
+    if rule is None:
+        raise ValidationError("client", f"{tool.NAME} cannot run from several clients")
+    return rule(clean, index)

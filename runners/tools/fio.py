@@ -539,3 +539,21 @@ def default_view(axes: list[str]) -> dict:
     return m.view(
         ["rw"] if "rw" in axes else ["target"], [col or "repeat"], "iops", extra_metrics=["bw_mb_s"]
     )
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients run fio in one cell.
+
+    Clients may share a host (two local clients): each writes its own files,
+    `<filename>.c<index>` for every ':'-separated file. A device (/dev/...)
+    cannot be renamed, and files fio names itself in `directory` would be the
+    same on a shared host: both are refused.
+    """
+    if "filename" not in clean:
+        raise ValidationError(
+            "directory", "several clients need `filename` (each client gets its own files)"
+        )
+    files = clean["filename"].split(":")
+    if any(path.startswith("/dev/") for path in files):
+        raise ValidationError("filename", "several clients cannot share a device")
+    return {**clean, "filename": ":".join(f"{path}.c{index}" for path in files)}

@@ -318,3 +318,20 @@ def default_view(axes: list[str]) -> dict:
     col = next((a for a in ("load_type", "concurrency", *others) if a in axes), None)
     row = "target" if "target" in axes or not others else (others[1:] or ["repeat"])[0]
     return m.view([row], [col] if col and col != row else ["repeat"], "avg_s")
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients load one server together.
+
+    mysqlslap creates its schema, runs, then DROPS it: clients sharing one
+    schema would drop it under each other. Each client gets its own
+    (`<create_schema or mysqlslap>_c<index>`). A custom `query` without a
+    `create` reads tables that already exist in one schema: refused.
+    """
+    if "query" in clean and "create" not in clean:
+        raise ValidationError(
+            "query",
+            "several clients would each drop the shared schema: give `create` too "
+            "(each client then works in its own schema) or use one client",
+        )
+    return {**clean, "create_schema": f"{clean.get('create_schema', 'mysqlslap')}_c{index}"}

@@ -281,6 +281,8 @@ DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "seconds"))
 SERIES = ("tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms", "skipped", "failed")
+# Averages of several clients are weighted by this count (runners.combine).
+LATENCY_WEIGHT = "transactions"
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "tps_including_connections": m.throughput("Transactions per second incl. connecting", "tps"),
@@ -307,3 +309,12 @@ def default_view(axes: list[str]) -> dict:
     others = [a for a in axes if a != "target"]
     row = next((a for a in ("clients", "jobs", *others) if a in axes), None) or "target"
     return m.view([row], ["target" if "target" in axes and row != "target" else "repeat"], "tps")
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients run one cell: the same.
+
+    pgbench -i runs once, from client 1; the standard scripts update random
+    rows of the shared pgbench_* tables, which concurrent sessions do anyway.
+    """
+    return clean

@@ -397,3 +397,13 @@ def default_view(axes: list[str]) -> dict:
     others = [a for a in axes if a not in ("target", row)]
     column = "target" if "target" in axes else (others[0] if others else "repeat")
     return m.view([row], [column], "rps")
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients run one cell: the same.
+
+    A shared keyspace is safe: every test writes a key (SET, INCR, LPUSH, ...)
+    without reading another client's result, so clients only add load on the
+    same keys, as more connections of one redis-benchmark would.
+    """
+    return clean

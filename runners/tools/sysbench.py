@@ -435,6 +435,8 @@ SERIES = (
     "err_s",
     "reconn_s",
 )
+# Averages of several clients are weighted by this count (runners.combine).
+LATENCY_WEIGHT = "events"
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "qps": m.throughput("Queries per second", "qps"),
@@ -490,3 +492,25 @@ def default_view(axes: list[str]) -> dict:
         return m.view(rows, ["target"], "tps", chart_x="threads")
     others = [a for a in axes if a != "target"]
     return m.view([others[0] if others else "target"], ["repeat"], "tps")
+
+
+# Tests whose prepared data (tables on the server) several clients may share:
+# the OLTP scripts read and write rows concurrently by design, and the CPU,
+# memory, threads and mutex tests have no data at all.
+_SHARED_DATA_TESTS = ("cpu", "memory", "threads", "mutex")
+
+
+def client_params(clean: dict, index: int) -> dict:
+    """Client `index`'s params when several clients run one cell: the same.
+
+    The OLTP tables are prepared once, from client 1, and shared (that is
+    what a server with many application hosts sees). fileio prepares files
+    on the client's own disk, which client 1's prepare would not make
+    elsewhere: refused, as is a custom script (its data is unknown).
+    """
+    test = str(clean.get("test", "custom"))
+    if not (test.startswith("oltp") or test in _SHARED_DATA_TESTS):
+        raise ValidationError(
+            "test", f"{test!r} with several clients: only oltp_*, cpu, memory, threads, mutex"
+        )
+    return clean

@@ -55,8 +55,43 @@ def test_one_machine_shows_the_hosts_cpu_not_client_bound(owner_client, team):
         ({"targets": [{"name": "a", "host": "127.0.0.1"}]}, True),  # local client, local server
         ({"targets": [{"name": "a", "host": "db.internal"}]}, False),
         ({"targets": ["stored-target"]}, False),
+        # Several clients: one machine only when every client is the target's.
+        ({"client": [{"on": "target"}, {"on": "target"}]}, True),
+        ({"client": [{"on": "target"}, {"ssh": {"host": "bench.internal"}}]}, False),
+        (
+            {
+                "client": [{"local": True, "count": 2}],
+                "targets": [{"name": "a", "host": "127.0.0.1"}],
+            },
+            True,
+        ),
     ],
 )
 def test_one_machine_from_the_plan(team, document, shared):
     run = make_run(team, document=document)
     assert client_load.one_machine(run) is shared
+
+
+def test_cells_from_several_clients_get_one_line_with_spread_and_uneven_load(owner_client, team):
+    run = s1_run(team)
+    cells = list(run.cells.order_by("index"))
+    for cell, (clients, spread, uneven) in zip(
+        cells, [(2, 0.004, []), (3, 0.012, [3]), (3, 0.001, [])]
+    ):
+        cell.facts = {
+            **cell.facts,
+            "clients": clients,
+            "start_spread_s": spread,
+            "uneven_clients": uneven,
+        }
+        cell.save(update_fields=["facts"])
+    lines = results.results([run])["client_load"]
+    assert lines[-1] == (
+        "Several clients: 3 cells loaded their target from 2–3 client hosts together, started "
+        "at most 12 ms apart; each client's figures are the groups client=N. Uneven load in "
+        f"1 cells: {cells[1].key} #1 (client 3) made less than 80% of the clients' median "
+        "throughput."
+    )
+    assert (
+        "Several clients: 3 cells" in owner_client.get(f"/runs/{run.pk}/results/").content.decode()
+    )

@@ -171,7 +171,24 @@ def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
     assert len(data["cells"]) == 8
     assert load_plan(data["yaml"]).axes == {"load_type": ["read", "key"], "concurrency": [1, 2]}
     # mysqlslap states no duration: 10 s per cell plus 3 s overhead (benchapp.estimates)
-    assert data["estimate"] == {"seconds": 12 * 13, "known": False, "cost": None}
+    assert data["estimate"] == {"seconds": 12 * 13, "known": False, "cost": None, "client_hosts": 1}
+
+
+def test_preview_counts_the_client_hosts_of_a_client_hosts_axis(owner_client, team, stored):
+    data = owner_client.post(
+        "/plans/preview.json",
+        builder_data(
+            team,
+            extra="client: [{local: true, count: 3}]",
+            **{"axis-1-name": "client_hosts", "axis-1-values": "1, 3"},
+        ),
+    ).json()
+    assert data["valid"], data
+    assert [c["key"] for c in data["cells"][:2]] == [
+        "client_hosts=1,load_type=read",
+        "client_hosts=3,load_type=read",
+    ]
+    assert data["estimate"]["client_hosts"] == 3
 
 
 def test_preview_errors_name_the_field(owner_client, team, stored):
@@ -200,7 +217,7 @@ def test_preview_estimate_uses_duration_and_prices(owner_client, team):
         },
     ).json()
     assert data["count"] == 2
-    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12}
+    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12, "client_hosts": 1}
 
 
 def test_preview_refuses_plans_over_the_cell_limit(owner_client, team, stored, settings):

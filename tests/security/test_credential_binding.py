@@ -151,7 +151,7 @@ def test_a_plan_written_target_naming_a_stored_credential_is_refused(
     assert recorder.connections == 0
 
 
-@pytest.mark.parametrize("where", ["target ssh", "client ssh", "connect_via"])
+@pytest.mark.parametrize("where", ["target ssh", "client ssh", "second client ssh", "connect_via"])
 def test_ssh_and_client_credentials_are_refused_on_plan_written_hosts(
     member, team, team_password, recorder, where
 ):
@@ -174,6 +174,16 @@ def test_ssh_and_client_credentials_are_refused_on_plan_written_hosts(
             "client": {"ssh": ssh},
         }
         path = "client.ssh.credential"
+    elif where == "second client ssh":
+        # Every client of a list is checked, not only the first.
+        plan = {
+            "name": "steal",
+            "tool": "pgbench",
+            "targets": [{"name": "db", "kind": "postgres", "host": "db.example.com"}],
+            "params": {"time": 1},
+            "client": [{"local": True}, {"ssh": ssh}],
+        }
+        path = "client[1].ssh.credential"
     else:
         plan = _pg_plan(
             {
