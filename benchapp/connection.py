@@ -45,7 +45,8 @@ PROBE_SECONDS = 3
 
 
 def test_connection(target: Target) -> dict:
-    """{"ok", "where", "host": facts, "db": facts, "error", "host_key", "fingerprint"}."""
+    """{"ok", "where", "host": facts, "db": facts, "disk": free space of a host
+    target's directory, "error", "host_key", "fingerprint", "access"}."""
     result = {
         "ok": False,
         "where": _where(target),
@@ -55,6 +56,7 @@ def test_connection(target: Target) -> dict:
         "host_key": "",
         "fingerprint": "",
         "access": "",
+        "disk": {},
     }
     if target.provision and not target.host:
         result["error"] = (
@@ -89,6 +91,8 @@ def test_connection(target: Target) -> dict:
                 result["access"] = local_directory_access(executor, target)
             elif target.kind == "host" and target.directory:
                 result["access"] = directory_access(executor, target.directory, result["where"])
+            if target.kind == "host" and target.directory:
+                result["disk"] = disk_facts(executor, target.directory)
             if target.kind in ("mysql", "postgres"):
                 result["db"] = db_facts(executor, _endpoint(target))
     except RunnerError as exc:
@@ -313,6 +317,19 @@ def directory_access(executor, directory: str, where: str) -> str:
     if execution.exit_code == 0:
         return f"directory {directory} exists on {where}"
     raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
+
+
+def disk_facts(executor, directory: str) -> dict:
+    """{"directory", "free_bytes"}: the space left for fio's files in the host
+    target's directory (prerun.free_space compares a plan's sizes with it);
+    {} when df does not say."""
+    execution = _run(executor, Command(argv=["df", "-Pk", "--", directory], tool="df"))
+    lines = execution.stdout.strip().splitlines()
+    fields = lines[-1].split() if execution.exit_code == 0 and len(lines) == 2 else []
+    # POSIX df -P: filesystem, 1024-blocks, used, available, capacity, mounted on.
+    if len(fields) < 6 or not fields[3].isdigit():
+        return {}
+    return {"directory": directory, "free_bytes": int(fields[3]) * 1024}
 
 
 ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}

@@ -17,11 +17,13 @@ trusted and not checked here (password_env is theirs).
 
 from __future__ import annotations
 
+import posixpath
 import socket
 import time
 from dataclasses import dataclass
 
 from benchapp.models import Credential, Target, Team
+from runners import limits
 from runners.errors import ValidationError
 from runners.plan import Plan, expand
 from runners.tools import get_tool
@@ -251,6 +253,62 @@ def _param_path(spec, name: str) -> str:
     return f"axes.{name}" if name in spec.axes else f"params.{name}"
 
 
+def free_space(spec, team, stored) -> list[Finding]:
+    """fio files bigger than the free space its last connection test read in
+    a host target's directory (Target.last_check_facts["disk"]), when the
+    files go inside that directory: fio would stop with "No space left"."""
+    tool = get_tool(spec.tool)
+    worst: dict[str, tuple[int, str]] = {}  # target -> (bytes, "size 10T × numjobs 1")
+    for cell in expand(spec):
+        disk = _disk(stored.get(cell.target))
+        for params in _phases(spec, cell.params) if disk else ():
+            if not _writes_inside(params, disk["directory"]):
+                continue
+            for asked, need in limits.uses(tool, params, "disk"):
+                if need > worst.get(cell.target, (0, ""))[0]:
+                    worst[cell.target] = (need, asked)
+    found = []
+    for name, (need, asked) in worst.items():
+        disk = _disk(stored[name])
+        if need > disk["free_bytes"]:
+            found.append(_space_finding(spec, name, disk, asked, need))
+    return found
+
+
+def _disk(target: Target | None) -> dict | None:
+    return (target.last_check_facts or {}).get("disk") if target is not None else None
+
+
+def _writes_inside(params: dict, directory: str) -> bool:
+    """Whether every path fio writes (each ':'-separated filename, directory)
+    is inside directory (a relative one is in the cell's scratch directory)."""
+    paths = [p for p in str(params.get("filename", "")).split(":") if p]
+    if params.get("directory"):
+        paths.append(params["directory"])
+    root = posixpath.normpath(directory)
+    return bool(paths) and all(
+        posixpath.isabs(p)
+        and (posixpath.normpath(p) == root or posixpath.normpath(p).startswith(root + "/"))
+        for p in paths
+    )
+
+
+def _space_finding(spec, target_name, disk, asked, need) -> Finding:
+    first = asked.split(" ")[0]
+    return Finding(
+        _param_path(spec, first),
+        f"{asked} = {_gb(need)} of files in {disk['directory']} on {target_name}, which had "
+        f"{_gb(disk['free_bytes'])} free at its last connection test: fio would stop with "
+        f"'No space left on device'. Lower {first} to fit, or free space and test the "
+        f"connection of {target_name} again.",
+        refuse=True,
+    )
+
+
+def _gb(amount: int) -> str:
+    return f"{amount / 2**30:,.1f} GB"
+
+
 def failed_targets(spec, team, stored) -> list[Finding]:
     """Stored targets whose last connection test failed."""
     found = []
@@ -321,6 +379,7 @@ CHECKS = (
     missing_credentials,
     paths_and_scripts,
     connections,
+    free_space,
     failed_targets,
     unresolved_hosts,
 )

@@ -2,14 +2,20 @@
 MariaDB with max_connections lowered and read by a real connection test, the
 sandbox's path rules, the team's credentials, name resolution."""
 
+import os
+import pwd
+import shutil
+import tempfile
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from benchapp.models import Plan
+from benchapp.models import Credential, Plan
 from benchapp.planning import PlanRefused, check_untrusted
 from tests.benchapp.ui_data import make_credential, make_target
 from tests.support.private_services import private_mariadb  # noqa: F401
+from tests.support.sshd import sshd  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -188,6 +194,67 @@ def test_fio_filename_outside_the_allowed_directories(team, filename, refused):
             "directories (/srv/bench); use a relative path. Or ask an operator (staff) to "
             "add the directory to target disk's data directories."
         )
+
+
+@pytest.fixture
+def tested_disk(team, owner_client, sshd):  # noqa: F811
+    """A host target reached over SSH (a host of the team's own, where the
+    worker's scratch limit does not apply), tested once: its last connection
+    test read the directory's free space with df."""
+    directory = tempfile.mkdtemp(prefix="bb-free-", dir="/var/tmp")
+    os.chown(directory, pwd.getpwnam(sshd.user).pw_uid, -1)
+    key = Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY)
+    key.set_secret(sshd.client_key)
+    key.save()
+    target = make_target(
+        team,
+        name="disk",
+        kind="host",
+        host="",
+        port=None,
+        user="",
+        directory=directory,
+        ssh_host=sshd.host,
+        ssh_port=sshd.port,
+        ssh_user=sshd.user,
+        ssh_credential=key,
+        known_host_key=sshd.host_key,
+        data_dirs=[directory],
+    )
+    assert owner_client.post(f"/targets/{target.pk}/test/").status_code == 200
+    target.refresh_from_db()
+    assert target.last_check_ok, target.last_check_error
+    yield target
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_fio_files_bigger_than_the_free_space_are_refused_with_the_numbers(api, tested_disk):
+    directory = tested_disk.directory
+    disk = tested_disk.last_check_facts["disk"]
+    free = os.statvfs(directory)
+    # df's figure is the free space a non-root user may use, as statvfs's f_bavail.
+    assert abs(disk["free_bytes"] - free.f_bavail * free.f_frsize) < 2**30
+    plan = fio(f"{directory}/testfio")
+    plan["params"].update(size="10T", numjobs=2)
+    response = api.post("/api/plans/", {"document": plan}, format="json")
+    assert response.status_code == 400
+    (message,) = response.json()["document"]
+    assert message == (
+        f"params.size: size 10T × numjobs 2 = 20,480.0 GB of files in {directory} on disk, "
+        f"which had {disk['free_bytes'] / 2**30:,.1f} GB free at its last connection test: fio "
+        "would stop with 'No space left on device'. Lower size to fit, or free space and test "
+        "the connection of disk again."
+    )
+    plan["params"].update(size="16M", numjobs=1)
+    response = api.post("/api/plans/", {"document": plan}, format="json")
+    assert response.status_code == 201, response.json()
+
+
+def test_free_space_is_not_judged_for_files_elsewhere(team, tested_disk):
+    """Relative files are in the scratch directory, another file system."""
+    plan = fio("relative-file")
+    plan["params"]["size"] = "10T"
+    assert check_untrusted(plan, team)[1] == []
 
 
 S5_STUDY = """\
