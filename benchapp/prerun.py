@@ -309,6 +309,41 @@ def _gb(amount: int) -> str:
     return f"{amount / 2**30:,.1f} GB"
 
 
+def mysqlslap_schema(spec, team, stored) -> list[Finding]:
+    """mysqlslap's auto-generated SQL drops its schema before and after the run
+    (runners.tools.mysqlslap): refused when that schema is a target's database."""
+    if spec.tool != "mysqlslap":
+        return []
+    found, seen = [], set()
+    for cell in expand(spec):
+        for params in _phases(spec, cell.params):
+            schema = params.get("create_schema", MYSQLSLAP_SCHEMA)
+            database = _database(spec, cell.target, stored)
+            if schema == database and (cell.target, schema) not in seen:
+                seen.add((cell.target, schema))
+                found.append(
+                    Finding(
+                        _param_path(spec, "create_schema"),
+                        f"mysqlslap drops schema {schema} before and after its run, and that "
+                        f"is {cell.target}'s database: its tables would be lost. Set "
+                        "create_schema to a scratch name of its own (mysqlslap cannot run "
+                        "inside a database that holds data); the user needs CREATE and DROP "
+                        "on it.",
+                        refuse=True,
+                    )
+                )
+    return found
+
+
+# The schema mysqlslap uses when create_schema is not set.
+MYSQLSLAP_SCHEMA = "mysqlslap"
+
+
+def _database(spec, target_name: str, stored) -> str | None:
+    row = stored.get(target_name)
+    return (row.database if row is not None else None) or spec.target(target_name).database
+
+
 def failed_targets(spec, team, stored) -> list[Finding]:
     """Stored targets whose last connection test failed."""
     found = []
@@ -380,6 +415,7 @@ CHECKS = (
     paths_and_scripts,
     connections,
     free_space,
+    mysqlslap_schema,
     failed_targets,
     unresolved_hosts,
 )

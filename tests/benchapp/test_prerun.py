@@ -5,6 +5,7 @@ sandbox's path rules, the team's credentials, name resolution."""
 import os
 import pwd
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -14,6 +15,7 @@ from rest_framework.test import APIClient
 from benchapp.models import Credential, Plan
 from benchapp.planning import PlanRefused, check_untrusted
 from tests.benchapp.ui_data import make_credential, make_target
+from tests.support.dbtargets import mariadb_database, mariadb_sql  # noqa: F401
 from tests.support.private_services import private_mariadb  # noqa: F401
 from tests.support.sshd import sshd  # noqa: F401
 
@@ -41,7 +43,6 @@ def sysbench(threads, target="small-db", **extra):
 @pytest.fixture
 def small_db(team, owner_client, private_mariadb):  # noqa: F811
     """A target on a private MariaDB that accepts 20 connections, tested once."""
-    import subprocess
 
     subprocess.run(
         [
@@ -95,7 +96,6 @@ def test_raising_the_limit_and_testing_again_lifts_the_refusal(
     small_db,
     private_mariadb,  # noqa: F811
 ):
-    import subprocess
 
     assert api.post("/api/plans/", {"document": sysbench([100])}, format="json").status_code == 400
     subprocess.run(
@@ -117,7 +117,6 @@ def test_raising_the_limit_and_testing_again_lifts_the_refusal(
 def test_the_limit_is_real(small_db, private_mariadb):  # noqa: F811
     """What the refusal predicts: 30 connections at once to that server fail
     (mysqlslap says so on stderr, though it exits 0)."""
-    import subprocess
 
     done = subprocess.run(
         [
@@ -341,3 +340,49 @@ def test_builder_preview_carries_warnings(owner_client, small_db):
     preview = owner_client.post("/plans/preview.json", data).json()
     assert preview["valid"] is False
     assert "whose server accepts 20" in preview["errors"]["axis-0-values"][0]
+
+
+def test_mysqlslap_drops_an_existing_schema_it_is_pointed_at(mariadb_database):  # noqa: F811
+    """The fact mysqlslap_schema rests on, with the real tool: a table in the
+    schema named by --create-schema is gone after an auto-generated run."""
+    mariadb_sql(f"CREATE TABLE {mariadb_database}.keep (i INT)")
+    subprocess.run(
+        ["mysqlslap", "-h127.0.0.1", "-uroot", f"--create-schema={mariadb_database}", "-a"]
+        + ["--number-of-queries=10", "--concurrency=1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert mariadb_sql(f"SHOW DATABASES LIKE '{mariadb_database}'") == ""
+
+
+def mysqlslap(**params):
+    return {
+        "name": "slap",
+        "tool": "mysqlslap",
+        "targets": [{"name": "local-mariadb"}],
+        "params": {"number_of_queries": 10, **params},
+    }
+
+
+@pytest.mark.parametrize(
+    "database, params, refused",
+    [
+        ("bench", {"create_schema": "bench"}, "bench"),
+        ("mysqlslap", {}, "mysqlslap"),  # the tool's default schema
+        ("bench", {"create_schema": "bb_s1"}, None),
+        ("bench", {}, None),
+    ],
+)
+def test_mysqlslap_on_the_targets_own_database_is_refused(team, database, params, refused):
+    make_target(team, database=database)
+    if refused is None:
+        assert check_untrusted(mysqlslap(**params), team)[1] == []
+        return
+    with pytest.raises(PlanRefused) as caught:
+        check_untrusted(mysqlslap(**params), team)
+    assert caught.value.param == "params.create_schema"
+    assert caught.value.message.startswith(
+        f"mysqlslap drops schema {refused} before and after its run, and that is "
+        "local-mariadb's database: its tables would be lost."
+    )
