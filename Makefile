@@ -60,13 +60,15 @@ services:
 
 # One machine, for real: gunicorn, DEBUG off, compressed static files; logs in var/log/.
 # The benchmark tools are installed as root; otherwise one line says how.
+# DEMO=0: no demo run.
+DEMO ?= 1
 run: setup-app
 	@scripts/system-packages.sh --tools
-	@$(PY) scripts/run.py
+	@BENCHBOARD_DEMO=$(DEMO) $(PY) scripts/run.py
 
 # Development: Django's runserver with DEBUG on.
 dev: setup-app
-	@BENCHBOARD_DEV=1 $(PY) scripts/run.py
+	@BENCHBOARD_DEV=1 BENCHBOARD_DEMO=$(DEMO) $(PY) scripts/run.py
 
 # Two pytest processes (pytest-xdist): most tests wait on real workers, tools and
 # browsers rather than on the CPU. Each process has its own test database and

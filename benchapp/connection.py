@@ -17,7 +17,9 @@ the password in a 0600 option file (runners.sandbox.contain_local); without a
 sandbox the check is refused unless BENCHBOARD_UNSAFE_LOCAL_EXECUTION. Before
 any client starts, a database port reached from here gets a short protocol
 probe (no secret sent): a port that speaks something else is named within
-seconds instead of a client waiting out its timeout.
+5 s, with the protocol it speaks when that is one of a few well known ones
+("127.0.0.1:6379 answered like Redis, not MySQL"), instead of a client waiting
+out its timeout.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ PROBE_SECONDS = 3
 
 
 def test_connection(target: Target) -> dict:
-    """{"ok", "where", "host": facts, "db": facts, "error", "host_key", "fingerprint"}."""
+    """{"ok", "where", "host": facts, "db": facts, "disk": free space of a host
+    target's directory, "error", "host_key", "fingerprint", "access"}."""
     result = {
         "ok": False,
         "where": _where(target),
@@ -53,6 +56,7 @@ def test_connection(target: Target) -> dict:
         "host_key": "",
         "fingerprint": "",
         "access": "",
+        "disk": {},
     }
     if target.provision and not target.host:
         result["error"] = (
@@ -87,6 +91,8 @@ def test_connection(target: Target) -> dict:
                 result["access"] = local_directory_access(executor, target)
             elif target.kind == "host" and target.directory:
                 result["access"] = directory_access(executor, target.directory, result["where"])
+            if target.kind == "host" and target.directory:
+                result["disk"] = disk_facts(executor, target.directory)
             if target.kind in ("mysql", "postgres"):
                 result["db"] = db_facts(executor, _endpoint(target))
     except RunnerError as exc:
@@ -313,6 +319,19 @@ def directory_access(executor, directory: str, where: str) -> str:
     raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
 
 
+def disk_facts(executor, directory: str) -> dict:
+    """{"directory", "free_bytes"}: the space left for fio's files in the host
+    target's directory (prerun.free_space compares a plan's sizes with it);
+    {} when df does not say."""
+    execution = _run(executor, Command(argv=["df", "-Pk", "--", directory], tool="df"))
+    lines = execution.stdout.strip().splitlines()
+    fields = lines[-1].split() if execution.exit_code == 0 and len(lines) == 2 else []
+    # POSIX df -P: filesystem, 1024-blocks, used, available, capacity, mounted on.
+    if len(fields) < 6 or not fields[3].isdigit():
+        return {}
+    return {"directory": directory, "free_bytes": int(fields[3]) * 1024}
+
+
 ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}
 
 
@@ -322,14 +341,18 @@ ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": re
 def _mysql_greets(sock: socket.socket) -> bool:
     """A MySQL/MariaDB server speaks first: a packet of sequence 0 holding
     protocol 10 or an error (0xff, e.g. "host not allowed")."""
-    head = _recv(sock, 5)
-    return len(head) == 5 and head[3] == 0 and head[4] in (0x0A, 0xFF)
+    return _is_mysql_greeting(_recv(sock, 5))
+
+
+# PostgreSQL's SSLRequest: length 8, code 80877103.
+SSL_REQUEST = struct.pack("!ii", 8, 80877103)
 
 
 def _postgres_answers(sock: socket.socket) -> bool:
     """A PostgreSQL server answers an SSLRequest with one byte: S, N (or E)."""
-    sock.sendall(struct.pack("!ii", 8, 80877103))
-    return _recv(sock, 1) in (b"S", b"N", b"E")
+    sock.sendall(SSL_REQUEST)
+    # One recv, not one byte: an SSH server's greeting also starts with S.
+    return sock.recv(64) in (b"S", b"N", b"E")
 
 
 def _redis_answers(sock: socket.socket) -> bool:
@@ -377,15 +400,69 @@ def protocol_problem(kind: str, host: str, port: int, seconds: float = PROBE_SEC
     except ConnectionRefusedError:
         return ""
     except TimeoutError:
-        return (
+        return _another_service(where, name, host, port) or (
             f"{where} does not answer as {name} within {seconds:g} s "
             "(it may be another service, or a firewall drops the packets)"
         )
-    except OSError as exc:
-        if isinstance(exc, ConnectionResetError):
-            return f"{where} does not answer as {name} (it may be another service)"
+    except ConnectionResetError:
+        pass
+    except OSError:
         return ""  # unreachable, unresolvable: the client says it in its own words
-    return f"{where} does not answer as {name} (it may be another service)"
+    return _another_service(where, name, host, port) or (
+        f"{where} does not answer as {name} (it may be another service)"
+    )
+
+
+def _another_service(where: str, name: str, host: str, port: int) -> str:
+    other = identify(host, port)
+    if other is None or other == name:
+        return ""
+    return f"{where} answered like {other}, not {name}: check the target's host and port"
+
+
+# -- what does a port that is not the target's database speak? ------------------------
+
+# Each question waits this long: three of them after a probe of PROBE_SECONDS
+# keep the whole check within 5 s even where a firewall drops every packet.
+IDENTIFY_SECONDS = 0.5
+# Servers that speak first, by the start of what they say.
+GREETINGS = ((b"SSH-", "SSH"), (b"220", "SMTP or FTP"), (b"* OK", "IMAP"), (b"+OK", "POP3"))
+
+
+def identify(host: str, port: int) -> str | None:
+    """The protocol a port speaks, named for a person, or None: first what
+    the server says unasked, then its answer to a Redis PING (an HTTP server
+    answers that too), then to PostgreSQL's SSLRequest. No secret is sent."""
+    greeting = _exchange(host, port, b"")
+    if greeting:
+        if _is_mysql_greeting(greeting):
+            return "MySQL"
+        return next((name for start, name in GREETINGS if greeting.startswith(start)), None)
+    answer = _exchange(host, port, b"PING\r\n")
+    if answer.startswith(b"HTTP/"):
+        return "HTTP"
+    if answer[:1] in (b"+", b"-"):
+        return "Redis"
+    if _exchange(host, port, SSL_REQUEST) in (b"S", b"N"):
+        return "PostgreSQL"
+    return None
+
+
+def _is_mysql_greeting(data: bytes) -> bool:
+    """A packet of sequence 0 holding protocol 10 or an error (as _mysql_greets)."""
+    return len(data) >= 5 and data[3] == 0 and data[4] in (0x0A, 0xFF)
+
+
+def _exchange(host: str, port: int, question: bytes) -> bytes:
+    """What the port says within IDENTIFY_SECONDS after question (b"": nothing sent)."""
+    try:
+        with socket.create_connection((host, port), timeout=IDENTIFY_SECONDS) as sock:
+            sock.settimeout(IDENTIFY_SECONDS)
+            if question:
+                sock.sendall(question)
+            return sock.recv(64)
+    except OSError:
+        return b""
 
 
 # -- a directory on this server --------------------------------------------------------

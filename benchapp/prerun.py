@@ -17,11 +17,13 @@ trusted and not checked here (password_env is theirs).
 
 from __future__ import annotations
 
+import posixpath
 import socket
 import time
 from dataclasses import dataclass
 
 from benchapp.models import Credential, Target, Team
+from runners import limits
 from runners.errors import ValidationError
 from runners.plan import Plan, expand
 from runners.tools import get_tool
@@ -253,6 +255,97 @@ def _param_path(spec, name: str) -> str:
     return f"axes.{name}" if name in spec.axes else f"params.{name}"
 
 
+def free_space(spec, team, stored) -> list[Finding]:
+    """fio files bigger than the free space its last connection test read in
+    a host target's directory (Target.last_check_facts["disk"]), when the
+    files go inside that directory: fio would stop with "No space left"."""
+    tool = get_tool(spec.tool)
+    worst: dict[str, tuple[int, str]] = {}  # target -> (bytes, "size 10T × numjobs 1")
+    for cell in expand(spec):
+        disk = _disk(stored.get(cell.target))
+        for params in _phases(spec, cell.params) if disk else ():
+            if not _writes_inside(params, disk["directory"]):
+                continue
+            for asked, need in limits.uses(tool, params, "disk"):
+                if need > worst.get(cell.target, (0, ""))[0]:
+                    worst[cell.target] = (need, asked)
+    found = []
+    for name, (need, asked) in worst.items():
+        disk = _disk(stored[name])
+        if need > disk["free_bytes"]:
+            found.append(_space_finding(spec, name, disk, asked, need))
+    return found
+
+
+def _disk(target: Target | None) -> dict | None:
+    return (target.last_check_facts or {}).get("disk") if target is not None else None
+
+
+def _writes_inside(params: dict, directory: str) -> bool:
+    """Whether every path fio writes (each ':'-separated filename, directory)
+    is inside directory (a relative one is in the cell's scratch directory)."""
+    paths = [p for p in str(params.get("filename", "")).split(":") if p]
+    if params.get("directory"):
+        paths.append(params["directory"])
+    root = posixpath.normpath(directory)
+    return bool(paths) and all(
+        posixpath.isabs(p)
+        and (posixpath.normpath(p) == root or posixpath.normpath(p).startswith(root + "/"))
+        for p in paths
+    )
+
+
+def _space_finding(spec, target_name, disk, asked, need) -> Finding:
+    first = asked.split(" ")[0]
+    return Finding(
+        _param_path(spec, first),
+        f"{asked} = {_gb(need)} of files in {disk['directory']} on {target_name}, which had "
+        f"{_gb(disk['free_bytes'])} free at its last connection test: fio would stop with "
+        f"'No space left on device'. Lower {first} to fit, or free space and test the "
+        f"connection of {target_name} again.",
+        refuse=True,
+    )
+
+
+def _gb(amount: int) -> str:
+    return f"{amount / 2**30:,.1f} GB"
+
+
+def mysqlslap_schema(spec, team, stored) -> list[Finding]:
+    """mysqlslap's auto-generated SQL drops its schema before and after the run
+    (runners.tools.mysqlslap): refused when that schema is a target's database."""
+    if spec.tool != "mysqlslap":
+        return []
+    found, seen = [], set()
+    for cell in expand(spec):
+        for params in _phases(spec, cell.params):
+            schema = params.get("create_schema", MYSQLSLAP_SCHEMA)
+            database = _database(spec, cell.target, stored)
+            if schema == database and (cell.target, schema) not in seen:
+                seen.add((cell.target, schema))
+                found.append(
+                    Finding(
+                        _param_path(spec, "create_schema"),
+                        f"mysqlslap drops schema {schema} before and after its run, and that "
+                        f"is {cell.target}'s database: its tables would be lost. Set "
+                        "create_schema to a scratch name of its own (mysqlslap cannot run "
+                        "inside a database that holds data); the user needs CREATE and DROP "
+                        "on it.",
+                        refuse=True,
+                    )
+                )
+    return found
+
+
+# The schema mysqlslap uses when create_schema is not set.
+MYSQLSLAP_SCHEMA = "mysqlslap"
+
+
+def _database(spec, target_name: str, stored) -> str | None:
+    row = stored.get(target_name)
+    return (row.database if row is not None else None) or spec.target(target_name).database
+
+
 def failed_targets(spec, team, stored) -> list[Finding]:
     """Stored targets whose last connection test failed."""
     found = []
@@ -323,6 +416,8 @@ CHECKS = (
     missing_credentials,
     paths_and_scripts,
     connections,
+    free_space,
+    mysqlslap_schema,
     failed_targets,
     unresolved_hosts,
 )

@@ -86,6 +86,17 @@ def check_params(tool, params: dict, limits: Limits, where: str = "params") -> N
             raise ValidationError(f"{where}.{use.param}", _message(use, params, amount, limits))
 
 
+def uses(tool, params: dict, kind: str) -> list[tuple[str, int]]:
+    """What one run of tool with params asks of a resource kind, a row per
+    Use the params set: ("size 5G × numjobs 4", bytes)."""
+    rows = []
+    for use in getattr(tool, "LIMITS", ()):
+        amount = _amount(use, params) if use.kind == kind else None
+        if amount is not None:
+            rows.append((_asked(use, params), amount))
+    return rows
+
+
 def _amount(use: Use, params: dict) -> int | None:
     value = size_bytes(params.get(use.param)) if use.param in params else None
     if value is None:
@@ -97,15 +108,19 @@ def _amount(use: Use, params: dict) -> int | None:
 
 def _message(use: Use, params: dict, amount: int, limits: Limits) -> str:
     unit, setting = KINDS[use.kind]
-    asked = " × ".join(
-        f"{name} {params[name]}" for name in (use.param, *use.times) if name in params
-    )
+    asked = _asked(use, params)
     shown = _show(amount, unit)
     total = f" = {shown}" if len(use.times) and any(n in params for n in use.times) else ""
     return (
         f"{asked}{total} is over the worker's limit of {_show(limits.allowed(use.kind), unit)} "
         f"{_noun(use.kind)} for a tool run on the worker ({setting}); lower it, or run the "
         "tool over SSH on your own host"
+    )
+
+
+def _asked(use: Use, params: dict) -> str:
+    return " × ".join(
+        f"{name} {params[name]}" for name in (use.param, *use.times) if name in params
     )
 
 

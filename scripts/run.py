@@ -2,8 +2,9 @@
 """`make run`: the web server (gunicorn), a Celery worker and beat together.
 
 Prepares the database and static files, starts the three with their logs in
-var/log/, waits until the web server answers, starts the demo run, and ends
-its output with the URL and the login. Ctrl-C (or SIGTERM) stops all three.
+var/log/, waits until the web server answers, starts the demo run (unless
+BENCHBOARD_DEMO=0, which `make run DEMO=0` sets), printing a line per step,
+and ends its output with the URL and the login. Ctrl-C (or SIGTERM) stops all three.
 
 With no environment this is the embedded default on one machine (SQLite and a
 filesystem broker under var/, DEBUG off, secrets generated into var/); with
@@ -24,6 +25,8 @@ PY = sys.executable
 HOST = os.environ.get("BENCHBOARD_HOST", "127.0.0.1")
 PORT = os.environ.get("BENCHBOARD_PORT", "8000")
 DEV = os.environ.get("BENCHBOARD_DEV", "0") == "1"
+# `make run DEMO=0` sets BENCHBOARD_DEMO=0: no demo run.
+DEMO = os.environ.get("BENCHBOARD_DEMO", "1") == "1"
 VAR = Path(os.environ.get("BENCHBOARD_VAR_DIR", ROOT / "var"))
 LOG = VAR / "log"
 START_TIMEOUT = 120
@@ -97,6 +100,29 @@ def manage(env: dict, *args: str) -> str:
     return done.stdout
 
 
+def progress(step: str) -> None:
+    """A line per setup step: the first start (migrations) takes a while."""
+    print(f"... {step}", flush=True)
+
+
+def start_demo(env: dict) -> None:
+    """Start the demo run (it runs on the worker) and say what it uses and how
+    to skip it; a demo that cannot start does not stop the app."""
+    if not DEMO:
+        print("Demo run skipped (DEMO=0).", flush=True)
+        return
+    done = subprocess.run(
+        [PY, "manage.py", "demo_run"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    with open(LOG / "demo.log", "a") as log:
+        log.write(done.stdout + done.stderr)
+    if done.returncode:
+        print(f"The demo run did not start; see {LOG / 'demo.log'}", flush=True)
+    else:
+        print(done.stdout.strip(), flush=True)
+    print("Skip the demo next time: make run DEMO=0", flush=True)
+
+
 def answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "healthz", timeout=2) as response:
@@ -117,6 +143,7 @@ def main() -> int:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    progress("migrating the database and collecting the static files")
     manage(env, "migrate", "--noinput")
     login = manage(env, "demo_user").strip().splitlines()[-1]
     output = static.communicate()[0]
@@ -124,6 +151,7 @@ def main() -> int:
         log.write(f"$ manage.py collectstatic --noinput\n{output}")
     if static.returncode:
         sys.exit(f"manage.py collectstatic failed:\n{output[-2000:]}")
+    progress(f"starting the web server, a Celery worker and beat (logs in {LOG})")
     procs = {}
     for name, argv in commands().items():
         with open(LOG / f"{name}.log", "a") as log:
@@ -144,6 +172,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     url = f"http://{'127.0.0.1' if HOST in ('0.0.0.0', '::') else HOST}:{PORT}/"
+    progress(f"waiting for the web server at {url}")
     deadline = time.monotonic() + START_TIMEOUT
     while not stopping and not answers(url):
         if time.monotonic() > deadline or procs["web"].poll() is not None:
@@ -152,15 +181,7 @@ def main() -> int:
             break
         time.sleep(0.3)
     if not stopping:
-        if os.environ.get("BENCHBOARD_DEMO", "1") == "1":
-            with open(LOG / "demo.log", "a") as log:
-                subprocess.Popen(
-                    [PY, "manage.py", "demo_run"],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
+        start_demo(env)
         mode = "development mode (DEBUG on)" if DEV else f"logs in {LOG}"
         print(f"Benchboard is running ({mode}); Ctrl-C stops it.", flush=True)
         print(f"Open {url}", flush=True)

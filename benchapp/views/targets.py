@@ -76,7 +76,7 @@ def target_test(request, pk):
         last_check_at=timezone.now(),
         last_check_ok=result["ok"],
         last_check_error=result["error"],
-        last_check_facts={"db": result["db"]} if result["ok"] and result["db"] else {},
+        last_check_facts=_kept_facts(result),
     )
     if result["host_key"]:
         request.session[PENDING_KEYS] = {
@@ -91,6 +91,14 @@ def target_test(request, pk):
         "targets/detail.html",
         {"target": target, "result": result, "fingerprint": fingerprint},
     )
+
+
+def _kept_facts(result: dict) -> dict:
+    """What the pre-run checks read later (benchapp.prerun): the database's
+    variables and a host directory's free space, from a successful test only."""
+    if not result["ok"]:
+        return {}
+    return {name: result[name] for name in ("db", "disk") if result[name]}
 
 
 @login_required

@@ -21,8 +21,13 @@ Decisions worth knowing:
   ("Can't perform key test without a primary key!"): refused up front.
 - With neither `query` nor `auto_generate_sql`, auto_generate_sql is implied
   (mysqlslap needs one of them, and every auto_generate_sql_* option needs it).
-- Endpoint.database is NOT used as --create-schema: mysqlslap drops that schema
-  at the end of the run. Use `create_schema` deliberately.
+- Endpoint.database is NOT used as --create-schema: with auto-generated SQL
+  mysqlslap drops that schema before the run (its tables with it) and after;
+  with no_drop it refuses an existing schema ("Cannot create schema x:
+  database exists", MariaDB 10.11's mariadb-slap), and a second iteration
+  fails the same way. So it cannot run inside a database that holds data:
+  `create_schema` names a scratch schema of its own (default "mysqlslap"),
+  and benchapp.prerun refuses one that is the target's database.
 - Several blocks (engines x concurrencies) give several groups and an empty
   `metrics`; one block gives metrics equal to its group.
 """
@@ -106,7 +111,8 @@ PARAMS: dict[str, Param] = {
         Param(
             "create_schema",
             "text",
-            "Schema to run in (mysqlslap drops it afterwards unless no_drop)",
+            "Scratch schema mysqlslap creates and drops (before and after the run; "
+            "default mysqlslap): never a database that holds data",
         ),
         Param("commit", "int", "Commit every N statements", min=0, max=10**9),
         Param("detach", "int", "Reconnect every N statements", min=0, max=10**9),

@@ -2,14 +2,22 @@
 MariaDB with max_connections lowered and read by a real connection test, the
 sandbox's path rules, the team's credentials, name resolution."""
 
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from benchapp.models import Plan
+from benchapp.models import Credential, Plan
 from benchapp.planning import PlanRefused, check_untrusted
 from tests.benchapp.ui_data import make_credential, make_target
+from tests.support.dbtargets import mariadb_database, mariadb_sql  # noqa: F401
 from tests.support.private_services import private_mariadb  # noqa: F401
+from tests.support.sshd import sshd  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +43,6 @@ def sysbench(threads, target="small-db", **extra):
 @pytest.fixture
 def small_db(team, owner_client, private_mariadb):  # noqa: F811
     """A target on a private MariaDB that accepts 20 connections, tested once."""
-    import subprocess
 
     subprocess.run(
         [
@@ -89,7 +96,6 @@ def test_raising_the_limit_and_testing_again_lifts_the_refusal(
     small_db,
     private_mariadb,  # noqa: F811
 ):
-    import subprocess
 
     assert api.post("/api/plans/", {"document": sysbench([100])}, format="json").status_code == 400
     subprocess.run(
@@ -111,7 +117,6 @@ def test_raising_the_limit_and_testing_again_lifts_the_refusal(
 def test_the_limit_is_real(small_db, private_mariadb):  # noqa: F811
     """What the refusal predicts: 30 connections at once to that server fail
     (mysqlslap says so on stderr, though it exits 0)."""
-    import subprocess
 
     done = subprocess.run(
         [
@@ -188,6 +193,67 @@ def test_fio_filename_outside_the_allowed_directories(team, filename, refused):
             "directories (/srv/bench); use a relative path. Or ask an operator (staff) to "
             "add the directory to target disk's data directories."
         )
+
+
+@pytest.fixture
+def tested_disk(team, owner_client, sshd):  # noqa: F811
+    """A host target reached over SSH (a host of the team's own, where the
+    worker's scratch limit does not apply), tested once: its last connection
+    test read the directory's free space with df."""
+    directory = tempfile.mkdtemp(prefix="bb-free-", dir="/var/tmp")
+    os.chown(directory, pwd.getpwnam(sshd.user).pw_uid, -1)
+    key = Credential.objects.create(team=team, name="ssh-key", kind=Credential.SSH_KEY)
+    key.set_secret(sshd.client_key)
+    key.save()
+    target = make_target(
+        team,
+        name="disk",
+        kind="host",
+        host="",
+        port=None,
+        user="",
+        directory=directory,
+        ssh_host=sshd.host,
+        ssh_port=sshd.port,
+        ssh_user=sshd.user,
+        ssh_credential=key,
+        known_host_key=sshd.host_key,
+        data_dirs=[directory],
+    )
+    assert owner_client.post(f"/targets/{target.pk}/test/").status_code == 200
+    target.refresh_from_db()
+    assert target.last_check_ok, target.last_check_error
+    yield target
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_fio_files_bigger_than_the_free_space_are_refused_with_the_numbers(api, tested_disk):
+    directory = tested_disk.directory
+    disk = tested_disk.last_check_facts["disk"]
+    free = os.statvfs(directory)
+    # df's figure is the free space a non-root user may use, as statvfs's f_bavail.
+    assert abs(disk["free_bytes"] - free.f_bavail * free.f_frsize) < 2**30
+    plan = fio(f"{directory}/testfio")
+    plan["params"].update(size="10T", numjobs=2)
+    response = api.post("/api/plans/", {"document": plan}, format="json")
+    assert response.status_code == 400
+    (message,) = response.json()["document"]
+    assert message == (
+        f"params.size: size 10T × numjobs 2 = 20,480.0 GB of files in {directory} on disk, "
+        f"which had {disk['free_bytes'] / 2**30:,.1f} GB free at its last connection test: fio "
+        "would stop with 'No space left on device'. Lower size to fit, or free space and test "
+        "the connection of disk again."
+    )
+    plan["params"].update(size="16M", numjobs=1)
+    response = api.post("/api/plans/", {"document": plan}, format="json")
+    assert response.status_code == 201, response.json()
+
+
+def test_free_space_is_not_judged_for_files_elsewhere(team, tested_disk):
+    """Relative files are in the scratch directory, another file system."""
+    plan = fio("relative-file")
+    plan["params"]["size"] = "10T"
+    assert check_untrusted(plan, team)[1] == []
 
 
 S5_STUDY = """\
@@ -274,3 +340,49 @@ def test_builder_preview_carries_warnings(owner_client, small_db):
     preview = owner_client.post("/plans/preview.json", data).json()
     assert preview["valid"] is False
     assert "whose server accepts 20" in preview["errors"]["axis-0-values"][0]
+
+
+def test_mysqlslap_drops_an_existing_schema_it_is_pointed_at(mariadb_database):  # noqa: F811
+    """The fact mysqlslap_schema rests on, with the real tool: a table in the
+    schema named by --create-schema is gone after an auto-generated run."""
+    mariadb_sql(f"CREATE TABLE {mariadb_database}.keep (i INT)")
+    subprocess.run(
+        ["mysqlslap", "-h127.0.0.1", "-uroot", f"--create-schema={mariadb_database}", "-a"]
+        + ["--number-of-queries=10", "--concurrency=1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert mariadb_sql(f"SHOW DATABASES LIKE '{mariadb_database}'") == ""
+
+
+def mysqlslap(**params):
+    return {
+        "name": "slap",
+        "tool": "mysqlslap",
+        "targets": [{"name": "local-mariadb"}],
+        "params": {"number_of_queries": 10, **params},
+    }
+
+
+@pytest.mark.parametrize(
+    "database, params, refused",
+    [
+        ("bench", {"create_schema": "bench"}, "bench"),
+        ("mysqlslap", {}, "mysqlslap"),  # the tool's default schema
+        ("bench", {"create_schema": "bb_s1"}, None),
+        ("bench", {}, None),
+    ],
+)
+def test_mysqlslap_on_the_targets_own_database_is_refused(team, database, params, refused):
+    make_target(team, database=database)
+    if refused is None:
+        assert check_untrusted(mysqlslap(**params), team)[1] == []
+        return
+    with pytest.raises(PlanRefused) as caught:
+        check_untrusted(mysqlslap(**params), team)
+    assert caught.value.param == "params.create_schema"
+    assert caught.value.message.startswith(
+        f"mysqlslap drops schema {refused} before and after its run, and that is "
+        "local-mariadb's database: its tables would be lost."
+    )

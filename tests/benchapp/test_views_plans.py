@@ -238,7 +238,7 @@ def test_preview_needs_post_and_login(owner_client):
 QUICK_CELLS = {
     "s1-rds-classes-mysqlslap": 10,
     "s2-oltp-vs-cpu-stress": 3,
-    "s3-ebs-raid0-fio": 4,
+    "s3-ebs-raid0-fio": 8,
     "s4-managed-mysql-threads": 8,
     "s5-myisam-update": 6,
 }
@@ -315,7 +315,7 @@ def test_template_bound_to_your_targets_opens_valid_and_saves(
 STUDY_CELLS = {
     "s1-rds-classes-mysqlslap": 10,
     "s2-oltp-vs-cpu-stress": 10,
-    "s3-ebs-raid0-fio": 4,
+    "s3-ebs-raid0-fio": 8,
     "s4-managed-mysql-threads": 20,
     "s5-myisam-update": 6,
 }
@@ -370,7 +370,7 @@ def test_template_fio_works_in_the_host_targets_directory(owner_client, team, di
     document = bound(team, template, "study", **{"c1-medium": disk.pk})
     assert document["params"]["directory"] == disk.directory
     assert "filename" not in document["params"]
-    assert list(document["axes"]) == ["rw"]  # volumes are striped only when provisioned
+    assert list(document["axes"]) == ["bs", "rw"]  # volumes are striped only when provisioned
     assert document["params"]["size"] == "5G"  # the study's size
 
 

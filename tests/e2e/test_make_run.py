@@ -91,6 +91,19 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
         url = f"http://127.0.0.1:{port}/"
         assert url_line == f"Open {url}"
         username, password = re.fullmatch(r"Log in as: (\S+) / (\S+)", login_line).groups()
+        # A line per setup step; the demo says where it runs and how to skip it.
+        said = [line.strip() for line in lines]
+        assert "... migrating the database and collecting the static files" in said
+        assert f"... waiting for the web server at {url}" in said
+        assert any(
+            re.fullmatch(
+                r"Demo run #1 started: demo: mysqlslap load types on local MariaDB \(5 cells\) "
+                r"in schema benchboard_demo on 127\.0\.0\.1:3306 — see it at /runs/1/",
+                line,
+            )
+            for line in said
+        ), said
+        assert "Skip the demo next time: make run DEMO=0" in said
 
         # The printed URL answers, served by gunicorn with DEBUG off.
         with urllib.request.urlopen(url + "login/") as response:

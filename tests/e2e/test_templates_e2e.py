@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCENARIOS = {
     "s1-rds-classes-mysqlslap": 10,
     "s2-oltp-vs-cpu-stress": 3,
-    "s3-ebs-raid0-fio": 4,
+    "s3-ebs-raid0-fio": 8,
     "s4-managed-mysql-threads": 8,
     "s5-myisam-update": 6,
 }

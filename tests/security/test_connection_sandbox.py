@@ -18,6 +18,7 @@ import pytest
 
 from benchapp.connection import test_connection as check_target
 from tests.benchapp.ui_data import make_target
+from tests.support.sshd import sshd  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -129,19 +130,55 @@ def test_a_directory_outside_the_data_directories_is_named(team, data_dir):
     )
 
 
+# Real servers: a private Redis and PostgreSQL (the app's own may not be targets)
+# and this machine's MariaDB.
 @pytest.mark.parametrize(
-    "kind, other, name",
-    [("mysql", "redis", "MySQL"), ("postgres", "redis", "PostgreSQL"), ("redis", "mysql", "Redis")],
+    "kind, server, name, other",
+    [
+        ("mysql", "private_redis", "MySQL", "Redis"),
+        ("postgres", "mariadb", "PostgreSQL", "MySQL"),
+        ("redis", "private_postgres_server", "Redis", "PostgreSQL"),
+        ("mysql", "private_postgres_server", "MySQL", "PostgreSQL"),
+    ],
 )
 def test_a_port_speaking_another_protocol_is_named_within_seconds(
-    team, fake_redis, kind, other, name
+    request, team, kind, server, name, other
 ):
-    port = fake_redis.port if other == "redis" else 3306  # the local MariaDB
+    port = 3306 if server == "mariadb" else request.getfixturevalue(server).port
     target = make_target(team, name="wrong", kind=kind, port=port, user="root")
     start = time.monotonic()
     result = check_target(target)
     elapsed = time.monotonic() - start
     assert not result["ok"]
-    assert f"127.0.0.1:{port} does not answer as {name}" in result["error"]
-    assert "(it may be another service" in result["error"]
+    assert result["error"] == (
+        f"127.0.0.1:{port} answered like {other}, not {name}: check the target's host and port"
+    )
     assert elapsed <= 5, elapsed
+
+
+def test_an_ssh_port_is_named_for_a_database_target(team, sshd):
+    target = make_target(team, name="wrong", kind="postgres", port=sshd.port, user="root")
+    result = check_target(target)
+    assert result["error"] == (
+        f"127.0.0.1:{sshd.port} answered like SSH, not PostgreSQL: check the target's host and port"
+    )
+
+
+def test_a_silent_port_is_not_named(team):
+    """A server that says nothing to any question is not guessed at."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    try:
+        port = silent.getsockname()[1]
+        target = make_target(team, name="quiet", kind="mysql", port=port, user="root")
+        start = time.monotonic()
+        result = check_target(target)
+        elapsed = time.monotonic() - start
+    finally:
+        silent.close()
+    assert elapsed <= 5, elapsed
+    assert result["error"] == (
+        f"127.0.0.1:{port} does not answer as MySQL within 3 s (it may be another service, "
+        "or a firewall drops the packets)"
+    )
