@@ -69,8 +69,8 @@ LIVE_STATES = ("creating", "live")
 
 
 def planned_slots(plan: PlanSpec) -> list[Slot]:
-    """Every slot the plan needs (runners.providers.slots), in the default region."""
-    return slots.planned_slots(plan, settings.AWS_DEFAULT_REGION)
+    """Every slot the plan needs (runners.providers.slots), each in its provider's default region."""
+    return slots.planned_slots(plan)
 
 
 # ----------------------------------------------------------------- budget
@@ -157,7 +157,6 @@ def _context(team_id: int, tag: str, region: str, provider: str, credential: str
         "expires_at": timezone.now(),
         "region": region,
         "account": _account(team_id, provider, credential),
-        "endpoint_url": settings.AWS_ENDPOINT_URL or None,
         "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
         "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
         "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS,
@@ -182,8 +181,7 @@ class _Recorder:
         if CloudResource.objects.filter(kind=kind, token=token).exists():
             return  # a retried provision, or the run's shared group / key pair
 
-        spec = self.slot.spec.get("volumes") if kind == "volume" else self.slot.spec
-        spec = spec if kind in COUNTED_KINDS else {}
+        spec = get_provider(self.slot.spec["provider"]).resource_spec(kind, self.slot.spec)
         CloudResource.objects.create(
             team_id=self.run.team_id,
             run=self.run,
@@ -306,7 +304,7 @@ def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -
         "credential": _credential(slot.spec),
     }
     stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
-    primary = handle.ids.get("db_instance") or handle.ids.get("instance")
+    primary = handle.ids.get(get_provider(slot.spec["provider"]).PRIMARY_ID)
     CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(cloud_id=primary).update(
         handle=stored
     )

@@ -13,7 +13,8 @@ Every module exposes the same interface:
   parameter in seconds, or None) or duration_seconds(params), METRICS (the
   metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
-  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) and
+  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
+  KIND_LABELS ({kind: label}, how forms name it), and
   expected_groups(params) (how many result blocks a whole output holds),
   and LIMITS (runners.limits.Use rows: the parameters that count as
   processes, memory, disk or seconds against the worker's limits).
@@ -43,6 +44,17 @@ MEASURED_TOOLS = tuple(name for name, module in TOOLS.items() if module.MEASURED
 TARGET_KINDS = tuple(
     dict.fromkeys(["host"] + [k for module in TOOLS.values() for k in module.TARGET_KINDS])
 )
+
+
+def _kind_labels() -> dict[str, str]:
+    """{kind: label} for forms and model choices (Target.KINDS), in TARGET_KINDS order."""
+    labels = {"host": "Host / filesystem"}
+    for module in TOOLS.values():
+        labels.update(getattr(module, "KIND_LABELS", {}))
+    return {kind: labels.get(kind, kind.title()) for kind in TARGET_KINDS}
+
+
+TARGET_KIND_LABELS = _kind_labels()
 DEFAULT_PORTS = {
     kind: port
     for module in TOOLS.values()

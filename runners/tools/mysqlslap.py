@@ -295,6 +295,7 @@ def parse_version(text: str) -> str:
 TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql",)  # the kinds it can run against
 DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the plan does not say
+KIND_LABELS = {"mysql": "MySQL / MariaDB"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = None  # runs a number of queries, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).

@@ -423,7 +423,7 @@ def test_team_aws_credential_is_used_and_recorded(
     moto_endpoint,  # noqa: F811
     cloud_settings,
 ):
-    key = Credential(team=team, name="team-aws", kind=Credential.AWS, username="AKIDTEAM")
+    key = Credential(team=team, name="team-aws", kind="aws", username="AKIDTEAM")
     key.set_secret("team-secret-key")
     key.save()
     plan = example("s1-rds-classes-moto.yaml")
