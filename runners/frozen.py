@@ -32,7 +32,6 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
         "plan": {
             "name": plan.name,
             "tool": plan.tool,
-            "sysbench_version": plan.sysbench_version,
             "params": plan.params,
             "seed": plan.seed,
             "warmup": plan.warmup,
@@ -83,7 +82,6 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     plan = Plan(
         name=doc["name"],
         tool=doc["tool"],
-        sysbench_version=doc["sysbench_version"],
         targets=tuple(_target(t) for t in doc["targets"]),
         client=ClientSpec(**{**client, "ssh": _ssh(client.get("ssh"))}),
         params=doc["params"],

@@ -224,6 +224,10 @@ class AwsEc2Provider(AwsProvider):
         count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
         return 1 + (count if isinstance(count, int) else 0)
 
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """A host, or the database server its bootstrap installs (PACKAGES)."""
+        return (spec["kind"],) if spec.get("kind") else ("host", "mysql", "postgres")
+
     def resource_spec(self, kind: str, spec: dict) -> dict:
         """A volume row keeps the volumes mapping; the instance row the whole spec."""
         return spec.get("volumes") if kind == "volume" else super().resource_spec(kind, spec)

@@ -164,6 +164,10 @@ class AwsRdsProvider(AwsProvider):
     def counted_resources(self, spec: dict) -> int:
         return 1
 
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """The engine decides: a PostgreSQL instance, else a MySQL-protocol one."""
+        return ("postgres",) if "postgres" in str(spec.get("engine", "")) else ("mysql",)
+
     def price_lines(self, spec: dict, hours: float, prices: dict) -> list[CostLine]:
         return rds_lines(spec, hours, prices)
 

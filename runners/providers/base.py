@@ -205,6 +205,12 @@ class Provider:
     # {table name: PriceTable} this provider's price lines read.
     PRICE_TABLES: dict[str, PriceTable] = {}
 
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """The kinds of target spec can make, preferred first: a plan's target
+        that does not say its kind gets the first its tool runs against
+        (runners.planspec). By default the spec's `kind` (spec_kind's default)."""
+        return (spec.get("kind", "host"),)
+
     def default_region(self) -> str:
         """The region of a spec that names none ("" for providers without regions)."""
         return ""

@@ -16,6 +16,7 @@ Every module exposes the same interface:
   DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
   KIND_LABELS ({kind: label}, how forms name it), and
   expected_groups(params) (how many result blocks a whole output holds),
+  PLAN_KEYS (params a plan may also set at its top level, for every cell),
   and LIMITS (runners.limits.Use rows: the parameters that count as
   processes, memory, disk or seconds against the worker's limits).
 
@@ -55,6 +56,10 @@ def _kind_labels() -> dict[str, str]:
 
 
 TARGET_KIND_LABELS = _kind_labels()
+# {plan key: the tool that declares it} (a tool's PLAN_KEYS).
+PLAN_KEYS = {
+    key: name for name, module in TOOLS.items() for key in getattr(module, "PLAN_KEYS", ())
+}
 DEFAULT_PORTS = {
     kind: port
     for module in TOOLS.values()

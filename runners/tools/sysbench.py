@@ -415,6 +415,9 @@ def parse_version(text: str) -> str:
 TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # OLTP on either database; cpu/fileio on a host
 MEASURED = True  # a plan may choose it as its measured tool
+# Params a plan may also set at its top level, for every cell (the scenarios'
+# plans name the command syntax once, beside the tool).
+PLAN_KEYS = ("sysbench_version",)
 DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (
