@@ -23,7 +23,7 @@ from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import ORDERS
 from runners.planspec import canonical
-from runners.tools import MEASURED_TOOLS, get_tool
+from runners.tools import DEFAULT_TOOL, MEASURED_TOOLS, get_tool
 
 SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes")
 # Keys the structured form edits itself; everything else lives in `extra`.
@@ -352,7 +352,7 @@ def initial_from_document(document: dict, team) -> dict:
         t.name: orchestration.target_document(t)
         for t in team.targets.select_related("credential", "ssh_credential")
     }
-    tool_name = document.get("tool", "mysqlslap")
+    tool_name = document.get("tool", DEFAULT_TOOL)
     tool = get_tool(tool_name) if tool_name in MEASURED_TOOLS else None
     picked, inline = [], []
     for entry in document.get("targets") or []:

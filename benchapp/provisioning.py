@@ -15,7 +15,7 @@ The lifecycle of a provisioned run:
   (on_created), so a worker killed between the two leaves a row to reap.
 - `teardown_run` (task, retried; also called on failure and cancel) tears
   down each slot through its provider, then sweeps everything tagged with
-  the run in each region it used (runners.providers.reaper), so resources
+  the run in each region it used (the provider's sweep), so resources
   whose handle was never stored are deleted too.
 - `reap_cloud` (beat) fails runs stuck in PROVISIONING (their worker died),
   tears down finished runs that still hold resources (e.g. cancelled after

@@ -26,29 +26,10 @@ from benchapp.pivot import (  # noqa: F401  (re-exported)
 )
 from benchapp.tables import display_rows, fmt, hover  # noqa: F401  (re-exported)
 from runners import tools
+from runners.tools import DERIVED
 
 # Dimensions every observation has besides the plan's axes.
 BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
-# Metrics computed from others at load time: name -> (unit, function of a cell's metrics).
-DERIVED = {
-    "iops": ("IOPS", ("read_iops", "write_iops"), lambda m: _sum(m, "read_iops", "write_iops")),
-    "bw_mb_s": (
-        "MB/s",
-        ("read_bw_kib_s", "write_bw_kib_s"),
-        lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3),
-    ),
-}
-
-
-def _sum(metrics: dict, *names):
-    values = [metrics[n] for n in names if n in metrics]
-    return sum(values) if values else None
-
-
-def _scaled(value, factor):
-    return None if value is None else value * factor
-
-
 # ------------------------------------------------------------------ loading
 
 
@@ -121,7 +102,7 @@ def available_metrics(run_ids) -> list[str]:
         .values_list("metric", flat=True)
         .distinct()
     )
-    names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
+    names |= {d for d, (sources, _f) in DERIVED.items() if names & set(sources)}
     return sorted(names)
 
 
@@ -156,7 +137,7 @@ def load_observations(
     if metrics is not None:
         wanted = set(metrics)
         for name in metrics:
-            wanted |= set(DERIVED.get(name, ("", ()))[1])
+            wanted |= set(DERIVED.get(name, ((), None))[0])
         qs = qs.filter(metric__in=sorted(wanted))
     if not all_groups:
         qs = qs.filter(group="")
@@ -169,7 +150,7 @@ def load_observations(
             continue
         observations.append(Observation(cell, group, metric, value))
         per_cell.setdefault((cell_id, group), {})[metric] = value
-    for name, (_unit, _sources, fn) in DERIVED.items():
+    for name, (_sources, fn) in DERIVED.items():
         if wanted is not None and name not in wanted:
             continue
         for (cell_id, group), values in per_cell.items():

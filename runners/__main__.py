@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from runners.errors import ParseError, ValidationError
+from runners.tools import TOOL_NAMES
 
 EXIT_FAILED_CELLS = 1
 EXIT_UNUSABLE_INPUT = 2
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     parse = sub.add_parser("parse", help="parse a tool's raw output into JSON")
-    parse.add_argument("tool", help="mysqlslap, sysbench, fio, pgbench or stress_ng")
+    parse.add_argument("tool", help=f"one of {', '.join(TOOL_NAMES)}")
     parse.add_argument("file", help="the captured output (stdout and stderr), - for stdin")
     parse.set_defaults(func=cmd_parse)
     run = sub.add_parser("run", help="run a plan file here, without the web app")

@@ -22,7 +22,6 @@ from runners import safeyaml
 from runners.errors import ValidationError
 from runners.metrics import Metric
 from runners.planspec import (
-    PATTERN_HELP,
     STRESS_AXES,
     ClientSpec,
     Doc,

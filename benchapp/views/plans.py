@@ -19,6 +19,7 @@ from benchapp.planning import check_untrusted
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
 from runners.plan import count_cells, dump_plan, expand, load_plan
+from runners.tools import DEFAULT_TOOL
 
 PREVIEW_CELLS = 8
 
@@ -40,7 +41,7 @@ def plan_create(request):
     team = current_team(request)
     template = get_template(request.GET.get("template", ""))
     if template is None:
-        return _builder(request, team, {"tool": "mysqlslap"})
+        return _builder(request, team, {"tool": DEFAULT_TOOL})
     # First which target plays each role and which preset (GET, so the
     # builder's own POST comes back to the same bound template).
     bind = TemplateForm(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 
-from runners.providers import reaper
+from runners.providers import aws_reaper
 from runners.providers.base import Provider, ProvisionContext
 
 
 class AwsProvider(Provider):
     """What every AWS provider declares alike: one account (a team Credential
     of kind "aws", or the worker's own identity), its region setting, and
-    the account's sweep (EC2 and RDS at once, runners.providers.reaper)."""
+    the account's sweep (EC2 and RDS at once, runners.providers.aws_reaper)."""
 
     SWEEP_GROUP = "aws"
     CREDENTIAL_FIELD, CREDENTIAL_KIND, CREDENTIAL_LABEL = "aws_credential", "aws", "AWS access key"
@@ -25,4 +25,4 @@ class AwsProvider(Provider):
         return os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
     def sweep(self, ctx: ProvisionContext, runs: set[str]) -> list:
-        return reaper.sweep(ctx, runs)
+        return aws_reaper.sweep(ctx, runs)

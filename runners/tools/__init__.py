@@ -16,6 +16,11 @@ Every module exposes the same interface:
   DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
   KIND_LABELS ({kind: label}, how forms name it), and
   expected_groups(params) (how many result blocks a whole output holds),
+  DERIVED ({metric: (sources, function)} computed when results are read),
+  WORKDIR_PARAM (the parameter naming the directory it works in, filled
+  from a host target's directory) with WORKDIR_ALTERNATIVES,
+  CONNECTIONS_PARAM (the parameter that is the number of connections one
+  cell opens), STRESS (True for the tool a plan's `stress:` runs),
   PLAN_KEYS (params a plan may also set at its top level, for every cell),
   and LIMITS (runners.limits.Use rows: the parameters that count as
   processes, memory, disk or seconds against the worker's limits).
@@ -41,6 +46,10 @@ TOOLS: dict[str, ModuleType] = {
 TOOL_NAMES = tuple(TOOLS)
 # Tools a plan may choose as its measured tool (stress_ng is background load).
 MEASURED_TOOLS = tuple(name for name, module in TOOLS.items() if module.MEASURED)
+# The tool a new plan starts with (the builder's first choice).
+DEFAULT_TOOL = MEASURED_TOOLS[0]
+# The background-load tool a plan's `stress:` runs (the one declaring STRESS).
+STRESS_TOOL = next(name for name, module in TOOLS.items() if getattr(module, "STRESS", False))
 # Target kinds, in registry order; "host" (a machine, no database) always exists.
 TARGET_KINDS = tuple(
     dict.fromkeys(["host"] + [k for module in TOOLS.values() for k in module.TARGET_KINDS])
@@ -56,6 +65,10 @@ def _kind_labels() -> dict[str, str]:
 
 
 TARGET_KIND_LABELS = _kind_labels()
+# Metrics computed when results are read: {name: (sources, function)} of every tool.
+DERIVED = {
+    name: d for module in TOOLS.values() for name, d in getattr(module, "DERIVED", {}).items()
+}
 # {plan key: the tool that declares it} (a tool's PLAN_KEYS).
 PLAN_KEYS = {
     key: name for name, module in TOOLS.items() for key in getattr(module, "PLAN_KEYS", ())

@@ -1,4 +1,4 @@
-"""The reaper: delete expired benchboard resources, whatever happened to their run.
+"""The AWS sweep: delete expired benchboard resources, whatever happened to their run.
 
 Runs periodically (a beat task in benchapp) once per team account and region.
 A resource is reaped when it is tagged app=benchboard and either its
