@@ -75,13 +75,17 @@ def static_spec(target) -> dict | None:
     return {"name": target.name, "price_per_hour": hourly}
 
 
-def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
-    """The estimate of a validated plan: dict(total, currency, lines, note, hours, resources).
+def estimate_plan(plan: PlanSpec, prices: dict | None = None, hours: float | None = None) -> dict:
+    """The cost of a validated plan: dict(total, currency, lines, note, hours, resources).
 
+    The one cost formula of the builder's preview, the budget check and the
+    results page: every priced item (each provisioned slot, each static
+    target with a USD price) for `hours` billed hours; None: the plan's
+    expected run_hours (before a run), a finished run passes its own.
     Raises runners ValidationError naming a class or type missing from the table.
     """
     prices = prices or price_table()
-    hours = run_hours(plan)
+    hours = run_hours(plan) if hours is None else hours
     slots = planned_slots(plan)
     labelled = [(slot.label, slot.spec) for slot in slots]
     labelled += [

@@ -13,8 +13,12 @@ from benchapp.models import Cell, Run
 
 def planned_seconds(run: Run) -> float:
     """Seconds assumed for a cell before any cell of the run has finished
-    (benchapp.estimates, from the plan's base parameters)."""
-    return cell_seconds(run.tool, run.document.get("params") or {})
+    (benchapp.estimates), from the first cell's frozen parameters: canonical
+    names, axis values applied (one query reading that cell's params only)."""
+    params = (
+        Cell.objects.filter(run=run).order_by("index").values_list("spec__cell__params", flat=True)
+    ).first()
+    return cell_seconds(run.tool, params or run.document.get("params") or {})
 
 
 def expected_cell_seconds(run: Run, durations: list[float]) -> float:

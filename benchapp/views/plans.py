@@ -9,7 +9,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, scheduling
+from benchapp import orchestration, pricing, scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
@@ -144,19 +144,21 @@ def plan_preview(request):
 
 
 def estimate(spec, cells) -> dict:
-    """Duration (benchapp.estimates: targets in parallel) and the cost of
-    that time at the targets' prices."""
+    """Duration (benchapp.estimates: targets in parallel) and the cost the
+    budget check will count (benchapp.pricing: every priced item, provisioned
+    or static, for the billed whole hours); cost None when nothing is priced
+    or an item has no price in the table."""
     duration = plan_duration(spec, cells)
-    total = duration.wall_s
-    hourly = 0.0
-    for target in spec.document.get("targets") or []:
-        if isinstance(target, dict):
-            hourly += float(target.get("price_per_hour") or 0)
-            hourly += float(target.get("price_per_month") or 0) / 730
+    try:
+        cost = pricing.estimate_plan(spec)
+    except ValidationError:
+        cost = None
+    priced = bool(cost and cost["lines"])
     return {
-        "seconds": round(total),
+        "seconds": round(duration.wall_s),
         "known": duration.known,
-        "cost": round(hourly * total / 3600, 2) if hourly else None,
+        "cost": round(cost["total"], 2) if priced else None,
+        "cost_hours": cost["hours"] if priced else None,
     }
 
 

@@ -114,6 +114,8 @@ def duration_seconds(tool: str, params: dict) -> float | None:
     """Seconds one measured run of tool takes by its params, or None when the
     params name no duration (a count of queries or requests)."""
     module = get_tool(tool)
+    # A plan may use an alias (sysbench's max_time is time): read canonical names.
+    params = {module.ALIASES.get(name, name): value for name, value in params.items()}
     if hasattr(module, "duration_seconds"):
         return module.duration_seconds(params)
     value = params.get(module.DURATION_PARAM) if module.DURATION_PARAM else None

@@ -171,7 +171,12 @@ def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
     assert len(data["cells"]) == 8
     assert load_plan(data["yaml"]).axes == {"load_type": ["read", "key"], "concurrency": [1, 2]}
     # mysqlslap states no duration: 10 s per cell plus 3 s overhead (benchapp.estimates)
-    assert data["estimate"] == {"seconds": 12 * 13, "known": False, "cost": None}
+    assert data["estimate"] == {
+        "seconds": 12 * 13,
+        "known": False,
+        "cost": None,
+        "cost_hours": None,
+    }
 
 
 def test_preview_errors_name_the_field(owner_client, team, stored):
@@ -200,7 +205,8 @@ def test_preview_estimate_uses_duration_and_prices(owner_client, team):
         },
     ).json()
     assert data["count"] == 2
-    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12}
+    # Billed as the budget check bills it: the target's 3.60/h for one whole hour.
+    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 3.6, "cost_hours": 1.0}
 
 
 def test_preview_refuses_plans_over_the_cell_limit(owner_client, team, stored, settings):
