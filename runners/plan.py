@@ -363,7 +363,12 @@ def _combinations(plan: Plan) -> list[dict[str, Any]]:
 
 
 def combination_key(axes: dict[str, Any]) -> str:
-    """Stable key such as "load_type=read,target=micro" (names sorted)."""
+    """The one cell key: "load_type=read,target=micro" (names sorted), for
+    plans, archive imports and PKB imports alike.
+
+    Booleans are true/false (YAML's spelling, not Python's True); other
+    values are str(): a float keeps its point (2.0 stays "2.0", 0.5 is
+    "0.5"), so a key made from JSON and one made from YAML agree."""
     return ",".join(f"{name}={_show(axes[name])}" for name in sorted(axes))
 
 
