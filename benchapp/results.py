@@ -203,6 +203,24 @@ def default_settings(tool: str, axes: list[str], cells=()) -> dict:
 VIEW_KEYS = ("rows", "columns", "metric", "statistic", "chart_x", "chart")
 
 
+def requested_view(query) -> dict:
+    """The user's pivot choices from a query (a page's GET, a form's POST,
+    the API's query_params: anything with get and getlist); names are
+    checked against the data later, by resolve_view. The one reader of a
+    view request, for pages and API alike."""
+    req = {
+        "rows": [v for v in query.getlist("rows") if v],
+        "columns": [v for v in query.getlist("columns") if v],
+        "metric": [v for v in query.getlist("metric") if v],
+        "statistic": query.get("statistic") if query.get("statistic") in STATISTICS else "",
+        "chart_x": query.get("chart_x", ""),
+        "chart": query.get("chart") if query.get("chart") in defaults.CHARTS else "",
+    }
+    if len(req["metric"]) == 1:
+        req["metric"] = req["metric"][0]
+    return req
+
+
 def resolve_view(
     tool: str, cells: dict[int, CellInfo], metrics: list[str], requested: dict | None = None
 ) -> dict:

@@ -109,19 +109,8 @@ def _int(value, default):
 
 
 def _requested(request) -> dict:
-    """The user's pivot choices (validated against names later by resolve_view)."""
-    q = request.GET
-    req = {
-        "rows": [v for v in q.getlist("rows") if v],
-        "columns": [v for v in q.getlist("columns") if v],
-        "metric": [v for v in q.getlist("metric") if v],
-        "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
-        "chart_x": q.get("chart_x", ""),
-        "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else "",
-    }
-    if len(req["metric"]) == 1:
-        req["metric"] = req["metric"][0]
-    return req
+    """The user's pivot choices in the page's query (results.requested_view)."""
+    return results.requested_view(request.GET)
 
 
 def view_query(data) -> QueryDict:

@@ -77,14 +77,14 @@ def test_eta_reads_the_frozen_cells_with_aliases(team):
         status=Run.RUNNING,
         document={"tool": "sysbench", "params": {"max_time": 30}},
     )
-    for index in range(4):
+    for index, seconds in enumerate([10, 30, 30, 50]):  # a `time` axis
         # The frozen cell holds canonical names (max_time became time) and axis values.
         Cell.objects.create(
             run=run,
             index=index,
-            key=f"k{index}",
+            key=f"time={seconds}",
             target_name="db",
-            spec={"cell": {"params": {"time": 30, "threads": 4}}},
+            spec={"cell": {"params": {"time": seconds, "threads": 4}}},
         )
-    # 4 cells of 30 s + 3 s overhead, one target: not the 10 s default.
+    # 4 cells of 30 s on average + 3 s overhead, one target: not the 10 s default.
     assert progress.run_progress(run)["eta_s"] == 4 * 33.0
