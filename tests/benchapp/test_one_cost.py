@@ -82,7 +82,7 @@ def test_eta_reads_the_frozen_cells_with_aliases(team):
         Cell.objects.create(
             run=run,
             index=index,
-            key=f"time={seconds}",
+            key=f"time={seconds},i={index}",
             target_name="db",
             spec={"cell": {"params": {"time": seconds, "threads": 4}}},
         )
