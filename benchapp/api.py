@@ -17,7 +17,7 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, orchestration, results, tokens
+from benchapp import comparisons, orchestration, pivot, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, Measurement
@@ -156,7 +156,7 @@ class RunViewSet(
         """The pivot table (the results page's), as JSON."""
         requested = results.requested_view(request.query_params)
         data = results.results([self.get_object()], requested)
-        return Response({"view": data["view"], "table": results.pivot_json(data["table"])})
+        return Response({"view": data["view"], "table": pivot.pivot_json(data["table"])})
 
 
 class _RunFilterMixin:
@@ -240,7 +240,7 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
         return Response(
             {
                 "view": data["view"],
-                "table": results.pivot_json(data["table"]),
+                "table": pivot.pivot_json(data["table"]),
                 "diff": data["diff"],
                 "baseline": data["baseline"],
             }

@@ -2,7 +2,7 @@
 
 The plan builder (PlanForm) is generated from the tools' allow-lists
 (runners.tools.get_tool(name).PARAMS) and produces one plan document, the
-single source of truth, validated by orchestration.validate_document. Its
+single source of truth, validated by planning.validate_document. Its
 errors (ValidationError.param, a key path such as "axes.load_type[1]") are
 mapped back onto the field that holds that key.
 """
@@ -14,7 +14,7 @@ import re
 import yaml
 from django import forms
 
-from benchapp import orchestration
+from benchapp import planning
 from benchapp.forms_targets import _parse_yaml, _yaml
 from benchapp.forms_templates import TemplateForm, target_where  # noqa: F401 (TemplateForm: views)
 from benchapp.planning import check_untrusted
@@ -349,7 +349,7 @@ def initial_from_document(document: dict, team) -> dict:
     boxes; everything the structured fields do not hold goes to `extra`.
     """
     stored = {
-        t.name: orchestration.target_document(t)
+        t.name: planning.target_document(t)
         for t in team.targets.select_related("credential", "ssh_credential")
     }
     tool_name = document.get("tool", DEFAULT_TOOL)

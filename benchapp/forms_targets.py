@@ -13,7 +13,7 @@ import re
 import yaml
 from django import forms
 
-from benchapp import orchestration
+from benchapp import planning
 from benchapp.models import Credential, Target
 from runners import safeyaml
 from runners.errors import ValidationError
@@ -303,11 +303,11 @@ class TargetForm(forms.ModelForm):
             directory_problem = check_directory(trial)
             if directory_problem:
                 raise ValidationError("directory", directory_problem)
-            orchestration.validate_document(
+            planning.validate_document(
                 {
                     "name": "check",
                     "tool": tool,
-                    "targets": [orchestration.target_document(trial)],
+                    "targets": [planning.target_document(trial)],
                     **({"params": {workdir: trial.directory}} if workdir else {}),
                 }
             )

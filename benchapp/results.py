@@ -12,19 +12,10 @@ from __future__ import annotations
 from django.conf import settings
 
 from benchapp import client_load, costs, defaults, significance
-from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
+from benchapp.charts import chart_data
 from benchapp.models import Cell, Measurement, Run
-from benchapp.pivot import (  # noqa: F401  (re-exported)
-    STATISTICS,
-    CellInfo,
-    Observation,
-    Stats,
-    describe,
-    extremes_of,
-    pivot,
-    pivot_json,
-)
-from benchapp.tables import display_rows, fmt, hover  # noqa: F401  (re-exported)
+from benchapp.pivot import STATISTICS, CellInfo, Observation, extremes_of, pivot
+from benchapp.tables import display_rows
 from runners import tools
 from runners.tools import DERIVED
 

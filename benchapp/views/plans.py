@@ -1,6 +1,6 @@
 """Plans: list, the builder (structured form and YAML mode), live preview,
 import/export, clone, delete, run now. The plan document is the single
-source of truth; every save goes through orchestration.save_plan."""
+source of truth; every save goes through planning.save_plan."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,7 +9,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, pricing, scheduling
+from benchapp import orchestration, planning, pricing, scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
@@ -74,7 +74,7 @@ def _builder(request, team, document, plan=None, template=None):
     )
     chosen = yaml_form if yaml_mode else form
     if request.method == "POST" and chosen.is_valid():
-        plan = orchestration.save_plan(team, chosen.document, user=request.user, plan=plan)
+        plan = planning.save_plan(team, chosen.document, user=request.user, plan=plan)
         messages.success(request, f"Plan {plan.name} saved.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -104,7 +104,7 @@ def plan_import(request):
     team = current_team(request)
     form = PlanYamlForm(request.POST or None, request.FILES or None, team=team)
     if request.method == "POST" and form.is_valid():
-        plan = orchestration.save_plan(team, form.document, user=request.user)
+        plan = planning.save_plan(team, form.document, user=request.user)
         messages.success(request, f"Plan {plan.name} imported.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -199,7 +199,7 @@ def plan_export(request, pk):
 def plan_clone(request, pk):
     plan = get_plan(request, pk)
     try:
-        copy = orchestration.save_plan(
+        copy = planning.save_plan(
             plan.team, {**plan.document, "name": f"{plan.name} (copy)"}, user=request.user
         )
     except ValidationError as exc:

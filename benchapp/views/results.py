@@ -11,7 +11,7 @@ from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 
-from benchapp import defaults, machines, results
+from benchapp import charts, defaults, machines, pivot, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
@@ -25,7 +25,7 @@ class PivotForm(forms.Form):
     rows = forms.MultipleChoiceField(required=False)
     columns = forms.MultipleChoiceField(required=False)
     metric = forms.MultipleChoiceField(required=False)
-    statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
+    statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in pivot.STATISTICS])
     chart_x = forms.ChoiceField(required=False)
     chart = forms.ChoiceField(
         required=False, choices=[("", "auto")] + [(c, c) for c in defaults.CHARTS]
@@ -79,7 +79,7 @@ def run_results_json(request, pk):
     run = get_run(request, pk)
     data = results.results([run], _requested(request))
     return JsonResponse(
-        {"run": run.pk, **charts_payload(data, False), "table": results.pivot_json(data["table"])}
+        {"run": run.pk, **charts_payload(data, False), "table": pivot.pivot_json(data["table"])}
     )
 
 
@@ -97,7 +97,7 @@ def series_payload(query, runs, allowed_cells=None) -> dict:
         ids = [i for i in ids if i in allowed_cells]
     cells = results.cell_infos(runs, ids[:MAX_SERIES_CELLS] or [-1])
     width = min(max(_int(query.get("width"), 800), 100), 4000)
-    traces = results.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
+    traces = charts.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
     return {"traces": traces, "max_points": 2 * width}
 
 

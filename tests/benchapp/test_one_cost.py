@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchapp import orchestration, pricing, progress, results
+from benchapp import orchestration, planning, pricing, progress, results
 from benchapp.models import Cell, Run
 from benchapp.views.plans import estimate as preview_estimate
 from runners.plan import expand, load_plan
@@ -57,7 +57,7 @@ def test_preview_budget_and_results_give_one_cost(team, start_worker, settings):
 
     team.max_run_cost = EXPECTED - 0.01
     team.save()
-    with pytest.raises(orchestration.PlanRefused, match="over the team's per-run budget"):
+    with pytest.raises(planning.PlanRefused, match="over the team's per-run budget"):
         orchestration.start_run(team, PLAN)
     team.max_run_cost = EXPECTED
     team.save()

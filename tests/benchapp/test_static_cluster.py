@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchapp import orchestration, pricing
+from benchapp import orchestration, planning, pricing
 from benchapp.models import CloudResource, Run
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
@@ -54,7 +54,7 @@ def test_preview_and_budget_price_every_host(team):
     ]
     team.max_run_cost = 0.99
     team.save()
-    with pytest.raises(orchestration.PlanRefused, match="estimated cost of this run is 1.00 USD"):
+    with pytest.raises(planning.PlanRefused, match="estimated cost of this run is 1.00 USD"):
         orchestration.start_run(team, plan())
     assert Run.objects.count() == 0
 
@@ -62,7 +62,7 @@ def test_preview_and_budget_price_every_host(team):
 def test_quota_counts_one_resource_per_host(team):
     team.max_cloud_resources = 1
     team.save()
-    with pytest.raises(orchestration.PlanRefused, match="needs 2 cloud resources"):
+    with pytest.raises(planning.PlanRefused, match="needs 2 cloud resources"):
         orchestration.start_run(team, plan())
 
 

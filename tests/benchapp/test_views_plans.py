@@ -8,8 +8,7 @@ import yaml
 
 from benchapp.forms import PlanForm, TemplateForm, initial_from_document
 from benchapp.models import Plan, Run
-from benchapp.orchestration import save_plan
-from benchapp.planning import validate_document
+from benchapp.planning import save_plan, validate_document
 from benchapp.templates_plans import get_template, plan_templates
 from runners.plan import count_cells, load_plan
 from tests.benchapp.ui_data import DEMO, assert_no_canary, form_data, make_credential, make_target
