@@ -3,7 +3,8 @@
 `TOOLS` maps each tool's name to its module; nothing else lists tools.
 Every module exposes the same interface:
 
-- building and parsing: NAME, BINARY, PACKAGE, PARAMS (the allow-list),
+- building and parsing: NAME, BINARY, PACKAGE (its Debian package; or None
+  and RELEASE, a runners.packages.Release to fetch and verify), PARAMS (the allow-list),
   ALIASES, PHASES, validate(params) -> dict,
   build(params, endpoint, phase="run") -> Command, parse(text) -> Result,
   version_command() -> list[str], parse_version(text) -> str;
