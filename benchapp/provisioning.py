@@ -165,7 +165,7 @@ def _context(team_id: int, tag: str, region: str, provider: str, credential: str
     return ProvisionContext(**fields)
 
 
-def _stored_credential(handle: dict) -> str | None:
+def stored_credential(handle: dict) -> str | None:
     """The credential name a stored handle was made with ("aws_credential": rows
     written before providers declared their credential field)."""
     return handle.get("credential", handle.get("aws_credential"))
@@ -444,7 +444,7 @@ def teardown_rows(rows: list[CloudResource]) -> None:
             row.handle.get("run_tag", ""),
             row.region,
             row.provider,
-            _stored_credential(row.handle),
+            stored_credential(row.handle),
         )
         try:
             get_provider(row.provider).teardown(Handle.from_dict(row.handle), ctx)
@@ -452,17 +452,17 @@ def teardown_rows(rows: list[CloudResource]) -> None:
             log.warning("teardown of %s %s failed: %s", row.kind, row.cloud_id, _error_text(exc))
     groups = defaultdict(list)
     for row in rows:
-        groups[row.team_id, row.provider, _stored_credential(row.handle), row.region].append(row)
+        groups[row.team_id, row.provider, stored_credential(row.handle), row.region].append(row)
     for (team_id, provider, credential, region), members in groups.items():
         tags = {row.handle.get("run_tag") for row in members} - {"", None}
-        _sweep(team_id, provider, credential, region, tags)
+        sweep_account(team_id, provider, credential, region, tags)
         CloudResource.objects.filter(
             pk__in=[r.pk for r in members], deleted_at__isnull=True
         ).update(state="deleted", deleted_at=timezone.now())
         CloudResource.objects.filter(pk__in=[r.pk for r in members]).update(state="deleted")
 
 
-def _sweep(
+def sweep_account(
     team_id: int, provider: str, credential: str | None, region: str, tags: set[str]
 ) -> list:
     """The sweep of provider's group (the reaper) in one account and region for
