@@ -8,7 +8,7 @@ TEST_ENV := DJANGO_DEBUG=True DATABASE_URL=postgres://postgres@127.0.0.1:5432/be
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \
 	BENCHBOARD_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup setup-app system services run dev test lint bench bench-scale faults demo clean
+.PHONY: setup setup-app system services run dev test test-fast lint bench bench-scale faults demo clean
 
 # Install output goes to var/log/install.log: `make run` ends with the URL and the login.
 INSTALL_LOG := var/log/install.log
@@ -76,6 +76,14 @@ dev: setup-app
 TEST_WORKERS ?= 2
 test: system services setup
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
+
+# The edit-test loop: pure units on SQLite, starting no server, about two minutes on
+# two cores. Left out (tests/conftest.py, SERVICE_FIXTURES): tests marked slow and tests
+# that start a worker, a server, sshd or a browser; `make test` runs everything.
+FAST_TESTS := tests/runners tests/test_architecture.py tests/test_registry_closed.py tests/test_docs.py
+test-fast: setup
+	env -u DATABASE_URL DJANGO_DEBUG=True BENCHBOARD_TEST_FAST=1 \
+		BENCHBOARD_VAR_DIR=$(CURDIR)/var/fast $(PY) -m pytest -n 0 -q $(FAST_TESTS)
 
 lint: setup
 	$(VENV)/bin/ruff check benchapp runners tests bench scripts

@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.report import spread  # noqa: E402
+from bench.report import print_browser_pages, spread  # noqa: E402
 from tests.support.browser import ARGS, CHROMIUM  # noqa: E402 (Chromium as the tests start it)
 
 GOALS = {"cold_s": 1.0, "warm_s": 0.5, "first_load_bytes": 1_000_000}
@@ -312,23 +312,6 @@ def page_figures(loads: int = 5, databases=tuple(DATABASES)) -> dict:
     return {"goals": GOALS, "pages": figures}
 
 
-def print_figures(figures: dict) -> None:
-    goals = figures["goals"]
-    for name, row in figures["pages"].items():
-        print(f"{name}:")
-        for key, unit in (("cold_s", "s"), ("warm_s", "s"), ("first_load_bytes", "B")):
-            s = row[key]
-            met = "met" if s["median"] <= goals[key] else "NOT met"
-            print(
-                f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
-                f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}"
-            )
-        for key in ("cold_timeline_ms", "warm_timeline_ms"):
-            if key in row:
-                steps = ", ".join(f"{k[:-3]} {v}" for k, v in row[key].items())
-                print(f"  {key:<17} {steps} (ms, medians)")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, default=5)
@@ -339,7 +322,7 @@ def main() -> int:
         print(json.dumps(prepare_data()))
         return 0
     figures = page_figures(args.loads, args.database or tuple(DATABASES))
-    print_figures(figures)
+    print_browser_pages(figures)
     print(json.dumps(figures))
     return 0
 

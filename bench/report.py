@@ -115,9 +115,7 @@ def print_table(results: dict, written_to) -> None:
     if results.get("year"):
         print_year(results["year"])
     if results.get("browser_pages", {}).get("pages"):
-        from bench.pages import print_figures
-
-        print_figures(results["browser_pages"])
+        print_browser_pages(results["browser_pages"])
     print(f"written to {written_to}")
 
 
@@ -229,3 +227,21 @@ def print_server_pages(pages: dict) -> None:
                 f"  {figures['measurements']:>9,} {row['page']:<24} p50 {row['p50_ms']:>6.1f} ms "
                 f"p95 {row['p95_ms']:>6.1f} ms {row['queries']:>2} queries{goal}"
             )
+
+
+def print_browser_pages(figures: dict) -> None:
+    """The browser pages' figures (bench/pages.py) against their goals."""
+    goals = figures["goals"]
+    for name, row in figures["pages"].items():
+        print(f"{name}:")
+        for key, unit in (("cold_s", "s"), ("warm_s", "s"), ("first_load_bytes", "B")):
+            s = row[key]
+            met = "met" if s["median"] <= goals[key] else "NOT met"
+            print(
+                f"  {key:<17} median {s['median']:>10,} {unit} (min {s['min']:,}, "
+                f"max {s['max']:,}, n={s['n']})  goal <= {goals[key]:,} {unit}: {met}"
+            )
+        for key in ("cold_timeline_ms", "warm_timeline_ms"):
+            if key in row:
+                steps = ", ".join(f"{k[:-3]} {v}" for k, v in row[key].items())
+                print(f"  {key:<17} {steps} (ms, medians)")

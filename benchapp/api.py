@@ -17,7 +17,7 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, measurestore, orchestration, results, tokens
+from benchapp import comparisons, measurestore, orchestration, pivot, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, CellMeasurements
@@ -47,6 +47,18 @@ _ERROR = {
         }
     }
 }
+
+
+# The pivot choices a results endpoint reads (benchapp.results.requested_view),
+# the same as the results page's query.
+VIEW_PARAMETERS = [
+    OpenApiParameter("rows", str, many=True),
+    OpenApiParameter("columns", str, many=True),
+    OpenApiParameter("metric", str, many=True),
+    OpenApiParameter("statistic", str),
+    OpenApiParameter("chart_x", str),
+    OpenApiParameter("chart", str),
+]
 
 
 class BenchSchema(AutoSchema):
@@ -138,29 +150,13 @@ class RunViewSet(
         run = orchestration.cancel_run(self.get_object())
         return Response(self.get_serializer(run).data)
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("rows", str, many=True),
-            OpenApiParameter("columns", str, many=True),
-            OpenApiParameter("metric", str, many=True),
-            OpenApiParameter("statistic", str),
-        ],
-        responses=OpenApiTypes.OBJECT,
-    )
+    @extend_schema(parameters=VIEW_PARAMETERS, responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         """The pivot table (the results page's), as JSON."""
-        q = request.query_params
-        requested = {
-            "rows": q.getlist("rows"),
-            "columns": q.getlist("columns"),
-            "metric": q.getlist("metric")[0]
-            if len(q.getlist("metric")) == 1
-            else q.getlist("metric"),
-            "statistic": q.get("statistic", ""),
-        }
+        requested = results.requested_view(request.query_params)
         data = results.results([self.get_object()], requested)
-        return Response({"view": data["view"], "table": results.pivot_json(data["table"])})
+        return Response({"view": data["view"], "table": pivot.pivot_json(data["table"])})
 
 
 class _RunFilterMixin:
@@ -234,14 +230,21 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
         self.get_object().revoke()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[*VIEW_PARAMETERS, OpenApiParameter("baseline", str)],
+        responses=OpenApiTypes.OBJECT,
+    )
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
-        data = comparisons.compare(self.get_object())
+        data = comparisons.compare(
+            self.get_object(),
+            results.requested_view(request.query_params),
+            request.query_params.get("baseline"),
+        )
         return Response(
             {
                 "view": data["view"],
-                "table": results.pivot_json(data["table"]),
+                "table": pivot.pivot_json(data["table"]),
                 "diff": data["diff"],
                 "baseline": data["baseline"],
             }

@@ -18,6 +18,7 @@ from benchapp.csvexport import csv_text
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run, Team
 from benchapp.recording import MASK, measurement_rows, series_rows, store_measurements
 from runners.errors import ParseError
+from runners.plan import combination_key
 from runners.tools import MEASURED_TOOLS, read_output
 from runners.tools import metric as catalog_metric
 
@@ -152,7 +153,7 @@ def import_output(
             started_at=timezone.now(),
             finished_at=timezone.now(),
         )
-    key = ",".join(f"{k}={_key_value(axes[k])}" for k in sorted(axes)) or "imported"
+    key = combination_key(axes) or "imported"
     repeat = run.cells.filter(key=key).count() + 1
     index = run.cells.count() + 1
     # Figures beside an error the tool reported (clients that never connected,
@@ -184,10 +185,6 @@ def _parser_warnings(result) -> dict:
     """{"parser_warnings": [...]} when the parser could not read all of the
     output's figure-carrying lines (shown on the cell page), else {}."""
     return {"parser_warnings": list(result.warnings)} if result.warnings else {}
-
-
-def _key_value(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _merge_axes(run: Run, axes: dict) -> None:

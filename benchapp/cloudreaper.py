@@ -15,8 +15,8 @@ from django.utils import timezone
 from benchapp.models import Cell, CloudResource, Run
 from benchapp.provisioning import (
     LIVE_STATES,
-    _stored_credential,
-    _sweep,
+    stored_credential,
+    sweep_account,
     teardown_rows,
     teardown_run,
 )
@@ -76,7 +76,7 @@ def _reap_expired(now) -> int:
         deleted_at__gt=now - timedelta(days=1)
     )
     accounts = {
-        (row.team_id, row.provider, _stored_credential(row.handle), row.region)
+        (row.team_id, row.provider, stored_credential(row.handle), row.region)
         for row in recent.only("team_id", "provider", "handle", "region")
     }
     seen, reaped = set(), 0
@@ -87,7 +87,7 @@ def _reap_expired(now) -> int:
             continue
         seen.add(key)
         try:
-            found = _sweep(team_id, provider, credential, region, set())
+            found = sweep_account(team_id, provider, credential, region, set())
         except Exception:
             log.warning("reap_cloud: sweep of %s failed", region, exc_info=True)
             continue

@@ -20,14 +20,18 @@ that level) and with the points after it:
 
 from __future__ import annotations
 
+import logging
 import statistics
 
 from django.db import transaction
 
-from benchapp import history, orchestration
+from benchapp import history, notify, orchestration
 from benchapp.models import Alert, Run
+from benchapp.planning import PlanRefused
 from runners import levels
 from runners.changepoint import relative_change
+
+log = logging.getLogger(__name__)
 
 BEFORE_POINTS = history.WINDOW  # the level before: at most this many points
 
@@ -112,3 +116,38 @@ def _judge(alert: Alert, run: Run) -> tuple[str, str]:
     if ok:
         return Alert.CONFIRMED, f"confirmed by run #{run.pk}: {why}"
     return Alert.NOT_REPRODUCED, f"not reproduced by run #{run.pk}: {why}"
+
+
+def after_run(run: Run) -> list[Alert]:
+    """The after-run alert workflow of a finished (or stopped) run of a saved
+    plan: judge the alerts it was a confirmation of, then change detection
+    over the plan's history; returns the new alerts.
+
+    New bad alerts of a plan with confirm_alerts get a confirmation run and are
+    notified when it has decided (confirmed, or undecided as "new"); not
+    reproduced alerts are not notified. Others are notified at once.
+    """
+    for alert in evaluate_run(run):
+        notify.queue(alert, "confirmed")
+    for alert in Alert.objects.filter(confirm_run=run, status=Alert.NEW):
+        notify.queue(alert, "new")  # undecided: no longer held back
+    if run.status not in history.FINISHED:
+        return []
+    resolved: list[Alert] = []
+    created = history.detect_plan(run.plan, resolved)
+    held = [a for a in created if a.bad and run.plan.confirm_alerts and run.origin != "confirm"]
+    if held:
+        try:
+            start_all(held)
+        except PlanRefused as exc:
+            log.warning("confirmation of run %s's alerts refused: %s", run.pk, exc)
+            Alert.objects.filter(pk__in=[a.pk for a in held]).update(
+                confirm_note=f"confirmation refused: {exc}"[:500]
+            )
+            held = []
+    for alert in created:
+        if alert not in held:
+            notify.queue(alert, "new")
+    for alert in resolved:
+        notify.queue(alert, "resolved")
+    return created

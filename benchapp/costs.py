@@ -3,8 +3,10 @@ results and comparison pages (the arithmetic is benchapp.pricing's).
 
 Only runs with a known price get a line: provisioned targets (priced from
 the price table) or static ones with price_per_hour / price_per_month in
-USD. A static target's share is its hourly price over the run's billed
-hours (whole hours, at least one), as pricing bills provisioned items.
+USD. The total is pricing.estimate_plan's, the formula the builder's
+preview and the budget check use, over the run's own billed hours (whole
+hours, at least one) instead of the expected ones; an unfinished run has
+no total yet.
 """
 
 from __future__ import annotations
@@ -59,19 +61,13 @@ def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
     [{"target", "dollars_per_hour", "per_dollar_hour"}], "note"} or None."""
     if not has_price(run):
         return None
+    hours = billed_hours(run)
     try:
         economics = pricing.run_economics(run)
-        static = {
-            t.name: float(spec["price_per_hour"])
-            for t in load_plan(run.document).targets
-            if not t.provision and (spec := pricing.static_spec(t))
-        }
+        plan = load_plan(run.document)
+        total = pricing.estimate_plan(plan, hours=hours)["total"] if hours else None
     except (ValidationError, KeyError, TypeError, ValueError):
         return None  # a stored document this version cannot read: no figure beats a wrong one
-    hours = billed_hours(run)
-    total = economics["actual"]["total"]
-    if static and hours:
-        total += sum(static.values()) * hours
     metric = value_metric(run.tool, shown, available)
     targets = [
         {
@@ -83,7 +79,7 @@ def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
     ]
     return {
         "run": run,
-        "total": total if (hours or not static) else None,
+        "total": total,
         "currency": pricing.CURRENCY,
         "hours": hours,
         "metric": metric,

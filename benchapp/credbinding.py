@@ -171,7 +171,7 @@ def check_plan(spec: PlanSpec, team) -> None:
     creds = {c.name: c for c in Credential.objects.filter(team=team)}
     for path, name, endpoint in credential_uses(spec):
         cred = creds.get(name)
-        if cred is None or cred.kind == Credential.AWS or is_bound(cred, endpoint):
+        if cred is None or cred.kind in Credential.ACCOUNT_KINDS or is_bound(cred, endpoint):
             continue
         raise ValidationError(
             path, f"credential {name!r} is not bound to {shown(endpoint)}: {RULE}"

@@ -2,7 +2,7 @@
 
 The plan builder (PlanForm) is generated from the tools' allow-lists
 (runners.tools.get_tool(name).PARAMS) and produces one plan document, the
-single source of truth, validated by orchestration.validate_document. Its
+single source of truth, validated by planning.validate_document. Its
 errors (ValidationError.param, a key path such as "axes.load_type[1]") are
 mapped back onto the field that holds that key.
 """
@@ -14,7 +14,7 @@ import re
 import yaml
 from django import forms
 
-from benchapp import orchestration
+from benchapp import planning
 from benchapp.forms_targets import _parse_yaml, _yaml
 from benchapp.forms_templates import TemplateForm, target_where  # noqa: F401 (TemplateForm: views)
 from benchapp.planning import check_untrusted
@@ -23,7 +23,7 @@ from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import ORDERS
 from runners.planspec import canonical
-from runners.tools import MEASURED_TOOLS, get_tool
+from runners.tools import DEFAULT_TOOL, MEASURED_TOOLS, get_tool
 
 SPECIAL_AXES = ("target", "stress.cpu", "stress.load", "volumes", "client_hosts")
 # Keys the structured form edits itself; everything else lives in `extra`.
@@ -349,10 +349,10 @@ def initial_from_document(document: dict, team) -> dict:
     boxes; everything the structured fields do not hold goes to `extra`.
     """
     stored = {
-        t.name: orchestration.target_document(t)
+        t.name: planning.target_document(t)
         for t in team.targets.select_related("credential", "ssh_credential")
     }
-    tool_name = document.get("tool", "mysqlslap")
+    tool_name = document.get("tool", DEFAULT_TOOL)
     tool = get_tool(tool_name) if tool_name in MEASURED_TOOLS else None
     picked, inline = [], []
     for entry in document.get("targets") or []:

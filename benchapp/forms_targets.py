@@ -13,12 +13,13 @@ import re
 import yaml
 from django import forms
 
-from benchapp import orchestration
+from benchapp import planning
 from benchapp.models import Credential, Target
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.planspec import ABS_PATH, FORBIDDEN_DIRS, LOCAL_HOSTS
-from runners.tools import default_tool
+from runners.providers import PROVIDERS
+from runners.tools import default_tool, get_tool
 
 # ------------------------------------------------------------ secrets
 
@@ -145,8 +146,8 @@ class TargetForm(forms.ModelForm):
     provision = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        help_text="Optional provisioning spec as YAML, e.g. {provider: aws_rds, engine: mysql, "
-        "instance_class: db.t3.micro}. Leave empty for an existing system.",
+        help_text="Optional provisioning spec as YAML: {provider: NAME, ...} with one of "
+        f"the providers ({', '.join(PROVIDERS)}). Leave empty for an existing system.",
     )
     nodes = forms.CharField(
         required=False, help_text="Cluster nodes behind `host`, comma-separated."
@@ -198,7 +199,7 @@ class TargetForm(forms.ModelForm):
         help_texts = {
             "name": "Plans refer to it by this name.",
             "host": "Address of the database or machine.",
-            "directory": "Host targets: the directory fio works in (absolute). Over SSH a path "
+            "directory": "Host targets: the directory the tools work in (absolute). Over SSH a path "
             "on that host; on this server one of the target's data directories "
             "(an operator allows them).",
             "credential": "Leave empty to connect without a password.",
@@ -276,7 +277,7 @@ class TargetForm(forms.ModelForm):
     def clean_provision(self):
         value = _parse_yaml(self.cleaned_data["provision"], "provision") or {}
         if not isinstance(value, dict):
-            raise forms.ValidationError("Expected a mapping such as {provider: aws_rds, ...}.")
+            raise forms.ValidationError("Expected a mapping such as {provider: NAME, ...}.")
         return value
 
     def clean_nodes(self):
@@ -287,7 +288,7 @@ class TargetForm(forms.ModelForm):
         if not data.get("host") and not data.get("provision") and data.get("kind") != "host":
             self.add_error("host", "A database target needs a host (or a provisioning spec).")
         if data.get("kind") == "host" and not data.get("directory"):
-            self.add_error("directory", "A host target needs the directory fio works in.")
+            self.add_error("directory", "A host target needs the directory the tools work in.")
         if self.errors:
             return data
         # The plan validator is the one judge of a target: try it in a minimal plan.
@@ -297,16 +298,17 @@ class TargetForm(forms.ModelForm):
             "allow_custom_scripts", self.instance.allow_custom_scripts
         )
         tool = default_tool(data["kind"])
+        workdir = getattr(get_tool(tool), "WORKDIR_PARAM", None)
         try:
             directory_problem = check_directory(trial)
             if directory_problem:
                 raise ValidationError("directory", directory_problem)
-            orchestration.validate_document(
+            planning.validate_document(
                 {
                     "name": "check",
                     "tool": tool,
-                    "targets": [orchestration.target_document(trial)],
-                    **({"params": {"directory": trial.directory}} if tool == "fio" else {}),
+                    "targets": [planning.target_document(trial)],
+                    **({"params": {workdir: trial.directory}} if workdir else {}),
                 }
             )
         except ValidationError as exc:
@@ -384,7 +386,7 @@ def check_directory(target: Target) -> str:
         allowed = ", ".join(target.data_dirs) or "none yet"
         return (
             f"{path} is not inside one of this target's data directories ({allowed}): "
-            f"fio may only write {where} where an operator (staff) has allowed it. Ask an "
+            f"the tools may only write {where} where an operator (staff) has allowed it. Ask an "
             "operator to add the directory to the target's data directories"
             + ("" if local else ", or a team admin to allow custom scripts on it")
             + "."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import forms
 
-from benchapp import orchestration
+from benchapp import planning
 from benchapp.models import Target
 from benchapp.templates_plans import PRESETS, PROVISION, bind
 from runners.errors import ValidationError
@@ -55,7 +55,7 @@ class TemplateForm(forms.Form):
             choices[role["name"]] = PROVISION if value == PROVISION else self.targets[value]
         document = bind(self.template, data["preset"], choices)
         try:
-            orchestration.validate_document(document, self.team)
+            planning.validate_document(document, self.team)
         except ValidationError as exc:
             raise forms.ValidationError(f"With these targets the plan is refused: {exc}") from None
         self.document = document

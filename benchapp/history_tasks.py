@@ -11,49 +11,20 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import confirmation, history, notify
-from benchapp.models import Alert, Run
-from benchapp.planning import PlanRefused
+from benchapp import confirmation, notify
+from benchapp.models import Run
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(name="benchapp.detect_changes")
 def detect_changes(run_id: int) -> list[int]:
-    """Judge the alerts this run was a confirmation of, then change detection
-    over the history of the run's plan; ids of new alerts.
-
-    New bad alerts of a plan with confirm_alerts get a confirmation run and are
-    notified when it has decided (confirmed, or undecided as "new"); not
-    reproduced alerts are not notified. Others are notified at once.
-    """
+    """The after-run alert workflow of a run of a saved plan
+    (benchapp.confirmation.after_run); ids of new alerts."""
     run = Run.objects.select_related("plan").filter(pk=run_id).first()
     if run is None or run.plan is None:
         return []
-    for alert in confirmation.evaluate_run(run):
-        notify.queue(alert, "confirmed")
-    for alert in Alert.objects.filter(confirm_run=run, status=Alert.NEW):
-        notify.queue(alert, "new")  # undecided: no longer held back
-    if run.status not in history.FINISHED:
-        return []
-    resolved: list[Alert] = []
-    created = history.detect_plan(run.plan, resolved)
-    held = [a for a in created if a.bad and run.plan.confirm_alerts and run.origin != "confirm"]
-    if held:
-        try:
-            confirmation.start_all(held)
-        except PlanRefused as exc:
-            log.warning("confirmation of run %s's alerts refused: %s", run_id, exc)
-            Alert.objects.filter(pk__in=[a.pk for a in held]).update(
-                confirm_note=f"confirmation refused: {exc}"[:500]
-            )
-            held = []
-    for alert in created:
-        if alert not in held:
-            notify.queue(alert, "new")
-    for alert in resolved:
-        notify.queue(alert, "resolved")
-    return [alert.pk for alert in created]
+    return [alert.pk for alert in confirmation.after_run(run)]
 
 
 @shared_task(name="benchapp.deliver_notification", bind=True, max_retries=None)

@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 
 from benchapp import crypto
+from runners.providers import credential_kinds, price_tables
+from runners.tools import TARGET_KIND_LABELS
 
 
 class Team(models.Model):
@@ -72,15 +74,17 @@ class Membership(models.Model):
 
 
 class Credential(models.Model):
-    """A secret: SSH private key, DB password, AWS keys. Write-only outside this class."""
+    """A secret: SSH private key, DB password, a cloud account's keys. Write-only outside this class."""
 
-    SSH_KEY, PASSWORD, AWS = "ssh_key", "password", "aws"
-    KINDS = [(SSH_KEY, "SSH private key"), (PASSWORD, "Password"), (AWS, "AWS access key")]
+    SSH_KEY, PASSWORD = "ssh_key", "password"
+    # A cloud account's keys (each provider's CREDENTIAL_KIND): never sent to a target.
+    ACCOUNT_KINDS = tuple(kind for kind, _ in credential_kinds())
+    KINDS = [(SSH_KEY, "SSH private key"), (PASSWORD, "Password"), *credential_kinds()]
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="credentials")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=10, choices=KINDS)
-    # For AWS: the access key id (not secret) lives here, the secret key encrypted.
+    # For an account: the key id (not secret) lives here, the secret key encrypted.
     username = models.CharField(max_length=200, blank=True)
     encrypted = models.TextField(editable=False)
     fingerprint = models.CharField(max_length=40, editable=False)
@@ -112,12 +116,7 @@ class Credential(models.Model):
 class Target(models.Model):
     """A named system under test: static endpoint/host or a provisioning spec."""
 
-    KINDS = [
-        ("mysql", "MySQL / MariaDB"),
-        ("postgres", "PostgreSQL"),
-        ("host", "Host / filesystem"),
-        ("redis", "Redis"),
-    ]
+    KINDS = list(TARGET_KIND_LABELS.items())  # the tool registry's target kinds
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="targets")
     name = models.CharField(max_length=100)
@@ -536,20 +535,12 @@ class SkippedTick(models.Model):
 class PriceEntry(models.Model):
     """One editable row of the price table (benchapp.pricing reads them all).
 
-    `table` is one of runners.providers.pricing's tables (rds_instance_hour,
-    ebs_gb_month, ...), `key` the class, type or storage kind it prices.
-    Seeded from runners.providers.pricing.DEFAULT_PRICES (illustrative USD).
+    `table` is one of the providers' price tables (Provider.PRICE_TABLES),
+    `key` the class, type or storage kind it prices. Seeded from the
+    providers' default prices (illustrative USD).
     """
 
-    TABLES = [
-        ("rds_instance_hour", "RDS instance, per hour"),
-        ("ec2_instance_hour", "EC2 instance, per hour"),
-        ("rds_storage_gb_month", "RDS storage, per GB-month"),
-        ("ebs_gb_month", "EBS storage, per GB-month"),
-        ("rds_iops_month", "RDS provisioned IOPS, per IOPS-month"),
-        ("ebs_iops_month", "EBS provisioned IOPS, per IOPS-month"),
-        ("ebs_io_million", "EBS I/O, per million requests"),
-    ]
+    TABLES = price_tables()
 
     table = models.CharField(max_length=40, choices=TABLES)
     key = models.CharField(max_length=60)

@@ -48,14 +48,7 @@ from benchapp.dispatch import (
 )
 from benchapp.heartbeat import Heartbeat
 from benchapp.models import Cell, CellLock, Plan, Run, Team
-from benchapp.planning import (  # noqa: F401 - the lifecycle's public names
-    PlanRefused,
-    check_plan,
-    resolve_stored_targets,
-    save_plan,
-    target_document,
-    validate_document,
-)
+from benchapp.planning import PlanRefused, check_plan, validate_document
 from runners.frozen import freeze
 from runners.plan import expand, load_plan
 

@@ -32,6 +32,7 @@ from benchapp import measurestore
 from benchapp.archive import _typed
 from benchapp.models import Cell, Run, Team
 from runners.errors import ParseError
+from runners.plan import combination_key
 
 # Metadata keys of Benchboard's own export (benchapp.formats.to_pkb_lines).
 OWN_KEYS = ("cell_key", "repeat", "iteration", "group", "target", "tool", "tool_version", "run")
@@ -177,7 +178,7 @@ def _cells_of_samples(samples: list[Sample]) -> list[_CellRows]:
     for s in samples:
         # From the sample's own keys: looking each axis up in each sample was quadratic.
         axes = dict(sorted((k, v) for k, v in s.metadata.items() if k in axis_set))
-        key = ",".join(f"{k}={_key_value(axes[k])}" for k in sorted(axes)) or "imported"
+        key = combination_key(axes) or "imported"
         if len(key) > MAX_KEY:
             raise ParseError(
                 f"line {s.line}: its varying metadata make a key over {MAX_KEY} characters"
@@ -207,10 +208,6 @@ def _axis_values(cells: list[_CellRows]) -> dict[str, list]:
         for k, v in c.axes.items():
             axes.setdefault(k, {}).setdefault(json.dumps(v, sort_keys=True, default=str), v)
     return {k: list(values.values()) for k, values in axes.items()}
-
-
-def _key_value(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _when(samples: list[Sample], pick) -> datetime:

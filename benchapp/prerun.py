@@ -28,8 +28,6 @@ from runners.errors import ValidationError
 from runners.plan import Plan, expand
 from runners.tools import get_tool
 
-# The tool parameter that is the number of connections one cell opens.
-CONNECTION_PARAMS = {"sysbench": "threads", "pgbench": "client", "mysqlslap": "concurrency"}
 # Connections a server accepts beyond max_connections for a privileged user
 # (MySQL/MariaDB keep one for SUPER/CONNECTION ADMIN).
 PRIVILEGED_EXTRA = {"mysql": 1, "postgres": 0}
@@ -196,7 +194,7 @@ def _scope_fix(exc: ValidationError, target: str, stored) -> str:
 def connections(spec, team, stored) -> list[Finding]:
     """Connections per cell against the max_connections the target's last
     connection test read (Target.last_check_facts)."""
-    name = CONNECTION_PARAMS.get(spec.tool)
+    name = getattr(get_tool(spec.tool), "CONNECTIONS_PARAM", None)
     if name is None:
         return []
     worst: dict[str, int] = {}

@@ -1,8 +1,9 @@
 """Cost: the estimate shown before a run, the actual cost after, price-performance.
 
 The arithmetic is runners.providers.pricing's (pure functions over a price
-table); this module supplies the table (PriceEntry rows over the
-illustrative DEFAULT_PRICES, so a deleted row falls back to its default),
+table; each provider prices its own specs and resources); this module
+supplies the table (PriceEntry rows over the providers' illustrative
+default prices, so a deleted row falls back to its default),
 the run's expected length, and the run's resources and figures.
 
 Billing is approximated the way the scenarios' studies were billed: every
@@ -11,13 +12,10 @@ provisioned item is up for the whole run, rounded up to whole hours.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import defaultdict
 from decimal import Decimal
 from statistics import mean
-
-from django.conf import settings
 
 from benchapp import measurestore
 from benchapp.estimates import plan_duration
@@ -26,6 +24,7 @@ from benchapp.planning import validate_document
 from runners.metrics import HIGHER
 from runners.plan import Plan as PlanSpec
 from runners.plan import load_plan
+from runners.providers import billing, default_prices, pricer_of, primary_kinds
 from runners.providers import pricing as cost
 from runners.providers.slots import CLIENT, Slot, counted_resources, planned_slots, variant_of
 from runners.tools import TOOLS, direction
@@ -49,8 +48,8 @@ NOTE = cost.NOTE + " Every provisioned item is counted for the whole run, in who
 
 
 def price_table() -> dict[str, dict[str, float]]:
-    """DEFAULT_PRICES with the edited PriceEntry rows on top."""
-    table = copy.deepcopy(cost.DEFAULT_PRICES)
+    """The providers' default prices with the edited PriceEntry rows on top."""
+    table = default_prices()
     for entry in PriceEntry.objects.all():
         table.setdefault(entry.table, {})[entry.key] = float(entry.price)
     return table
@@ -77,23 +76,27 @@ def static_spec(target) -> dict | None:
     return {"name": target.name, "price_per_hour": hourly}
 
 
-def estimate_plan(plan: PlanSpec, prices: dict | None = None) -> dict:
-    """The estimate of a validated plan: dict(total, currency, lines, note, hours, resources).
+def estimate_plan(plan: PlanSpec, prices: dict | None = None, hours: float | None = None) -> dict:
+    """The cost of a validated plan: dict(total, currency, lines, note, hours, resources).
 
+    The one cost formula of the builder's preview, the budget check and the
+    results page: every priced item (each provisioned slot, each static
+    target with a USD price) for `hours` billed hours; None: the plan's
+    expected run_hours (before a run), a finished run passes its own.
     Raises runners ValidationError naming a class or type missing from the table.
     """
     prices = prices or price_table()
-    hours = run_hours(plan)
-    slots = planned_slots(plan, settings.AWS_DEFAULT_REGION)
+    hours = run_hours(plan) if hours is None else hours
+    slots = planned_slots(plan)
     labelled = [(slot.label, slot.spec) for slot in slots]
     labelled += [
         (t.name, spec) for t in plan.targets if not t.provision for spec in [static_spec(t)] if spec
     ]
-    total = cost.estimate([spec for _, spec in labelled], hours, prices).total
+    total = billing.estimate([spec for _, spec in labelled], hours, prices).total
     lines = [
         dict(vars(line), target=label)
         for label, spec in labelled
-        for line in cost.spec_lines(spec, hours, prices)
+        for line in billing.spec_lines(spec, hours, prices)
     ]
     return {
         "total": total,
@@ -115,12 +118,12 @@ def estimate_run(team: Team, document: dict | str) -> dict:
 
 
 def hourly_price(kind: str, spec: dict | None) -> Decimal | None:
-    """$/h of one CloudResource (instance, DB instance, volume), or None."""
-    if kind not in ("rds_instance", "ec2_instance", "volume") or not spec:
+    """$/h of one CloudResource (an instance, a volume, a leased host), or None."""
+    if pricer_of(kind) is None or not spec:
         return None
     resource = {"kind": kind, "spec": spec, "started": _EPOCH, "ended": _EPOCH_PLUS_HOUR}
     try:
-        total = cost.actual([resource], price_table()).total
+        total = billing.actual([resource], price_table()).total
     except Exception:  # noqa: BLE001 - an unpriced item has no hourly price
         return None
     return Decimal(str(round(total, 4)))
@@ -139,9 +142,7 @@ _EPOCH, _EPOCH_PLUS_HOUR = _epochs()
 def actual_cost(run: Run) -> dict:
     """What the run's resources cost from their lifetimes (still-live ones up to now):
     dict(total, currency, lines, note)."""
-    rows = CloudResource.objects.filter(
-        run=run, kind__in=("rds_instance", "ec2_instance", "volume")
-    )
+    rows = CloudResource.objects.filter(run=run)
     resources = [
         {
             "kind": row.kind,
@@ -151,7 +152,7 @@ def actual_cost(run: Run) -> dict:
         }
         for row in rows
     ]
-    result = cost.actual([r for r in resources if r["spec"]], price_table()).to_dict()
+    result = billing.actual([r for r in resources if r["spec"]], price_table()).to_dict()
     return {**result, "currency": CURRENCY, "note": cost.NOTE}
 
 
@@ -160,11 +161,11 @@ def target_prices(run: Run) -> dict[str, float]:
     price table, static targets from their price_per_hour / price_per_month."""
     prices = price_table()
     result = {}
-    for row in CloudResource.objects.filter(run=run, kind__in=("rds_instance", "ec2_instance")):
+    for row in CloudResource.objects.filter(run=run, kind__in=primary_kinds()):
         slot = row.handle.get("slot")
         if slot and slot["target"] != CLIENT:
             label = Slot(slot["target"], slot["variant"], slot["spec"]).label
-            result[label] = cost.estimate([slot["spec"]], 1.0, prices).total
+            result[label] = billing.estimate([slot["spec"]], 1.0, prices).total
     for target in load_plan(run.document).targets:
         spec = None if target.provision else static_spec(target)
         if spec:

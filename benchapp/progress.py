@@ -5,20 +5,23 @@ from __future__ import annotations
 import statistics
 
 from django.db.models import Count, Q
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from benchapp.estimates import cell_seconds
 from benchapp.models import Cell, Run
 
 
-def planned_seconds(run: Run) -> float:
-    """Seconds assumed for a cell before any cell of the run has finished
-    (benchapp.estimates, from the plan's base parameters)."""
-    return cell_seconds(run.tool, run.document.get("params") or {})
+def planned_seconds(run: Run, cells: list[Cell]) -> float:
+    """Mean seconds expected per cell before any cell of the run has finished
+    (benchapp.estimates), from the cells' frozen params (canonical names,
+    axis values applied; run_progress reads them with the cells)."""
+    params = [c.frozen_params or {} for c in cells] or [run.document.get("params") or {}]
+    return statistics.fmean(cell_seconds(run.tool, p) for p in params)
 
 
-def expected_cell_seconds(run: Run, durations: list[float]) -> float:
-    return statistics.median(durations) if durations else planned_seconds(run)
+def expected_cell_seconds(run: Run, durations: list[float], cells: list[Cell]) -> float:
+    return statistics.median(durations) if durations else planned_seconds(run, cells)
 
 
 def run_progress(run: Run) -> dict:
@@ -50,9 +53,11 @@ def run_progress(run: Run) -> dict:
             "client_bound",
             "repeat_stop",
         )
+        # The frozen params only, not the whole frozen cell: what the ETA needs.
+        .annotate(frozen_params=KeyTransform("params", KeyTransform("cell", "spec")))
     )
     durations = [c.duration for c in cells if c.status == Cell.SUCCEEDED and c.duration]
-    expected = expected_cell_seconds(run, durations)
+    expected = expected_cell_seconds(run, durations, cells)
     done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
     running = [c for c in cells if c.status == Cell.RUNNING]
     targets = len({c.target_name for c in cells}) or 1

@@ -15,7 +15,7 @@ The lifecycle of a provisioned run:
   (on_created), so a worker killed between the two leaves a row to reap.
 - `teardown_run` (task, retried; also called on failure and cancel) tears
   down each slot through its provider, then sweeps everything tagged with
-  the run in each region it used (runners.providers.reaper), so resources
+  the run in each region it used (the provider's sweep), so resources
   whose handle was never stored are deleted too.
 - `reap_cloud` (beat) fails runs stuck in PROVISIONING (their worker died),
   tears down finished runs that still hold resources (e.g. cancelled after
@@ -69,8 +69,8 @@ LIVE_STATES = ("creating", "live")
 
 
 def planned_slots(plan: PlanSpec) -> list[Slot]:
-    """Every slot the plan needs (runners.providers.slots), in the default region."""
-    return slots.planned_slots(plan, settings.AWS_DEFAULT_REGION)
+    """Every slot the plan needs (runners.providers.slots), each in its provider's default region."""
+    return slots.planned_slots(plan)
 
 
 # ----------------------------------------------------------------- budget
@@ -157,7 +157,6 @@ def _context(team_id: int, tag: str, region: str, provider: str, credential: str
         "expires_at": timezone.now(),
         "region": region,
         "account": _account(team_id, provider, credential),
-        "endpoint_url": settings.AWS_ENDPOINT_URL or None,
         "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
         "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
         "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS,
@@ -166,7 +165,7 @@ def _context(team_id: int, tag: str, region: str, provider: str, credential: str
     return ProvisionContext(**fields)
 
 
-def _stored_credential(handle: dict) -> str | None:
+def stored_credential(handle: dict) -> str | None:
     """The credential name a stored handle was made with ("aws_credential": rows
     written before providers declared their credential field)."""
     return handle.get("credential", handle.get("aws_credential"))
@@ -182,8 +181,7 @@ class _Recorder:
         if CloudResource.objects.filter(kind=kind, token=token).exists():
             return  # a retried provision, or the run's shared group / key pair
 
-        spec = self.slot.spec.get("volumes") if kind == "volume" else self.slot.spec
-        spec = spec if kind in COUNTED_KINDS else {}
+        spec = get_provider(self.slot.spec["provider"]).resource_spec(kind, self.slot.spec)
         CloudResource.objects.create(
             team_id=self.run.team_id,
             run=self.run,
@@ -306,7 +304,7 @@ def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -
         "credential": _credential(slot.spec),
     }
     stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
-    primary = handle.ids.get("db_instance") or handle.ids.get("instance")
+    primary = handle.ids.get(get_provider(slot.spec["provider"]).PRIMARY_ID)
     CloudResource.objects.filter(run=run, kind__in=PRIMARY_KINDS).filter(cloud_id=primary).update(
         handle=stored
     )
@@ -439,7 +437,7 @@ def _row_context(row: CloudResource) -> ProvisionContext:
         row.handle.get("run_tag", ""),
         row.region,
         row.provider,
-        _stored_credential(row.handle),
+        stored_credential(row.handle),
     )
 
 
@@ -460,17 +458,17 @@ def teardown_rows(rows: list[CloudResource]) -> None:
             log.warning("teardown of %s %s failed: %s", row.kind, row.cloud_id, _error_text(exc))
     groups = defaultdict(list)
     for row in rows:
-        groups[row.team_id, row.provider, _stored_credential(row.handle), row.region].append(row)
+        groups[row.team_id, row.provider, stored_credential(row.handle), row.region].append(row)
     for (team_id, provider, credential, region), members in groups.items():
         tags = {row.handle.get("run_tag") for row in members} - {"", None}
-        _sweep(team_id, provider, credential, region, tags)
+        sweep_account(team_id, provider, credential, region, tags)
         CloudResource.objects.filter(
             pk__in=[r.pk for r in members], deleted_at__isnull=True
         ).update(state="deleted", deleted_at=timezone.now())
         CloudResource.objects.filter(pk__in=[r.pk for r in members]).update(state="deleted")
 
 
-def _sweep(
+def sweep_account(
     team_id: int, provider: str, credential: str | None, region: str, tags: set[str]
 ) -> list:
     """The sweep of provider's group (the reaper) in one account and region for

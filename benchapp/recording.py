@@ -63,7 +63,7 @@ class SecretBook:
         if generated and name.startswith(generated):
             return
         endpoint = credbinding.key(host, port)
-        if cred.kind == Credential.AWS or not credbinding.is_bound(cred, endpoint):
+        if cred.kind in Credential.ACCOUNT_KINDS or not credbinding.is_bound(cred, endpoint):
             raise RunnerError(
                 f"credential {name!r} is not bound to {credbinding.shown(endpoint)}; refused "
                 f"before connecting: {credbinding.RULE}",

@@ -12,43 +12,15 @@ from __future__ import annotations
 from django.conf import settings
 
 from benchapp import client_load, costs, defaults, measurestore, significance
-from benchapp.charts import cell_series, chart_data, downsample  # noqa: F401  (re-exported)
+from benchapp.charts import chart_data
 from benchapp.models import Cell, Run
-from benchapp.pivot import (  # noqa: F401  (re-exported)
-    STATISTICS,
-    CellInfo,
-    Observation,
-    Stats,
-    describe,
-    extremes_of,
-    pivot,
-    pivot_json,
-)
-from benchapp.tables import display_rows, fmt, hover  # noqa: F401  (re-exported)
+from benchapp.pivot import STATISTICS, CellInfo, Observation, extremes_of, pivot
+from benchapp.tables import display_rows
 from runners import tools
+from runners.tools import DERIVED
 
 # Dimensions every observation has besides the plan's axes.
 BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
-# Metrics computed from others at load time: name -> (unit, function of a cell's metrics).
-DERIVED = {
-    "iops": ("IOPS", ("read_iops", "write_iops"), lambda m: _sum(m, "read_iops", "write_iops")),
-    "bw_mb_s": (
-        "MB/s",
-        ("read_bw_kib_s", "write_bw_kib_s"),
-        lambda m: _scaled(_sum(m, "read_bw_kib_s", "write_bw_kib_s"), 1.024e-3),
-    ),
-}
-
-
-def _sum(metrics: dict, *names):
-    values = [metrics[n] for n in names if n in metrics]
-    return sum(values) if values else None
-
-
-def _scaled(value, factor):
-    return None if value is None else value * factor
-
-
 # ------------------------------------------------------------------ loading
 
 
@@ -117,7 +89,7 @@ def available_metrics(run_ids) -> list[str]:
     """Metric names stored for the runs, plus the DERIVED ones they allow
     (one query of the runs' RunMetric totals)."""
     names = set(measurestore.metric_units(run_ids))
-    names |= {d for d, (_u, sources, _f) in DERIVED.items() if names & set(sources)}
+    names |= {d for d, (sources, _f) in DERIVED.items() if names & set(sources)}
     return sorted(names)
 
 
@@ -143,7 +115,7 @@ def load_observations(
     if metrics is not None:
         wanted = set(metrics)
         for name in metrics:
-            wanted |= set(DERIVED.get(name, ("", ()))[1])
+            wanted |= set(DERIVED.get(name, ((), None))[0])
     rows = measurestore.read(runs=run_ids, metrics=wanted, group=None if all_groups else "")
     observations, per_cell = [], {}
     for m in rows:
@@ -152,7 +124,7 @@ def load_observations(
             continue
         observations.append(Observation(cell, m.group, m.metric, m.value))
         per_cell.setdefault((m.cell_id, m.group), {})[m.metric] = m.value
-    for name, (_unit, _sources, fn) in DERIVED.items():
+    for name, (_sources, fn) in DERIVED.items():
         if wanted is not None and name not in wanted:
             continue
         for (cell_id, group), values in per_cell.items():
@@ -203,6 +175,24 @@ def default_settings(tool: str, axes: list[str], cells=()) -> dict:
 # ------------------------------------------------------------- one service
 
 VIEW_KEYS = ("rows", "columns", "metric", "statistic", "chart_x", "chart")
+
+
+def requested_view(query) -> dict:
+    """The user's pivot choices from a query (a page's GET, a form's POST,
+    the API's query_params: anything with get and getlist); names are
+    checked against the data later, by resolve_view. The one reader of a
+    view request, for pages and API alike."""
+    req = {
+        "rows": [v for v in query.getlist("rows") if v],
+        "columns": [v for v in query.getlist("columns") if v],
+        "metric": [v for v in query.getlist("metric") if v],
+        "statistic": query.get("statistic") if query.get("statistic") in STATISTICS else "",
+        "chart_x": query.get("chart_x", ""),
+        "chart": query.get("chart") if query.get("chart") in defaults.CHARTS else "",
+    }
+    if len(req["metric"]) == 1:
+        req["metric"] = req["metric"][0]
+    return req
 
 
 def resolve_view(

@@ -1,12 +1,12 @@
 """REST serializers. Validation is the pages' own: targets and credentials go
-through benchapp.forms_targets, plan documents through orchestration.validate_document.
+through benchapp.forms_targets, plan documents through planning.validate_document.
 Credentials are write-only: the secret is accepted, never returned."""
 
 import json
 
 from rest_framework import serializers
 
-from benchapp import forms_targets, orchestration
+from benchapp import forms_targets, orchestration, planning
 from benchapp.models import Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.planning import check_untrusted
 from runners.errors import ValidationError as PlanError
@@ -170,7 +170,7 @@ class TargetSerializer(serializers.ModelSerializer):
 
 def _check_document(document, team):
     try:
-        return orchestration.validate_document(document, team)
+        return planning.validate_document(document, team)
     except PlanError as exc:
         raise serializers.ValidationError({"document": [str(exc)]}) from exc
 
@@ -202,7 +202,7 @@ class PlanSerializer(serializers.ModelSerializer):
         return document
 
     def save(self, **kwargs):
-        self.instance = orchestration.save_plan(
+        self.instance = planning.save_plan(
             self.context["team"],
             self.validated_data["document"],
             user=self.context["request"].user,

@@ -333,11 +333,10 @@ for _cidr in BENCHBOARD_TARGET_ALLOW_NETWORKS + BENCHBOARD_TARGET_DENY_NETWORKS:
         raise ImproperlyConfigured(
             f"not a network in BENCHBOARD_TARGET_*_NETWORKS: {_cidr!r}"
         ) from None
-AWS_ENDPOINT_URL = env.str("AWS_ENDPOINT_URL", default="")
-# Provisioning (benchapp.provisioning): region when a spec names none, how
-# often and how long to wait for cloud resources, when a PROVISIONING run
-# counts as lost (its worker died), where SSH into new hosts comes from.
-AWS_DEFAULT_REGION = env.str("AWS_DEFAULT_REGION", default="us-east-1")
+# Provisioning (benchapp.provisioning): how often and how long to wait for
+# cloud resources, when a PROVISIONING run counts as lost (its worker died),
+# where SSH into new hosts comes from. A cloud's own settings (region,
+# endpoint) are its provider module's: runners/providers/.
 BENCHBOARD_CLOUD_POLL_SECONDS = env.float("BENCHBOARD_CLOUD_POLL_SECONDS", default=15.0)
 BENCHBOARD_CLOUD_WAIT_SECONDS = env.float("BENCHBOARD_CLOUD_WAIT_SECONDS", default=1800.0)
 BENCHBOARD_PROVISION_TIMEOUT = env.int("BENCHBOARD_PROVISION_TIMEOUT", default=7200)

@@ -5,6 +5,7 @@
                                           # progress on stderr, result document on stdout;
                                           # exit 1 if any cell did not succeed, 2 on a bad plan
     python -m runners packages --debian   # the Debian packages the registries need
+    python -m runners fetch TOOL DIR      # a tool's pinned release, verified
 Credentials named in a plan come from --secret NAME=@FILE or the environment
 variable BENCHBOARD_SECRET_<NAME> (upper case, other characters as _).
 """
@@ -19,6 +20,7 @@ import threading
 from pathlib import Path
 
 from runners.errors import ParseError, ValidationError
+from runners.tools import TOOL_NAMES
 
 EXIT_FAILED_CELLS = 1
 EXIT_UNUSABLE_INPUT = 2
@@ -111,11 +113,24 @@ def cmd_packages(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """Fetch a tool's pinned release into a directory, verified by its sha256."""
+    from runners.packages import tool_releases
+    from runners.releases import fetch_release
+
+    release = tool_releases().get(args.tool)
+    if release is None:
+        print(f"{args.tool}: no release to fetch (a Debian package, or unknown)", file=sys.stderr)
+        return 2
+    print(fetch_release(release, Path(args.directory)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runners", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     parse = sub.add_parser("parse", help="parse a tool's raw output into JSON")
-    parse.add_argument("tool", help="mysqlslap, sysbench, fio, pgbench or stress_ng")
+    parse.add_argument("tool", help=f"one of {', '.join(TOOL_NAMES)}")
     parse.add_argument("file", help="the captured output (stdout and stderr), - for stdin")
     parse.set_defaults(func=cmd_parse)
     run = sub.add_parser("run", help="run a plan file here, without the web app")
@@ -139,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--debian", action="store_true", required=True, help="Debian package names"
     )
     packages.set_defaults(func=cmd_packages)
+    fetch = sub.add_parser("fetch", help="fetch a tool's pinned release, verified by sha256")
+    fetch.add_argument("tool", help="a tool installed from a release (its RELEASE)")
+    fetch.add_argument("directory", help="where its binary goes (e.g. /usr/local/bin)")
+    fetch.set_defaults(func=cmd_fetch)
     return parser
 
 

@@ -39,7 +39,7 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import client_params, get_tool, read_output
+from runners.tools import STRESS_TOOL, client_params, get_tool, read_output
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -370,18 +370,18 @@ class _CellRun:
         if not wants_stress(self.cell.stress):
             return
         self.on_phase("stress_start")
-        stress_ng = get_tool("stress_ng")
+        stress = get_tool(STRESS_TOOL)
         executor = self.ctx.executor(self.ctx.host_ssh(target))
         safety = self.plan.timeout or STRESS_SAFETY_S
-        command = stress_ng.build(stress_params(self.cell.stress, safety), None)
+        command = stress.build(stress_params(self.cell.stress, safety), None)
         self.stress = (executor, executor.start(command), command)
         time.sleep(STRESS_SETTLE_S)
         if self.stress[1].done.is_set():
             self._stop_stress()
             record = self.outcome.phases[-1] if self.outcome.phases else None
-            ended = phase_failure("stress", record) if record else "stress-ng did not start"
+            ended = phase_failure("stress", record) if record else f"{stress.BINARY} did not start"
             ended = self.stress_breach or ended
-            raise CellFailed(f"stress-ng ended before the measure: {ended}")
+            raise CellFailed(f"{stress.BINARY} ended before the measure: {ended}")
 
     def _stop_stress(self) -> None:
         if self.stress is None:
@@ -397,9 +397,9 @@ class _CellRun:
         self.outcome.phases.append(_record("stress", command, execution))
         self.stress_breach = execution.limit and f"stress {execution.limit}"
         try:
-            self.outcome.stress_result = read_output("stress_ng", execution.output)
+            self.outcome.stress_result = read_output(STRESS_TOOL, execution.output)
         except ParseError as exc:
-            self.outcome.warnings.append(f"stress-ng output: {exc}")
+            self.outcome.warnings.append(f"{get_tool(STRESS_TOOL).BINARY} output: {exc}")
 
     def _sample_nodes(self, target: TargetSpec) -> None:
         """Behind a balancer (via or nodes): the nodes that connections reach, before the measure."""

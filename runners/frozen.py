@@ -32,7 +32,6 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
         "plan": {
             "name": plan.name,
             "tool": plan.tool,
-            "sysbench_version": plan.sysbench_version,
             "params": plan.params,
             "seed": plan.seed,
             "warmup": plan.warmup,
@@ -90,7 +89,6 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
     plan = Plan(
         name=doc["name"],
         tool=doc["tool"],
-        sysbench_version=doc["sysbench_version"],
         targets=tuple(_target(t) for t in doc["targets"]),
         client=clients[0],
         clients=clients,

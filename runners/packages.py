@@ -1,16 +1,22 @@
-"""The Debian packages Benchboard needs, read off the registries.
+"""How Benchboard's tools are installed, read off the registries.
 
-Every tool module names its package (`PACKAGE`), the sandbox names its own
-(bubblewrap), and nothing else lists them: the one generated list,
-`scripts/debian-packages.txt` (`python -m runners packages --debian`), feeds
-`scripts/system-packages.sh`, the Dockerfile and the compose demo host, and a
-provisioned EC2 host installs `host_packages()` plus the provider's own.
-A test fails when the committed list differs from the registries.
+A tool declares its Debian package (`PACKAGE`) or, where Debian carries
+none (HammerDB, memtier_benchmark from a release), a pinned upstream
+`RELEASE` (a runners.releases.Release: URL and sha256) and PACKAGE None. The sandbox
+names its own package (bubblewrap), and nothing else lists them: the one
+generated list, `scripts/debian-packages.txt` (`python -m runners packages
+--debian`), feeds `scripts/system-packages.sh`, the Dockerfile and the
+compose demo host, and a provisioned EC2 host installs `host_packages()`
+plus the provider's own. A release is fetched and checked against its
+sha256 before anything is written where the tool is looked for
+(`python -m runners fetch TOOL DIR`). A test fails when the committed list
+differs from the registries.
 """
 
 from __future__ import annotations
 
 from runners import sandbox
+from runners.releases import Release
 from runners.tools import TOOLS
 
 # The generated list's path, relative to the repository root.
@@ -18,8 +24,13 @@ GENERATED = "scripts/debian-packages.txt"
 
 
 def tool_packages() -> list[str]:
-    """The packages of every registered tool, in registry order, once each."""
-    return list(dict.fromkeys(module.PACKAGE for module in TOOLS.values()))
+    """The Debian packages of the registered tools, in registry order, once each."""
+    return list(dict.fromkeys(m.PACKAGE for m in TOOLS.values() if getattr(m, "PACKAGE", None)))
+
+
+def tool_releases() -> dict[str, Release]:
+    """{tool: Release} of the tools installed from an upstream release."""
+    return {name: m.RELEASE for name, m in TOOLS.items() if getattr(m, "RELEASE", None)}
 
 
 def worker_packages() -> list[str]:

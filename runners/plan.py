@@ -23,7 +23,6 @@ from runners.errors import ValidationError
 from runners.metrics import Metric
 from runners.planspec import (
     MAX_CLIENTS,
-    PATTERN_HELP,
     STRESS_AXES,
     ClientSpec,
     Doc,
@@ -38,12 +37,10 @@ from runners.planspec import (
 )
 from runners.planspec import convert_param as _convert_param
 from runners.repeats import RepeatRule, read_repeat
-from runners.tools import MEASURED_TOOLS, get_tool, metric
+from runners.tools import MEASURED_TOOLS, PLAN_KEYS, get_tool, metric
 
 ORDERS = ("sequential", "interleaved", "shuffled")
 ISOLATIONS = ("machine", "run", "target")
-SYSBENCH_VERSIONS = r"0\.4|1|1\.0|1\.1"
-PATTERN_HELP[SYSBENCH_VERSIONS] = 'one of "0.4", "1", "1.0", "1.1"'
 # `client_hosts`, not `clients`: pgbench (alias) and redis-benchmark already
 # call their concurrent connections `clients`.
 CLIENTS_AXIS = "client_hosts"
@@ -71,7 +68,6 @@ class Plan:
     repeat_rule: RepeatRule | None = None  # `repeat: {min, max, until_cv, metric}`
     order: str = "sequential"
     seed: int | None = None
-    sysbench_version: str | None = None
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
     warmup: dict[str, Any] | None = None
     stress: dict[str, Any] | None = None
@@ -139,9 +135,6 @@ def load_plan(source: str | bytes | dict) -> Plan:
     doc = Doc(document, "")
     tool_name = doc.choice("tool", MEASURED_TOOLS, required=True)
     tool = get_tool(tool_name)
-    version = doc.text("sysbench_version", pattern=SYSBENCH_VERSIONS)
-    if version and tool_name != "sysbench":
-        raise ValidationError("sysbench_version", "only allowed with tool: sysbench")
     targets = read_targets(doc, tool_name)
     names = [t.name for t in targets]
     clients = read_clients(doc, names)
@@ -149,12 +142,11 @@ def load_plan(source: str | bytes | dict) -> Plan:
     plan = Plan(
         name=doc.text("name", required=True, pattern=None, max_len=200),
         tool=tool_name,
-        sysbench_version=version,
         targets=targets,
         client=clients[0],
         clients=clients,
         start_tolerance=START_TOLERANCE_S if tolerance is None else float(tolerance),
-        params=_read_params(doc, tool, version),
+        params=_read_params(doc, tool_name),
         axes=_read_axes(doc, tool, names),
         overrides=(),
         order=doc.choice("order", ORDERS, default="sequential"),
@@ -259,8 +251,29 @@ def _key(key: Any) -> str:
     return str(key)
 
 
-def _read_params(doc: Doc, tool, version: str | None) -> dict[str, Any]:
-    """Base params, each typed by its spec (cross-field rules: per combination)."""
+def _read_plan_keys(doc: Doc, tool_name: str) -> dict[str, Any]:
+    """The top-level keys the tool lets a plan set for every cell (its
+    PLAN_KEYS, e.g. a command syntax version), typed as the tool's param of
+    that name; a key another tool declares is refused with its owner's name."""
+    found = {}
+    for key, owner in PLAN_KEYS.items():
+        value = doc.get(key)
+        if value is None:
+            continue
+        if owner != tool_name:
+            raise ValidationError(key, f"only allowed with tool: {owner}")
+        # YAML reads `1` as a number; the param's choices are the text "1".
+        text = (
+            str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        )
+        found[key] = _convert_param(get_tool(tool_name), key, text, key)[1]
+    return found
+
+
+def _read_params(doc: Doc, tool_name: str) -> dict[str, Any]:
+    """Base params, each typed by its spec (cross-field rules: per combination);
+    a plan key (above) is the default of its param."""
+    tool = get_tool(tool_name)
     raw = doc.mapping("params", default={})
     typed: dict[str, Any] = {}
     for name, value in raw.items():
@@ -268,8 +281,8 @@ def _read_params(doc: Doc, tool, version: str | None) -> dict[str, Any]:
         if key in typed:
             raise ValidationError(f"params.{name}", f"given twice (also as {key})")
         typed[key] = typed_value
-    if version and "sysbench_version" in tool.PARAMS:
-        typed.setdefault("sysbench_version", tool.PARAMS["sysbench_version"].convert(version))
+    for key, value in _read_plan_keys(doc, tool_name).items():
+        typed.setdefault(key, value)
     return typed
 
 
@@ -391,7 +404,12 @@ def _combinations(plan: Plan) -> list[dict[str, Any]]:
 
 
 def combination_key(axes: dict[str, Any]) -> str:
-    """Stable key such as "load_type=read,target=micro" (names sorted)."""
+    """The one cell key: "load_type=read,target=micro" (names sorted), for
+    plans, archive imports and PKB imports alike.
+
+    Booleans are true/false (YAML's spelling, not Python's True); other
+    values are str(): a float keeps its point (2.0 stays "2.0", 0.5 is
+    "0.5"), so a key made from JSON and one made from YAML agree."""
     return ",".join(f"{name}={_show(axes[name])}" for name in sorted(axes))
 
 

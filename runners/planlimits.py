@@ -8,13 +8,13 @@ from runners.errors import ValidationError
 from runners.limits import Limits, check_params
 from runners.plan import Plan, expand
 from runners.planspec import CELL_TARGET, TargetSpec
-from runners.tools import get_tool
+from runners.tools import STRESS_TOOL, get_tool
 
 
 def check_plan_limits(plan: Plan, limits: Limits) -> None:
     """Refuse a plan whose local tool runs (measured tool, prepare, warmup,
     stress-ng) ask for more than limits; ValidationError naming the limit."""
-    tool, stress_ng = get_tool(plan.tool), get_tool("stress_ng")
+    tool, stress = get_tool(plan.tool), get_tool(STRESS_TOOL)
     seen: set[str] = set()
     for cell in expand(plan):
         if cell.key in seen:
@@ -25,7 +25,7 @@ def check_plan_limits(plan: Plan, limits: Limits) -> None:
                 for where, params in _phases(plan, cell):
                     check_params(tool, params, limits, where)
             if cell.stress and target_is_here(plan.target(cell.target)):
-                check_params(stress_ng, cell.stress, limits, "stress")
+                check_params(stress, cell.stress, limits, "stress")
         except ValidationError as exc:
             shown = f" (cell {cell.key})" if cell.key else ""
             raise ValidationError(exc.param, exc.message + shown) from None

@@ -14,6 +14,7 @@ from typing import Any
 from runners import tools
 from runners.errors import ValidationError
 from runners.params import unknown_message
+from runners.providers import PROVIDERS
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 HOST = r"[A-Za-z0-9_.:\[\]][A-Za-z0-9_.:\[\]-]{0,252}"
@@ -286,12 +287,16 @@ def read_ssh(doc: Doc, key: str = "ssh", default_host: str | None = None) -> SSH
 
 
 def _default_kind(tool: str, provision: dict | None) -> str:
-    engine = str((provision or {}).get("engine", ""))
-    if "postgres" in engine:
-        return "postgres"
-    if (provision or {}).get("provider") == "aws_ec2" and tool != "mysqlslap":
-        return "host"
-    return tools.get_tool(tool).TARGET_KIND  # the tool decides when the plan does not say
+    """A target's kind when the plan does not say: the first kind its
+    provider can make that the tool runs against; else what the provider
+    makes (read_target then refuses it, naming the tool's kinds); without a
+    provider, the tool's own TARGET_KIND."""
+    provider = PROVIDERS.get((provision or {}).get("provider"))
+    made = provider.target_kinds(provision) if provider else ()
+    runs_on = tools.get_tool(tool).TARGET_KINDS
+    return next(
+        (k for k in made if k in runs_on), made[0] if made else tools.get_tool(tool).TARGET_KIND
+    )
 
 
 def read_target(item: Any, path: str, tool: str) -> TargetSpec:
@@ -300,7 +305,9 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
     name = doc.text("name", required=True)
     provision = doc.mapping("provision")
     if provision is not None and not isinstance(provision.get("provider"), str):
-        raise ValidationError(f"{path}.provision.provider", "required (e.g. aws_rds, aws_ec2)")
+        raise ValidationError(
+            f"{path}.provision.provider", f"required: one of {', '.join(PROVIDERS)}"
+        )
     kind = doc.choice("kind", TARGET_KINDS, default=_default_kind(tool, provision))
     allowed = tools.get_tool(tool).TARGET_KINDS
     if kind not in allowed:

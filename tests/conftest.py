@@ -9,6 +9,44 @@ import pytest
 
 pytest_plugins = ["tests.support.worker", "tests.support.private_services"]
 
+# `make test-fast` (BENCHBOARD_TEST_FAST=1): the pure units of the edit-test
+# loop, on SQLite. Left out: tests marked slow and tests that start a real
+# process or server (these fixtures), which `make test` runs.
+SERVICE_FIXTURES = {
+    "browser",
+    "page",
+    "browser_page",
+    "mariadb_database",
+    "mariadb_target",
+    "postgres_target",
+    "moto_server",
+    "moto_endpoint",
+    "private_redis",
+    "private_mariadb",
+    "scripted_mariadb",
+    "private_postgres_server",
+    "webhook_receiver",
+    "mail_receiver",
+    "sshd",
+    "sshd_disposable",
+    "start_worker",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under BENCHBOARD_TEST_FAST, deselect what is not a pure unit (above)."""
+    if not os.environ.get("BENCHBOARD_TEST_FAST"):
+        return
+    keep, drop = [], []
+    for item in items:
+        # A test parametrized over executors asks for sshd by name in its "ssh" case.
+        over_ssh = "ssh" in getattr(getattr(item, "callspec", None), "id", "").split("-")
+        services = SERVICE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        (drop if item.get_closest_marker("slow") or services or over_ssh else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):

@@ -4,13 +4,13 @@ from django.db import migrations, models
 
 
 def seed_prices(apps, schema_editor):
-    """The illustrative DEFAULT_PRICES of runners.providers.pricing, as editable rows."""
-    from runners.providers.pricing import DEFAULT_PRICES
+    """The providers' illustrative default prices, as editable rows."""
+    from runners.providers import default_prices
 
     PriceEntry = apps.get_model("benchapp", "PriceEntry")
     PriceEntry.objects.bulk_create(
         PriceEntry(table=table, key=key, price=str(price))
-        for table, prices in DEFAULT_PRICES.items()
+        for table, prices in default_prices().items()
         for key, price in prices.items()
     )
 

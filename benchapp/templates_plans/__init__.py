@@ -22,6 +22,7 @@ from pathlib import Path
 
 from runners import safeyaml
 from runners.plan import load_plan
+from runners.tools import TOOLS
 
 FOLDER = Path(__file__).resolve().parent
 PRESETS = {
@@ -142,29 +143,34 @@ def _drop_cloud_only_keys(doc: dict) -> None:
 
 
 def apply_target_directories(doc: dict, stored: dict, replace: bool = False) -> None:
-    """fio on stored host targets works in each target's directory (Target.directory).
+    """A tool that works in a directory (its WORKDIR_PARAM) works, on stored
+    host targets, in each target's directory (Target.directory).
 
-    stored: {plan target name: Target}. Applied when the plan names no fio
+    stored: {plan target name: Target}. Applied when the plan names no
     file or directory of its own (params or axes), or with replace=True
     when every target is a stored host target with a directory (a
     template's cloud path, /data/testfio, means nothing on your host).
     One directory goes into params; several into one override per target.
     """
-    if doc.get("tool") != "fio":
+    tool = TOOLS.get(str(doc.get("tool")))
+    workdir = getattr(tool, "WORKDIR_PARAM", None)
+    if workdir is None:
         return
     dirs = {name: t.directory for name, t in stored.items() if t.kind == "host" and t.directory}
     if not dirs:
         return
     params = doc.setdefault("params", {})
-    named = {"filename", "directory"} & (set(params) | set(doc.get("axes") or {}))
+    own = {workdir, *tool.WORKDIR_ALTERNATIVES}
+    named = own & (set(params) | set(doc.get("axes") or {}))
     everyone = len(dirs) == len(doc.get("targets") or [])
     if named and not (replace and everyone):
         return
-    params.pop("filename", None)
+    for name in tool.WORKDIR_ALTERNATIVES:
+        params.pop(name, None)
     if len(set(dirs.values())) == 1 and everyone:
-        params["directory"] = next(iter(dirs.values()))
+        params[workdir] = next(iter(dirs.values()))
         return
     doc["overrides"] = [
         *(doc.get("overrides") or []),
-        *({"when": {"target": n}, "set": {"directory": d}} for n, d in dirs.items()),
+        *({"when": {"target": n}, "set": {workdir: d}} for n, d in dirs.items()),
     ]

@@ -1,6 +1,6 @@
 """Plans: list, the builder (structured form and YAML mode), live preview,
 import/export, clone, delete, run now. The plan document is the single
-source of truth; every save goes through orchestration.save_plan."""
+source of truth; every save goes through planning.save_plan."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,7 +9,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import orchestration, scheduling
+from benchapp import orchestration, planning, pricing, scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
 from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
@@ -19,6 +19,7 @@ from benchapp.planning import check_untrusted
 from benchapp.templates_plans import get_template, plan_templates
 from runners.errors import ValidationError
 from runners.plan import count_cells, dump_plan, expand, load_plan
+from runners.tools import DEFAULT_TOOL
 
 PREVIEW_CELLS = 8
 
@@ -40,7 +41,7 @@ def plan_create(request):
     team = current_team(request)
     template = get_template(request.GET.get("template", ""))
     if template is None:
-        return _builder(request, team, {"tool": "mysqlslap"})
+        return _builder(request, team, {"tool": DEFAULT_TOOL})
     # First which target plays each role and which preset (GET, so the
     # builder's own POST comes back to the same bound template).
     bind = TemplateForm(
@@ -73,7 +74,7 @@ def _builder(request, team, document, plan=None, template=None):
     )
     chosen = yaml_form if yaml_mode else form
     if request.method == "POST" and chosen.is_valid():
-        plan = orchestration.save_plan(team, chosen.document, user=request.user, plan=plan)
+        plan = planning.save_plan(team, chosen.document, user=request.user, plan=plan)
         messages.success(request, f"Plan {plan.name} saved.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -103,7 +104,7 @@ def plan_import(request):
     team = current_team(request)
     form = PlanYamlForm(request.POST or None, request.FILES or None, team=team)
     if request.method == "POST" and form.is_valid():
-        plan = orchestration.save_plan(team, form.document, user=request.user)
+        plan = planning.save_plan(team, form.document, user=request.user)
         messages.success(request, f"Plan {plan.name} imported.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -143,21 +144,23 @@ def plan_preview(request):
 
 
 def estimate(spec, cells) -> dict:
-    """Duration (benchapp.estimates: targets in parallel) and the cost of
-    that time at the targets' prices."""
+    """Duration (benchapp.estimates: targets in parallel) and the cost the
+    budget check will count (benchapp.pricing: every priced item, provisioned
+    or static, for the billed whole hours); cost None when nothing is priced
+    or an item has no price in the table."""
     duration = plan_duration(spec, cells)
-    total = duration.wall_s
-    hourly = 0.0
-    for target in spec.document.get("targets") or []:
-        if isinstance(target, dict):
-            hourly += float(target.get("price_per_hour") or 0)
-            hourly += float(target.get("price_per_month") or 0) / 730
+    try:
+        cost = pricing.estimate_plan(spec)
+    except ValidationError:
+        cost = None
+    priced = bool(cost and cost["lines"])
     return {
-        "seconds": round(total),
+        "seconds": round(duration.wall_s),
         "known": duration.known,
         # The most client hosts one cell loads its target from (runners.plan: client_hosts).
         "client_hosts": max((c.clients for c in cells), default=1),
-        "cost": round(hourly * total / 3600, 2) if hourly else None,
+        "cost": round(cost["total"], 2) if priced else None,
+        "cost_hours": cost["hours"] if priced else None,
     }
 
 
@@ -198,7 +201,7 @@ def plan_export(request, pk):
 def plan_clone(request, pk):
     plan = get_plan(request, pk)
     try:
-        copy = orchestration.save_plan(
+        copy = planning.save_plan(
             plan.team, {**plan.document, "name": f"{plan.name} (copy)"}, user=request.user
         )
     except ValidationError as exc:

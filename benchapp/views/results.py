@@ -13,7 +13,7 @@ from django.http import JsonResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 
-from benchapp import defaults, machines, queryparams, results
+from benchapp import charts, defaults, machines, pivot, queryparams, results
 from benchapp.access import get_run
 
 MAX_SERIES_CELLS = 12
@@ -52,7 +52,7 @@ class PivotForm(forms.Form):
     rows = forms.MultipleChoiceField(required=False)
     columns = forms.MultipleChoiceField(required=False)
     metric = forms.MultipleChoiceField(required=False)
-    statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in results.STATISTICS])
+    statistic = forms.ChoiceField(required=False, choices=[(s, s) for s in pivot.STATISTICS])
     chart_x = forms.ChoiceField(required=False)
     chart = forms.ChoiceField(
         required=False, choices=[("", "auto")] + [(c, c) for c in defaults.CHARTS]
@@ -108,7 +108,7 @@ def run_results_json(request, pk):
     run = get_run(request, pk)
     data = checked_results(request, [run])
     return JsonResponse(
-        {"run": run.pk, **charts_payload(data, False), "table": results.pivot_json(data["table"])}
+        {"run": run.pk, **charts_payload(data, False), "table": pivot.pivot_json(data["table"])}
     )
 
 
@@ -126,7 +126,7 @@ def series_payload(query, runs, allowed_cells=None) -> dict:
         ids = [i for i in ids if i in allowed_cells]
     cells = results.cell_infos(runs, ids[:MAX_SERIES_CELLS] or [-1])
     width = min(max(_int(query.get("width"), 800), 100), 4000)
-    traces = results.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
+    traces = charts.cell_series(cells, query.get("metric", "tps")[:60], 2 * width)
     return {"traces": traces, "max_points": 2 * width}
 
 
@@ -138,19 +138,8 @@ def _int(value, default):
 
 
 def _requested(request) -> dict:
-    """The user's pivot choices (validated against names later by resolve_view)."""
-    q = request.GET
-    req = {
-        "rows": [v for v in q.getlist("rows") if v],
-        "columns": [v for v in q.getlist("columns") if v],
-        "metric": [v for v in q.getlist("metric") if v],
-        "statistic": q.get("statistic") if q.get("statistic") in results.STATISTICS else "",
-        "chart_x": q.get("chart_x", ""),
-        "chart": q.get("chart") if q.get("chart") in defaults.CHARTS else "",
-    }
-    if len(req["metric"]) == 1:
-        req["metric"] = req["metric"][0]
-    return req
+    """The user's pivot choices in the page's query (results.requested_view)."""
+    return results.requested_view(request.GET)
 
 
 def view_query(data) -> QueryDict:

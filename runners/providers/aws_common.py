@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runners.errors import RunnerError
-from runners.providers.base import ProvisionContext, resource_name  # noqa: F401 (providers use aws.resource_name)
+from runners.providers.base import Provider, ProvisionContext, resource_name  # noqa: F401 (providers use aws.resource_name)
 
 logger = logging.getLogger(__name__)
 
@@ -329,3 +329,75 @@ def _rds_group_ids(rds) -> set[str]:
         for db in page["DBInstances"]:
             groups.update(g["VpcSecurityGroupId"] for g in db.get("VpcSecurityGroups", []))
     return groups
+
+
+# ------------------------------------------- what teardown and the reaper share
+
+# EC2 instance states that still hold (or will hold) the instance.
+LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+
+
+def describe_db_instance(rds, identifier: str) -> dict | None:
+    """The DB instance description, or None if it does not exist."""
+    found = ignore_gone(
+        "describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier
+    )
+    return found["DBInstances"][0] if found and found["DBInstances"] else None
+
+
+def delete_instance(rds, identifier: str) -> None:
+    """Start deleting a DB instance: protection off, no final snapshot. Gone is fine."""
+    db = describe_db_instance(rds, identifier)
+    if db is None or db["DBInstanceStatus"] == "deleting":
+        return
+    if db.get("DeletionProtection"):
+        call(
+            "turn off deletion protection",
+            rds.modify_db_instance,
+            DBInstanceIdentifier=identifier,
+            DeletionProtection=False,
+            ApplyImmediately=True,
+        )
+    ignore_gone(
+        "delete DB instance",
+        rds.delete_db_instance,
+        DBInstanceIdentifier=identifier,
+        SkipFinalSnapshot=True,
+        DeleteAutomatedBackups=True,
+    )
+
+
+def live_instances(ec2, filters: list[dict]) -> list[dict]:
+    """Instances matching filters that are not terminated or shutting down."""
+    filters = filters + [{"Name": "instance-state-name", "Values": LIVE_STATES}]
+    reservations = call("describe instances", ec2.describe_instances, Filters=filters)[
+        "Reservations"
+    ]
+    return [i for r in reservations for i in r["Instances"]]
+
+
+def describe_volume(ec2, volume_id: str) -> dict:
+    found = ignore_gone("describe volume", ec2.describe_volumes, VolumeIds=[volume_id])
+    return found["Volumes"][0] if found and found["Volumes"] else {}
+
+
+def volume_state(ec2, volume_id: str) -> str:
+    return describe_volume(ec2, volume_id).get("State", "gone")
+
+
+def delete_volume(ec2, ctx: ProvisionContext, volume_id: str) -> None:
+    """Delete a volume once detached; gone (DeleteOnTermination) is fine."""
+    wait_until(
+        lambda: volume_state(ec2, volume_id) in ("available", "gone"), ctx, f"detaching {volume_id}"
+    )
+    ignore_gone("delete volume", ec2.delete_volume, VolumeId=volume_id)
+
+
+def delete_key_pair_if_unused(ec2, key_name: str | None) -> bool:
+    """Delete the run's key pair unless a live instance still uses it."""
+    if not key_name:
+        return True
+    if live_instances(ec2, [{"Name": "key-name", "Values": [key_name]}]):
+        return False
+    ignore_gone("delete key pair", ec2.delete_key_pair, KeyName=key_name)
+    return True

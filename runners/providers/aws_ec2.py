@@ -25,7 +25,9 @@ from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
 from runners.packages import host_packages
 from runners.providers import aws_common as aws
-from runners.providers.base import Handle, Provider, ProvisionContext, apply_connect_via
+from runners.providers.aws_account import AwsProvider
+from runners.providers.base import Handle, PriceTable, ProvisionContext, apply_connect_via
+from runners.providers.pricing import CostLine, hourly, unit_price
 
 DEFAULT_AMI_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 # What a provisioned host installs: every registered tool (runners.packages,
@@ -34,7 +36,6 @@ DEFAULT_AMI_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-
 PACKAGES = (*host_packages(), "mdadm", "xfsprogs", "mariadb", "postgresql")
 VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2", "st1", "sc1")
 INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
-LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 MAX_VOLUMES = 16  # /dev/sdf .. /dev/sdu
 
 
@@ -159,15 +160,88 @@ def run_kwargs(spec: dict, token: str, ami: str, key_name: str, group_id: str, d
     return kwargs
 
 
-class AwsEc2Provider(Provider):
+def volume_lines(volumes: dict, hours: float, prices: dict) -> list[CostLine]:
+    """Storage and provisioned IOPS of count EBS volumes ({count, size_gb, type, iops})."""
+    count = volumes.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ValidationError("volumes.count", "must be a number (expand the axes first)")
+    if count == 0:
+        return []
+    kind, size = volumes.get("type", "gp2"), volumes.get("size_gb", 20)
+    price = unit_price(prices, "ebs_gb_month", kind, "volumes.type")
+    item = f"EBS {kind} {size} GB x{count}"
+    lines = [hourly(item, count * size, "GB-month", price, hours, per_month=True)]
+    if volumes.get("iops"):
+        price = unit_price(prices, "ebs_iops_month", kind, "volumes.iops")
+        iops = count * volumes["iops"]
+        lines.append(
+            hourly(f"EBS {kind} IOPS x{count}", iops, "IOPS-month", price, hours, per_month=True)
+        )
+    return lines
+
+
+def ec2_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
+    """Instance and attached volumes of an aws_ec2 spec over hours."""
+    kind = spec.get("instance_type", "")
+    price = unit_price(prices, "ec2_instance_hour", kind, "instance_type")
+    line = hourly(kind, 1, "instance-hour", price, hours)
+    return [line] + volume_lines(spec.get("volumes") or {"count": 0}, hours, prices)
+
+
+def io_lines(resource: dict, prices: dict) -> list[CostLine]:
+    """EBS standard bills per I/O request (S3 notes it): millions x price."""
+    requests = resource.get("io_requests")
+    kind = (resource.get("spec") or {}).get("type", "gp2")
+    if not requests or kind not in prices.get("ebs_io_million", {}):
+        return []
+    price, millions = float(prices["ebs_io_million"][kind]), requests / 1e6
+    return [CostLine(f"EBS {kind} I/O", millions, "million requests", price, 0.0, millions * price)]
+
+
+class AwsEc2Provider(AwsProvider):
     """An instance, its key pair and group (per run), and N EBS volumes."""
 
     name = "aws_ec2"
-    SWEEP_GROUP = "aws"
-    CREDENTIAL_FIELD, CREDENTIAL_KIND = "aws_credential", "aws"
-
     PRIMARY_KINDS = ("ec2_instance",)
+    PRIMARY_ID = "instance"
     COUNTED_KINDS = ("ec2_instance", "volume")
+    PRICED_KINDS = ("ec2_instance", "volume")
+    # Round figures of the order AWS charged for these types (illustrative).
+    PRICE_TABLES = {
+        "ec2_instance_hour": PriceTable(
+            "EC2 instance, per hour", {"m3.2xlarge": 0.90, "c1.medium": 0.16, "c1.xlarge": 0.64}
+        ),
+        "ebs_gb_month": PriceTable(
+            "EBS storage, per GB-month", {"standard": 0.05, "gp2": 0.10, "io1": 0.125}
+        ),
+        "ebs_iops_month": PriceTable("EBS provisioned IOPS, per IOPS-month", {"io1": 0.065}),
+        "ebs_io_million": PriceTable("EBS I/O, per million requests", {"standard": 0.05}),
+    }
+
+    def counted_resources(self, spec: dict) -> int:
+        """The instance and its volumes (a count still holding ${axis} counts none)."""
+        volumes = spec.get("volumes") or {}
+        count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
+        return 1 + (count if isinstance(count, int) else 0)
+
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """A host, or the database server its bootstrap installs (PACKAGES)."""
+        return (spec["kind"],) if spec.get("kind") else ("host", "mysql", "postgres")
+
+    def resource_spec(self, kind: str, spec: dict) -> dict:
+        """A volume row keeps the volumes mapping; the instance row the whole spec."""
+        return spec.get("volumes") if kind == "volume" else super().resource_spec(kind, spec)
+
+    def price_lines(self, spec: dict, hours: float, prices: dict) -> list[CostLine]:
+        return ec2_lines(spec, hours, prices)
+
+    def resource_lines(self, resource: dict, hours: float, prices: dict) -> list[CostLine]:
+        """An instance without its volumes (they are rows of their own), or
+        one volume ({size_gb, type, iops}) with its I/O requests."""
+        spec = resource.get("spec") or {}
+        if resource["kind"] == "volume":
+            return volume_lines({**spec, "count": 1}, hours, prices) + io_lines(resource, prices)
+        return ec2_lines({**spec, "volumes": None}, hours, prices)
 
     def prepare_storage(self, handle: Handle, spec: dict, secret) -> tuple[str, str]:
         """Assemble the instance's EBS volumes as RAID0 + filesystem + mount, over SSH.
@@ -275,7 +349,7 @@ class AwsEc2Provider(Provider):
     def _ensure_instance(self, ec2, ctx, token, kwargs) -> dict:
         """Our live instance with that token, or a new one (tagged in the call)."""
         tags = aws.notify_create(ctx, "ec2_instance", token)
-        live = _live_instances(ec2, [{"Name": "tag:token", "Values": [token]}])
+        live = aws.live_instances(ec2, [{"Name": "tag:token", "Values": [token]}])
         if live:
             instance = live[0]
         else:
@@ -337,11 +411,11 @@ class AwsEc2Provider(Provider):
         DeleteOnTermination makes the dead-man shutdown take the volumes too.
         """
         aws.wait_until(
-            lambda: _volume_state(ec2, volume_id) in ("available", "in-use"),
+            lambda: aws.volume_state(ec2, volume_id) in ("available", "in-use"),
             ctx,
             f"creating {volume_id}",
         )
-        attachments = _describe_volume(ec2, volume_id).get("Attachments", [])
+        attachments = aws.describe_volume(ec2, volume_id).get("Attachments", [])
         if not any(a["InstanceId"] == instance_id for a in attachments):
             aws.call(
                 "attach volume",
@@ -371,8 +445,8 @@ class AwsEc2Provider(Provider):
             )
             aws.wait_until(lambda: _terminated(ec2, instance_id), ctx, f"terminating {instance_id}")
         for volume_id in handle.ids.get("volumes", []):
-            delete_volume(ec2, ctx, volume_id)
-        delete_key_pair_if_unused(ec2, handle.ids.get("key_pair"))
+            aws.delete_volume(ec2, ctx, volume_id)
+        aws.delete_key_pair_if_unused(ec2, handle.ids.get("key_pair"))
         aws.delete_security_group_if_unused(ec2, rds, handle.ids.get("security_group"))
 
     def exists(self, handle: Handle, ctx: ProvisionContext) -> bool:
@@ -381,7 +455,7 @@ class AwsEc2Provider(Provider):
         instance_id = handle.ids.get("instance")
         if instance_id and not _terminated(ec2, instance_id):
             return True
-        return any(_describe_volume(ec2, v) for v in handle.ids.get("volumes", []))
+        return any(aws.describe_volume(ec2, v) for v in handle.ids.get("volumes", []))
 
 
 def _new_key() -> tuple[str, str]:
@@ -408,15 +482,6 @@ def _ssm_ami(ssm, parameter: str) -> str:
     return aws.call("look up AMI", ssm.get_parameter, Name=parameter)["Parameter"]["Value"]
 
 
-def _live_instances(ec2, filters: list[dict]) -> list[dict]:
-    """Instances matching filters that are not terminated or shutting down."""
-    filters = filters + [{"Name": "instance-state-name", "Values": LIVE_STATES}]
-    reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)[
-        "Reservations"
-    ]
-    return [i for r in reservations for i in r["Instances"]]
-
-
 def _describe_instance(ec2, instance_id: str) -> dict | None:
     found = aws.ignore_gone("describe instance", ec2.describe_instances, InstanceIds=[instance_id])
     reservations = found["Reservations"] if found else []
@@ -428,35 +493,9 @@ def _terminated(ec2, instance_id: str) -> bool:
     return instance is None or instance["State"]["Name"] == "terminated"
 
 
-def _describe_volume(ec2, volume_id: str) -> dict:
-    found = aws.ignore_gone("describe volume", ec2.describe_volumes, VolumeIds=[volume_id])
-    return found["Volumes"][0] if found and found["Volumes"] else {}
-
-
-def _volume_state(ec2, volume_id: str) -> str:
-    return _describe_volume(ec2, volume_id).get("State", "gone")
-
-
 def _attached(ec2, volume_id: str, instance_id: str) -> bool:
-    attachments = _describe_volume(ec2, volume_id).get("Attachments", [])
+    attachments = aws.describe_volume(ec2, volume_id).get("Attachments", [])
     return any(a["InstanceId"] == instance_id and a["State"] == "attached" for a in attachments)
 
 
-def delete_volume(ec2, ctx: ProvisionContext, volume_id: str) -> None:
-    """Delete a volume once detached; gone (DeleteOnTermination) is fine."""
-    aws.wait_until(
-        lambda: _volume_state(ec2, volume_id) in ("available", "gone"),
-        ctx,
-        f"detaching {volume_id}",
-    )
-    aws.ignore_gone("delete volume", ec2.delete_volume, VolumeId=volume_id)
-
-
-def delete_key_pair_if_unused(ec2, key_name: str | None) -> bool:
-    """Delete the run's key pair unless a live instance still uses it."""
-    if not key_name:
-        return True
-    if _live_instances(ec2, [{"Name": "key-name", "Values": [key_name]}]):
-        return False
-    aws.ignore_gone("delete key pair", ec2.delete_key_pair, KeyName=key_name)
-    return True
+# END

@@ -20,13 +20,15 @@ from typing import Any
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
 from runners.providers import aws_common as aws
+from runners.providers.aws_account import AwsProvider
 from runners.providers.base import (
     DEFAULT_PORTS,
     Handle,
-    Provider,
+    PriceTable,
     ProvisionContext,
     apply_connect_via,
 )
+from runners.providers.pricing import CostLine, hourly, unit_price
 
 ENGINES = {"mysql": "mysql", "mariadb": "mysql", "postgres": "postgres"}
 DEFAULT_FAMILY = {"mysql": "mysql8.0", "mariadb": "mariadb10.11", "postgres": "postgres16"}
@@ -120,15 +122,57 @@ def create_kwargs(spec: dict, identifier: str, username: str) -> dict:
     return kwargs
 
 
-class AwsRdsProvider(Provider):
+def rds_lines(spec: dict, hours: float, prices: dict) -> list[CostLine]:
+    """Instance, storage and provisioned IOPS of an aws_rds spec over hours."""
+    klass = spec.get("instance_class", "")
+    kind = storage_type(spec)
+    instance = unit_price(prices, "rds_instance_hour", klass, "instance_class")
+    storage = unit_price(prices, "rds_storage_gb_month", kind, "storage_type")
+    size = spec.get("allocated_storage", 20)
+    lines = [
+        hourly(klass, 1, "instance-hour", instance, hours),
+        hourly(f"RDS {kind} storage", size, "GB-month", storage, hours, per_month=True),
+    ]
+    if spec.get("iops"):
+        price = unit_price(prices, "rds_iops_month", kind, "iops")
+        lines.append(
+            hourly(f"RDS {kind} IOPS", spec["iops"], "IOPS-month", price, hours, per_month=True)
+        )
+    return lines
+
+
+class AwsRdsProvider(AwsProvider):
     """RDS instances, tagged, idempotent, always deletable."""
 
     name = "aws_rds"
-    SWEEP_GROUP = "aws"
-    CREDENTIAL_FIELD, CREDENTIAL_KIND = "aws_credential", "aws"
-
     PRIMARY_KINDS = ("rds_instance",)
+    PRIMARY_ID = "db_instance"
     COUNTED_KINDS = ("rds_instance",)
+    PRICED_KINDS = ("rds_instance",)
+    # Round figures of the order AWS charged for these classes (illustrative).
+    PRICE_TABLES = {
+        "rds_instance_hour": PriceTable(
+            "RDS instance, per hour",
+            {"db.t1.micro": 0.025, "db.m1.small": 0.065, "db.m2.4xlarge": 1.82},
+        ),
+        "rds_storage_gb_month": PriceTable(
+            "RDS storage, per GB-month", {"standard": 0.10, "gp2": 0.115, "io1": 0.125}
+        ),
+        "rds_iops_month": PriceTable("RDS provisioned IOPS, per IOPS-month", {"io1": 0.10}),
+    }
+
+    def counted_resources(self, spec: dict) -> int:
+        return 1
+
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """The engine decides: a PostgreSQL instance, else a MySQL-protocol one."""
+        return ("postgres",) if "postgres" in str(spec.get("engine", "")) else ("mysql",)
+
+    def price_lines(self, spec: dict, hours: float, prices: dict) -> list[CostLine]:
+        return rds_lines(spec, hours, prices)
+
+    def resource_lines(self, resource: dict, hours: float, prices: dict) -> list[CostLine]:
+        return rds_lines(resource.get("spec") or {}, hours, prices)
 
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
         """Create (or reuse) the DB instance, wait until available, return its Handle.
@@ -209,7 +253,7 @@ class AwsRdsProvider(Provider):
         """Reuse our instance of that identifier, or create it with a fresh password."""
         identifier = kwargs["DBInstanceIdentifier"]
         tags = aws.notify_create(ctx, "rds_instance", identifier)
-        existing = _describe(rds, identifier)
+        existing = aws.describe_db_instance(rds, identifier)
         secret_name = f"{identifier}-master-password"
         handle.extra["password_secret"] = secret_name
         if existing:
@@ -235,7 +279,7 @@ class AwsRdsProvider(Provider):
         seen = {}
 
         def ready() -> bool:
-            db = _describe(rds, identifier)
+            db = aws.describe_db_instance(rds, identifier)
             if db is None:
                 raise RunnerError(
                     f"DB instance {identifier} vanished while waiting", permanent=False
@@ -256,9 +300,9 @@ class AwsRdsProvider(Provider):
         rds, ec2 = aws.clients(ctx, handle.extra.get("region"), "rds", "ec2")
         identifier = handle.ids.get("db_instance")
         if identifier:
-            delete_instance(rds, identifier)
+            aws.delete_instance(rds, identifier)
             aws.wait_until(
-                lambda: _describe(rds, identifier) is None,
+                lambda: aws.describe_db_instance(rds, identifier) is None,
                 ctx,
                 f"deleting DB instance {identifier}",
             )
@@ -275,7 +319,7 @@ class AwsRdsProvider(Provider):
         if not identifier:
             return False
         (rds,) = aws.clients(ctx, handle.extra.get("region"), "rds")
-        return _describe(rds, identifier) is not None
+        return aws.describe_db_instance(rds, identifier) is not None
 
     def metrics(self, handle: Handle, start, end, ctx: ProvisionContext) -> dict:
         """The DB instance's CloudWatch figures over [start, end] (see CLOUDWATCH)."""
@@ -303,14 +347,6 @@ CLOUDWATCH = (
 )
 
 
-def _describe(rds, identifier: str) -> dict | None:
-    """The DB instance description, or None if it does not exist."""
-    found = aws.ignore_gone(
-        "describe DB instance", rds.describe_db_instances, DBInstanceIdentifier=identifier
-    )
-    return found["DBInstances"][0] if found and found["DBInstances"] else None
-
-
 def _check_ours(db: dict, ctx: ProvisionContext) -> None:
     """Refuse to adopt an instance of that name that another run (or a human) made."""
     tags = aws.tag_dict(db.get("TagList"))
@@ -320,23 +356,4 @@ def _check_ours(db: dict, ctx: ProvisionContext) -> None:
         )
 
 
-def delete_instance(rds, identifier: str) -> None:
-    """Start deleting a DB instance: protection off, no final snapshot. Gone is fine."""
-    db = _describe(rds, identifier)
-    if db is None or db["DBInstanceStatus"] == "deleting":
-        return
-    if db.get("DeletionProtection"):
-        aws.call(
-            "turn off deletion protection",
-            rds.modify_db_instance,
-            DBInstanceIdentifier=identifier,
-            DeletionProtection=False,
-            ApplyImmediately=True,
-        )
-    aws.ignore_gone(
-        "delete DB instance",
-        rds.delete_db_instance,
-        DBInstanceIdentifier=identifier,
-        SkipFinalSnapshot=True,
-        DeleteAutomatedBackups=True,
-    )
+# END

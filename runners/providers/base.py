@@ -26,6 +26,7 @@ from typing import Any
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
+from runners.providers.pricing import CostLine, flat_lines
 from runners.tools import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 
 KINDS = TARGET_KINDS  # the tool registry's (runners/tools/__init__.py)
@@ -165,26 +166,78 @@ class Handle:
         )
 
 
+@dataclass(frozen=True)
+class PriceTable:
+    """One table of unit prices a provider's price lines read: what it prices
+    (shown beside the editable rows) and its illustrative default prices."""
+
+    label: str
+    defaults: dict[str, float]
+
+
 class Provider:
     """One way of obtaining targets and hosts. Subclasses override provision,
-    teardown and exists; a cloud provider also declares its resource kinds
-    and, if its hosts need it, prepares their storage."""
+    teardown and exists; a cloud provider also declares its resource kinds,
+    its credential, its price tables and sweep and, if its hosts need it,
+    prepares their storage. benchapp reads only these declarations."""
 
     name = ""
-    # CloudResource kinds: PRIMARY ones carry the stored handle of a slot;
-    # COUNTED ones count against a team's quota of live cloud resources.
+    # CloudResource kinds: PRIMARY ones carry the stored handle of a slot
+    # (the one whose cloud id is handle.ids[PRIMARY_ID]); COUNTED ones count
+    # against a team's quota of live cloud resources; PRICED ones cost money
+    # while they live (resource_lines prices them).
     PRIMARY_KINDS: tuple[str, ...] = ()
+    PRIMARY_ID = ""
     COUNTED_KINDS: tuple[str, ...] = ()
+    PRICED_KINDS: tuple[str, ...] = ()
 
-    # The reaper's sweep of the provider's account (runners.providers.SWEEPS):
-    # providers that share one account share a group, swept once per region.
+    # Providers that share one account share a sweep group, swept once per
+    # account and region (by the first provider of the group's sweep).
     SWEEP_GROUP = ""
 
     # The spec field naming a team Credential with the account's keys (e.g.
-    # "aws_credential"), and the Credential kind it must be; "" when the
-    # provider needs no account.
+    # "aws_credential"), the Credential kind it must be and that kind's label;
+    # "" when the provider needs no account.
     CREDENTIAL_FIELD = ""
     CREDENTIAL_KIND = ""
+    CREDENTIAL_LABEL = ""
+
+    # {table name: PriceTable} this provider's price lines read.
+    PRICE_TABLES: dict[str, PriceTable] = {}
+
+    def target_kinds(self, spec: dict) -> tuple[str, ...]:
+        """The kinds of target spec can make, preferred first: a plan's target
+        that does not say its kind gets the first its tool runs against
+        (runners.planspec). By default the spec's `kind` (spec_kind's default)."""
+        return (spec.get("kind", "host"),)
+
+    def default_region(self) -> str:
+        """The region of a spec that names none ("" for providers without regions)."""
+        return ""
+
+    def counted_resources(self, spec: dict) -> int:
+        """How many rows of COUNTED_KINDS provisioning spec creates (the quota's count)."""
+        return 0
+
+    def resource_spec(self, kind: str, spec: dict) -> dict:
+        """What a CloudResource row of kind keeps of the slot's spec (what
+        resource_lines prices it by); nothing for kinds the quota ignores."""
+        return spec if kind in self.COUNTED_KINDS else {}
+
+    def price_lines(self, spec: dict, hours: float, prices: dict) -> list[CostLine]:
+        """The cost of keeping spec's resources up for hours, by the price
+        tables prices; by default the spec's own price_per_hour (or nothing)."""
+        return flat_lines(spec, hours)
+
+    def resource_lines(self, resource: dict, hours: float, prices: dict) -> list[CostLine]:
+        """The cost of one CloudResource of a PRICED kind that lived for hours:
+        resource is {"kind", "spec", ...} (runners.providers.pricing.actual)."""
+        return []
+
+    def sweep(self, ctx: ProvisionContext, runs: set[str]) -> list:
+        """Delete what this provider's group made in ctx's account and region
+        that is tagged with one of runs, or expired; return what was deleted."""
+        return []
 
     def prepare_storage(self, handle: Handle, spec: dict, secret) -> tuple[str, str]:
         """Make the provisioned host's storage ready (e.g. assemble volumes).

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from runners.plan import Plan, expand, substitute
+from runners.providers import get_provider
 
 CLIENT = "@client"  # target_name of the client's rows (not a valid target name)
 PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
@@ -59,13 +60,14 @@ def variant_of(provision: dict, axes: dict) -> str:
     return ",".join(f"{name}={axes.get(name)}" for name in names)
 
 
-def _slot_spec(provision: dict, name: str, default_region: str) -> dict:
+def _slot_spec(provision: dict, name: str) -> dict:
+    """The spec with the slot's name and its region (else the provider's default)."""
     spec = {**provision, "name": name}
-    spec["region"] = region_of(spec, default_region)
+    spec["region"] = region_of(spec, get_provider(spec["provider"]).default_region())
     return spec
 
 
-def planned_slots(plan: Plan, default_region: str) -> list[Slot]:
+def planned_slots(plan: Plan) -> list[Slot]:
     """Every slot the plan needs, targets in plan order then the client."""
     slots: dict[tuple[str, str], Slot] = {}
     provisioned = [t for t in plan.targets if t.provision]
@@ -75,15 +77,13 @@ def planned_slots(plan: Plan, default_region: str) -> list[Slot]:
             variant = variant_of(target.provision, cell.axes)
             if (target.name, variant) not in slots:
                 name = f"{target.name}-{variant.replace('=', '')}" if variant else target.name
-                spec = _slot_spec(substitute(target.provision, cell), name, default_region)
+                spec = _slot_spec(substitute(target.provision, cell), name)
                 slots[target.name, variant] = Slot(target.name, variant, spec)
     if (client := plan.provisioned_client) is not None:
-        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(client.provision, "client", default_region))
+        slots[CLIENT, ""] = Slot(CLIENT, "", _slot_spec(client.provision, "client"))
     return list(slots.values())
 
 
 def counted_resources(slot: Slot) -> int:
-    """Instances, DB instances and volumes the slot creates (what the quota counts)."""
-    volumes = slot.spec.get("volumes") or {}
-    count = volumes.get("count", 0) if isinstance(volumes, dict) else 0
-    return 1 + (count if isinstance(count, int) else 0)
+    """The resources the slot's provider creates that the team's quota counts."""
+    return get_provider(slot.spec["provider"]).counted_resources(slot.spec)

@@ -3,7 +3,8 @@
 `TOOLS` maps each tool's name to its module; nothing else lists tools.
 Every module exposes the same interface:
 
-- building and parsing: NAME, BINARY, PACKAGE, PARAMS (the allow-list),
+- building and parsing: NAME, BINARY, PACKAGE (its Debian package; or None
+  and RELEASE, a runners.packages.Release to fetch and verify), PARAMS (the allow-list),
   ALIASES, PHASES, validate(params) -> dict,
   build(params, endpoint, phase="run") -> Command, parse(text) -> Result,
   version_command() -> list[str], parse_version(text) -> str;
@@ -13,8 +14,15 @@ Every module exposes the same interface:
   parameter in seconds, or None) or duration_seconds(params), METRICS (the
   metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
-  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) and
+  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
+  KIND_LABELS ({kind: label}, how forms name it), and
   expected_groups(params) (how many result blocks a whole output holds),
+  DERIVED ({metric: (sources, function)} computed when results are read),
+  WORKDIR_PARAM (the parameter naming the directory it works in, filled
+  from a host target's directory) with WORKDIR_ALTERNATIVES,
+  CONNECTIONS_PARAM (the parameter that is the number of connections one
+  cell opens), STRESS (True for the tool a plan's `stress:` runs),
+  PLAN_KEYS (params a plan may also set at its top level, for every cell),
   and LIMITS (runners.limits.Use rows: the parameters that count as
   processes, memory, disk or seconds against the worker's limits).
 
@@ -40,10 +48,33 @@ TOOLS: dict[str, ModuleType] = {
 TOOL_NAMES = tuple(TOOLS)
 # Tools a plan may choose as its measured tool (stress_ng is background load).
 MEASURED_TOOLS = tuple(name for name, module in TOOLS.items() if module.MEASURED)
+# The tool a new plan starts with (the builder's first choice).
+DEFAULT_TOOL = MEASURED_TOOLS[0]
+# The background-load tool a plan's `stress:` runs (the one declaring STRESS).
+STRESS_TOOL = next(name for name, module in TOOLS.items() if getattr(module, "STRESS", False))
 # Target kinds, in registry order; "host" (a machine, no database) always exists.
 TARGET_KINDS = tuple(
     dict.fromkeys(["host"] + [k for module in TOOLS.values() for k in module.TARGET_KINDS])
 )
+
+
+def _kind_labels() -> dict[str, str]:
+    """{kind: label} for forms and model choices (Target.KINDS), in TARGET_KINDS order."""
+    labels = {"host": "Host / filesystem"}
+    for module in TOOLS.values():
+        labels.update(getattr(module, "KIND_LABELS", {}))
+    return {kind: labels.get(kind, kind.title()) for kind in TARGET_KINDS}
+
+
+TARGET_KIND_LABELS = _kind_labels()
+# Metrics computed when results are read: {name: (sources, function)} of every tool.
+DERIVED = {
+    name: d for module in TOOLS.values() for name, d in getattr(module, "DERIVED", {}).items()
+}
+# {plan key: the tool that declares it} (a tool's PLAN_KEYS).
+PLAN_KEYS = {
+    key: name for name, module in TOOLS.items() for key in getattr(module, "PLAN_KEYS", ())
+}
 DEFAULT_PORTS = {
     kind: port
     for module in TOOLS.values()
@@ -85,6 +116,8 @@ def duration_seconds(tool: str, params: dict) -> float | None:
     """Seconds one measured run of tool takes by its params, or None when the
     params name no duration (a count of queries or requests)."""
     module = get_tool(tool)
+    # A plan may use an alias (sysbench's max_time is time): read canonical names.
+    params = {module.ALIASES.get(name, name): value for name, value in params.items()}
     if hasattr(module, "duration_seconds"):
         return module.duration_seconds(params)
     value = params.get(module.DURATION_PARAM) if module.DURATION_PARAM else None

@@ -514,6 +514,31 @@ LIMITS = (
     Use("ramp_time", "seconds"),
 )
 SERIES: tuple[str, ...] = ()  # JSON output has no per-second values
+# The parameter naming the directory it works in: a stored host target's
+# directory fills it and a new host target is checked with it (benchapp);
+# the WORKDIR_ALTERNATIVES place the files themselves, so a plan naming one
+# keeps its own place.
+WORKDIR_PARAM = "directory"
+WORKDIR_ALTERNATIVES = ("filename",)
+
+
+def _total(values: dict, *names: str) -> float | None:
+    """The sum of the names a cell has (a read-only job has no write figures), or None."""
+    present = [values[n] for n in names if n in values]
+    return sum(present) if present else None
+
+
+def _total_mb_s(values: dict) -> float | None:
+    kib_s = _total(values, "read_bw_kib_s", "write_bw_kib_s")
+    return None if kib_s is None else kib_s * 1.024e-3  # KiB/s -> MB/s (10^6 bytes)
+
+
+# Metrics computed when results are read, from the stored ones of a cell:
+# {name: (the metrics it needs, function of {metric: value} -> value or None)}.
+DERIVED = {
+    "iops": (("read_iops", "write_iops"), lambda v: _total(v, "read_iops", "write_iops")),
+    "bw_mb_s": (("read_bw_kib_s", "write_bw_kib_s"), _total_mb_s),
+}
 METRICS = {
     "iops": m.throughput("IOPS (read + write)", "IOPS"),  # derived when results are read
     "bw_mb_s": m.throughput("Bandwidth (read + write)", "MB/s"),  # derived likewise

@@ -301,7 +301,9 @@ def parse_version(text: str) -> str:
 TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql",)  # the kinds it can run against
 DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the plan does not say
+KIND_LABELS = {"mysql": "MySQL / MariaDB"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
+CONNECTIONS_PARAM = "concurrency"  # connections one cell opens (the pre-run check counts them)
 DURATION_PARAM = None  # runs a number of queries, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("concurrency", "processes"),)  # a thread per client

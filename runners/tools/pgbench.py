@@ -276,7 +276,9 @@ def parse_version(text: str) -> str:
 TARGET_KIND = "postgres"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("postgres",)  # the kinds it can run against
 DEFAULT_PORTS = {"postgres": 5432}  # the port of a target of that kind when the plan does not say
+KIND_LABELS = {"postgres": "PostgreSQL"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
+CONNECTIONS_PARAM = "client"  # connections one cell opens (the pre-run check counts them)
 DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "seconds"))

@@ -374,6 +374,7 @@ def _combine(groups: list[dict]) -> dict[str, float]:
 TARGET_KIND = "redis"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("redis",)  # the kinds it can run against
 DEFAULT_PORTS = {"redis": 6379}
+KIND_LABELS = {"redis": "Redis"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = None  # runs a number of requests, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).

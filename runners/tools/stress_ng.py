@@ -345,6 +345,7 @@ def _combine(groups: list[dict]) -> dict[str, float]:
 TARGET_KIND = "host"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # background load on any host
 MEASURED = False  # background load (a plan's stress:), never the measured tool
+STRESS = True  # the tool a plan's `stress:` runs beside the measure
 DURATION_PARAM = "timeout"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 # (Not its timeout: a safety net, Benchboard stops stress-ng after the measure.)

@@ -415,6 +415,10 @@ def parse_version(text: str) -> str:
 TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # OLTP on either database; cpu/fileio on a host
 MEASURED = True  # a plan may choose it as its measured tool
+CONNECTIONS_PARAM = "threads"  # connections one cell opens (the pre-run check counts them)
+# Params a plan may also set at its top level, for every cell (the scenarios'
+# plans name the command syntax once, beside the tool).
+PLAN_KEYS = ("sysbench_version",)
 DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (

@@ -92,7 +92,7 @@
     const est = data.estimate;
     let text = `About ${formatSeconds(est.seconds)} of run time`;
     if (!est.known) text += " (no duration parameter: assuming ~10 s per cell)";
-    if (est.cost !== null) text += `, about ${est.cost} in target prices`;
+    if (est.cost !== null) text += `, about ${est.cost} USD for ${est.cost_hours} billed hour(s)`;
     if (est.client_hosts > 1) text += `, from up to ${est.client_hosts} client hosts at once`;
     $("preview-estimate").textContent = text + ".";
     const body = $("preview-cells").querySelector("tbody");

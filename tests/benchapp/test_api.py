@@ -206,3 +206,15 @@ def test_run_results_and_comparison_share(api, team, client):
     assert api.post(f"/api/comparisons/{comp['id']}/revoke/").status_code == 204
     assert client.get(f"/share/{share['token']}/").status_code == 404
     assert "token" not in api.get(f"/api/comparisons/{comp['id']}/").json()
+
+
+def test_api_reads_the_view_request_as_the_page_does(api, owner_client, team):
+    """One view-request parser: chart options and the statistic reach the API too."""
+    run = make_run(team, cells=[({"threads": t}, 1, {"tps": 10.0 * t}) for t in (1, 2)])
+    query = "rows=threads&metric=tps&statistic=max&chart=bar&chart_x=threads"
+    view = api.get(f"/api/runs/{run.pk}/results/?{query}").json()["view"]
+    assert (view["statistic"], view["chart"], view["chart_x"]) == ("max", "bar", "threads")
+    page = owner_client.get(f"/runs/{run.pk}/results/?{query}").context["data"]["view"]
+    assert {k: page[k] for k in ("rows", "statistic", "chart", "chart_x")} == {
+        k: view[k] for k in ("rows", "statistic", "chart", "chart_x")
+    }

@@ -7,7 +7,7 @@ import random
 import pytest
 from django.urls import reverse
 
-from benchapp import confirmation, history, orchestration
+from benchapp import confirmation, history, orchestration, planning
 from benchapp.history_tasks import detect_changes
 from benchapp.models import Alert, AlertDelivery, Cell, Notifier, Plan, Run
 from tests.benchapp.results_data import make_run
@@ -62,7 +62,7 @@ def finish_with(run, level, rng=None):
 def test_start_run_with_only_some_cell_keys(team):
     run = orchestration.start_run(team, fio_document(), only_keys=["rw=write"])
     assert sorted(run.cells.values_list("key", flat=True)) == ["rw=write"]
-    with pytest.raises(orchestration.PlanRefused, match="none of the cells"):
+    with pytest.raises(planning.PlanRefused, match="none of the cells"):
         orchestration.start_run(team, fio_document(), only_keys=["rw=trim"])
 
 
@@ -213,7 +213,7 @@ def test_a_confirmation_after_a_plan_edit_re_runs_the_frozen_cells(team, plan, d
     alert = dropped["rw=read"]
     edited = fio_document()
     edited["params"].update(bs="64k", runtime=2)
-    orchestration.save_plan(team, edited, plan=plan)
+    planning.save_plan(team, edited, plan=plan)
     run = confirmation.start([alert])
     frozen = list(alert.start_run.cells.filter(key="rw=read").order_by("index"))
     again = list(run.cells.order_by("index"))
@@ -238,7 +238,7 @@ def test_a_run_without_frozen_cells_cannot_be_confirmed(team, plan):
     ]
     (alert,) = history.detect_plan(plan)
     assert alert.start_run == runs[20]
-    with pytest.raises(orchestration.PlanRefused, match="no frozen cells of rw=read"):
+    with pytest.raises(planning.PlanRefused, match="no frozen cells of rw=read"):
         confirmation.start([alert])
     assert not Run.objects.filter(origin="confirm").exists()
 
@@ -247,7 +247,7 @@ def test_an_alert_at_a_plan_edit_says_so(team, plan):
     nights(team, plan, [1000] * 20)
     edited = fio_document()
     edited["params"]["bs"] = "64k"
-    orchestration.save_plan(team, edited, plan=plan)
+    planning.save_plan(team, edited, plan=plan)
     plan.refresh_from_db()
     after = nights(team, plan, [800] * 8)
     alerts = history.detect_plan(plan)

@@ -152,3 +152,25 @@ def test_import_refuses_what_is_not_a_sample(member_client, team, line, message)
     assert response.status_code == 200 and message in response.content.decode()
     assert "line 2" in response.content.decode()
     assert not Run.objects.filter(team=team, origin="import").exists()
+
+
+def test_imported_cells_are_keyed_as_plans_key_them(team):
+    """One cell-key function: a PKB import keys booleans and floats as a plan does."""
+    lines = "\n".join(
+        json.dumps(
+            {
+                "metric": "tps",
+                "value": value,
+                "unit": "",
+                "timestamp": 1.0 + i,
+                "run_uri": "r",
+                "metadata": {"direct": direct, "ratio": ratio},
+            }
+        )
+        for i, (direct, ratio, value) in enumerate([(True, 0.5, 1.0), (False, 2.0, 2.0)])
+    )
+    run = pkb_import.import_samples(team, lines)
+    assert sorted(run.cells.values_list("key", flat=True)) == [
+        "direct=false,ratio=2.0",
+        "direct=true,ratio=0.5",
+    ]

@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 
 from benchapp.models import Cell, Run, Target
-from benchapp.orchestration import save_plan, start_run
+from benchapp.orchestration import start_run
+from benchapp.planning import save_plan
 from tests.benchapp.ui_data import DEMO, make_target
 from tests.support.measures import measure
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from benchapp import orchestration
+from benchapp import orchestration, planning
 from benchapp.models import Cell, Credential, Run
 from tests.support.measures import stored
 from tests.support.sshd import sshd_disposable  # noqa: F401
@@ -214,7 +214,7 @@ def _secret(plain):
 
 def test_plan_over_cell_limit_is_refused(team, settings):
     settings.BENCHBOARD_CELL_LIMIT = 3
-    with pytest.raises(orchestration.PlanRefused, match="4 cells; the limit is 3"):
+    with pytest.raises(planning.PlanRefused, match="4 cells; the limit is 3"):
         orchestration.start_run(
             team, fio_plan("/tmp", axes={"rw": ["read", "write"], "bs": ["4k", "8k"]})
         )

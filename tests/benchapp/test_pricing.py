@@ -14,7 +14,7 @@ from django.utils import timezone
 from benchapp import pricing
 from benchapp.models import Cell, CloudResource, PriceEntry, Run
 from runners.errors import ValidationError
-from runners.providers import pricing as runners_pricing
+from runners.providers import billing, default_prices
 from tests.support.measures import measure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,15 +34,13 @@ def s1_specs() -> list[dict]:
 
 
 def test_seeded_price_table_is_runners_default(seeded):
-    assert pricing.price_table() == runners_pricing.DEFAULT_PRICES
-    assert PriceEntry.objects.count() == sum(
-        len(t) for t in runners_pricing.DEFAULT_PRICES.values()
-    )
+    assert pricing.price_table() == default_prices()
+    assert PriceEntry.objects.count() == sum(len(t) for t in default_prices().values())
 
 
 def test_estimate_s1_equals_runners_figure(team, seeded):
     estimate = pricing.estimate_run(team, S1)
-    expected = runners_pricing.estimate(s1_specs(), 1.0, runners_pricing.DEFAULT_PRICES)
+    expected = billing.estimate(s1_specs(), 1.0, default_prices())
     assert estimate["total"] == expected.total
     # db.t1.micro + 5 GB gp2; db.m2.4xlarge + 1000 GB io1 + 10,000 IOPS; m3.2xlarge; 1 h.
     by_hand = (0.025 + 5 * 0.115 / 730) + (1.82 + 1000 * 0.125 / 730 + 10000 * 0.10 / 730) + 0.90

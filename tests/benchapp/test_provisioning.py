@@ -21,7 +21,7 @@ import boto3
 import pytest
 import yaml
 
-from benchapp import cloudreaper, orchestration, pricing, provisioning, recording
+from benchapp import cloudreaper, orchestration, planning, pricing, provisioning, recording
 from benchapp.models import Cell, CloudResource, Credential, Run
 from tests.support.measures import stored
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
@@ -280,7 +280,7 @@ def test_s3_plan_one_instance_per_volume_count_raid_skipped(team, aws_worker):
 def test_quota_exceeded_refused_before_any_create_call(team, moto_endpoint):  # noqa: F811
     team.max_cloud_resources = 2  # S1 needs 3: two DB instances and a client
     team.save()
-    with pytest.raises(orchestration.PlanRefused) as refused:
+    with pytest.raises(planning.PlanRefused) as refused:
         orchestration.start_run(team, example("s1-rds-classes-moto.yaml"))
     assert "needs 3 cloud resources" in str(refused.value)
     assert "quota is 2" in str(refused.value)
@@ -291,7 +291,7 @@ def test_quota_exceeded_refused_before_any_create_call(team, moto_endpoint):  # 
 def test_budget_exceeded_refused_before_any_create_call(team, moto_endpoint):  # noqa: F811
     team.max_run_cost = 1
     team.save()
-    with pytest.raises(orchestration.PlanRefused) as refused:
+    with pytest.raises(planning.PlanRefused) as refused:
         orchestration.start_run(team, example("s1-rds-classes-moto.yaml"))
     assert "over the team's per-run budget of 1.00 USD" in str(refused.value)
     assert (Run.objects.count(), CloudResource.objects.count()) == (0, 0)
@@ -304,7 +304,7 @@ def test_quota_counts_the_live_resources_of_other_runs(team):
         CloudResource.objects.create(
             team=team, run=other, provider="aws_ec2", kind="volume", token=f"t{i}", state="live"
         )
-    with pytest.raises(orchestration.PlanRefused) as refused:
+    with pytest.raises(planning.PlanRefused) as refused:
         orchestration.start_run(team, example("s1-rds-classes-moto.yaml"))
     assert "the team has 18 live" in str(refused.value)
 
@@ -420,7 +420,7 @@ def test_team_aws_credential_is_used_and_recorded(
     moto_endpoint,  # noqa: F811
     cloud_settings,
 ):
-    key = Credential(team=team, name="team-aws", kind=Credential.AWS, username="AKIDTEAM")
+    key = Credential(team=team, name="team-aws", kind="aws", username="AKIDTEAM")
     key.set_secret("team-secret-key")
     key.save()
     plan = example("s1-rds-classes-moto.yaml")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchapp import results
+from benchapp import charts, pivot, results
 from benchapp.models import Cell
 from tests.benchapp.results_data import add_series, embedded_charts, make_run
 from tests.support.measures import measure
@@ -16,8 +16,8 @@ def _obs(rows):
     """[(axes, metric, value)] -> Observations of distinct cells."""
     out = []
     for i, (axes, metric, value) in enumerate(rows):
-        cell = results.CellInfo(i, 1, "#1 r", "k", axes.get("repeat", 1), "t1", axes, "succeeded")
-        out.append(results.Observation(cell, "", metric, value))
+        cell = pivot.CellInfo(i, 1, "#1 r", "k", axes.get("repeat", 1), "t1", axes, "succeeded")
+        out.append(pivot.Observation(cell, "", metric, value))
     return out
 
 
@@ -32,7 +32,7 @@ def _obs(rows):
     ],
 )
 def test_describe_statistics_match_hand_computed(values, mean, sd, cv):
-    stats = results.describe(values, threshold=0.05)
+    stats = pivot.describe(values, threshold=0.05)
     assert stats.n == len(values)
     assert stats.mean == pytest.approx(mean)
     assert stats.min == min(values) and stats.max == max(values)
@@ -51,7 +51,7 @@ def test_pivot_groups_rows_and_columns():
             ({"target": "big", "load_type": "read"}, "qps", 99.0),
         ]
     )
-    table = results.pivot(obs, ["target"], ["load_type"], "avg_s")
+    table = pivot.pivot(obs, ["target"], ["load_type"], "avg_s")
     assert [r["label"] for r in table["rows"]] == ["big", "micro"]
     assert [c["label"] for c in table["columns"]] == ["read", "write"]
     big, micro = table["cells"]
@@ -66,7 +66,7 @@ def test_pivot_sorts_numbers_numerically_and_shows_several_metrics():
     obs = _obs(
         [({"threads": t}, m, t * k) for t in (4, 16, 128) for m, k in (("tps", 1), ("qps", 20))]
     )
-    table = results.pivot(obs, ["threads"], ["metric"], ["tps", "qps"])
+    table = pivot.pivot(obs, ["threads"], ["metric"], ["tps", "qps"])
     assert [r["key"] for r in table["rows"]] == [[4], [16], [128]]
     assert [c["label"] for c in table["columns"]] == ["qps", "tps"]
     assert table["cells"][2][0].mean == 128 * 20
@@ -76,12 +76,12 @@ def test_downsample_keeps_first_last_and_extremes():
     points = [(float(t), math.sin(t / 50.0)) for t in range(10_000)]
     points[4321] = (4321.0, 50.0)  # a spike
     points[777] = (777.0, -40.0)  # a stall
-    out = results.downsample(points, 200)
+    out = charts.downsample(points, 200)
     assert len(out) <= 200
     assert out[0] == points[0] and out[-1] == points[-1]
     assert (4321.0, 50.0) in out and (777.0, -40.0) in out
     assert [p[0] for p in out] == sorted(p[0] for p in out)
-    assert results.downsample(points[:50], 200) == points[:50]
+    assert charts.downsample(points[:50], 200) == points[:50]
 
 
 @pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_only_latest_attempt_counts_and_fio_iops_are_derived(team):
         r["label"]: line[0].mean for r, line in zip(data["table"]["rows"], data["table"]["cells"])
     }
     assert cells == {"read": 100.0, "write": 50.0}
-    bw = results.pivot(results.load_observations(data["cells"]), ["rw"], [], "bw_mb_s")
+    bw = pivot.pivot(results.load_observations(data["cells"]), ["rw"], [], "bw_mb_s")
     assert bw["cells"][0][0].mean == pytest.approx(1.024)
 
 

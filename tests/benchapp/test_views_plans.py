@@ -8,8 +8,7 @@ import yaml
 
 from benchapp.forms import PlanForm, TemplateForm, initial_from_document
 from benchapp.models import Plan, Run
-from benchapp.orchestration import save_plan
-from benchapp.planning import validate_document
+from benchapp.planning import save_plan, validate_document
 from benchapp.templates_plans import get_template, plan_templates
 from runners.plan import count_cells, load_plan
 from tests.benchapp.ui_data import DEMO, assert_no_canary, form_data, make_credential, make_target
@@ -171,7 +170,13 @@ def test_preview_counts_cells_and_lists_the_first(owner_client, team, stored):
     assert len(data["cells"]) == 8
     assert load_plan(data["yaml"]).axes == {"load_type": ["read", "key"], "concurrency": [1, 2]}
     # mysqlslap states no duration: 10 s per cell plus 3 s overhead (benchapp.estimates)
-    assert data["estimate"] == {"seconds": 12 * 13, "known": False, "cost": None, "client_hosts": 1}
+    assert data["estimate"] == {
+        "seconds": 12 * 13,
+        "known": False,
+        "cost": None,
+        "cost_hours": None,
+        "client_hosts": 1,
+    }
 
 
 def test_preview_counts_the_client_hosts_of_a_client_hosts_axis(owner_client, team, stored):
@@ -217,7 +222,14 @@ def test_preview_estimate_uses_duration_and_prices(owner_client, team):
         },
     ).json()
     assert data["count"] == 2
-    assert data["estimate"] == {"seconds": 120, "known": True, "cost": 0.12, "client_hosts": 1}
+    # Billed as the budget check bills it: the target's 3.60/h for one whole hour.
+    assert data["estimate"] == {
+        "seconds": 120,
+        "known": True,
+        "cost": 3.6,
+        "cost_hours": 1.0,
+        "client_hosts": 1,
+    }
 
 
 def test_preview_refuses_plans_over_the_cell_limit(owner_client, team, stored, settings):

@@ -5,7 +5,8 @@ import pytest
 from django.utils import timezone
 
 from benchapp.models import Artifact, Cell, Run
-from benchapp.orchestration import save_plan, start_run
+from benchapp.orchestration import start_run
+from benchapp.planning import save_plan
 from tests.benchapp.ui_data import CANARY, DEMO, assert_no_canary, make_credential, make_target
 from tests.support.measures import measure
 

@@ -10,7 +10,7 @@ from django_celery_beat.models import ClockedSchedule, PeriodicTask
 
 from benchapp import scheduling
 from benchapp.models import Run
-from benchapp.orchestration import save_plan
+from benchapp.planning import save_plan
 from benchapp.tasks import start_plan
 from tests.benchapp.ui_data import DEMO, make_target
 

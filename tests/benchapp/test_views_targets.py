@@ -194,7 +194,7 @@ def test_target_create_host_needs_its_directory(owner_client):
     html = owner_client.post(
         "/targets/new/", target_post(name="disk", kind="host", host="", port="", user="")
     ).content.decode()
-    assert "A host target needs the directory fio works in." in html
+    assert "A host target needs the directory the tools work in." in html
     assert not Target.objects.filter(name="disk").exists()
 
 
@@ -204,8 +204,8 @@ def test_target_create_local_host_directory_outside_data_dirs_says_operator(owne
         target_post(name="disk", kind="host", host="", port="", user="", directory="/srv/bench"),
     ).content.decode()
     assert (
-        "/srv/bench is not inside one of this target&#x27;s data directories (none yet): fio "
-        "may only write on this server where an operator (staff) has allowed it"
+        "/srv/bench is not inside one of this target&#x27;s data directories (none yet): the "
+        "tools may only write on this server where an operator (staff) has allowed it"
     ) in html
     assert not Target.objects.filter(name="disk").exists()
 

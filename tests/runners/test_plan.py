@@ -10,7 +10,15 @@ import pytest
 import yaml
 
 from runners.errors import ValidationError
-from runners.plan import count_cells, dump_plan, expand, load_plan, substitute, with_seed
+from runners.plan import (
+    combination_key,
+    count_cells,
+    dump_plan,
+    expand,
+    load_plan,
+    substitute,
+    with_seed,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -442,3 +450,16 @@ def test_example_s4_legacy_plan_expands_like_the_scenario():
     assert [c.params for c in expand(legacy)] == [
         c.params for c in expand(load_plan(SCENARIOS["S4"]))
     ]
+
+
+@pytest.mark.parametrize(
+    ("axes", "key"),
+    [
+        ({"direct": True, "sync": False}, "direct=true,sync=false"),
+        ({"ratio": 0.5, "size": 2.0}, "ratio=0.5,size=2.0"),
+        ({"b": 1, "a": "x"}, "a=x,b=1"),
+        ({}, ""),
+    ],
+)
+def test_combination_key_spells_booleans_and_floats_one_way(axes, key):
+    assert combination_key(axes) == key

@@ -5,14 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from runners.errors import ValidationError
-from runners.providers.pricing import (
-    DEFAULT_PRICES,
-    NOTE,
-    actual,
-    estimate,
-    lifetime_hours,
-    price_performance,
-)
+from runners.providers import default_prices
+from runners.providers.billing import actual, estimate
+from runners.providers.pricing import NOTE, lifetime_hours, price_performance
 
 S1_TARGETS = [
     {
@@ -133,10 +128,10 @@ def test_price_performance_per_dollar_hour(value, price, expected):
 
 
 def test_default_prices_cover_the_scenarios_and_say_illustrative():
-    assert set(DEFAULT_PRICES["rds_instance_hour"]) == {
+    assert set(default_prices()["rds_instance_hour"]) == {
         "db.t1.micro",
         "db.m1.small",
         "db.m2.4xlarge",
     }
-    assert set(DEFAULT_PRICES["ec2_instance_hour"]) == {"m3.2xlarge", "c1.medium", "c1.xlarge"}
+    assert set(default_prices()["ec2_instance_hour"]) == {"m3.2xlarge", "c1.medium", "c1.xlarge"}
     assert "Illustrative" in NOTE

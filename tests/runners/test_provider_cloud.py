@@ -7,8 +7,8 @@ from runners.providers import PROVIDERS, Handle, counted_kinds, primary_kinds, s
 
 
 def test_cloud_kinds_come_from_the_providers():
-    assert primary_kinds() == ("rds_instance", "ec2_instance")
-    assert counted_kinds() == ("rds_instance", "ec2_instance", "volume")
+    assert primary_kinds() == ("rds_instance", "ec2_instance", "cluster_host")
+    assert counted_kinds() == ("rds_instance", "ec2_instance", "volume", "cluster_host")
     assert PROVIDERS["static"].PRIMARY_KINDS == () and PROVIDERS["local"].COUNTED_KINDS == ()
 
 

@@ -249,3 +249,8 @@ def test_registry_catalog_reaches_tables_deltas_and_exports(team):
     lines = archive.export_csv(team, [before]).splitlines()
     units = {line.split(",")[-3]: line.split(",")[-1] for line in lines[1:]}
     assert units == {"tps": "tps", "latency_avg_ms": "ms"}
+
+
+def test_duration_reads_a_tools_aliases():
+    assert tools.duration_seconds("sysbench", {"max_time": 30}) == 30.0
+    assert tools.duration_seconds("sysbench", {"time": 45}) == 45.0

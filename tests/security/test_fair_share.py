@@ -12,7 +12,7 @@ import time
 import pytest
 from django.test import Client
 
-from benchapp import orchestration, scheduling
+from benchapp import orchestration, planning, scheduling
 from benchapp.celery import app
 from benchapp.fairshare import TooManyRuns, wait_reasons
 from benchapp.models import Cell, CellLock, Membership, Run, SkippedTick, Team
@@ -133,7 +133,7 @@ def test_a_schedule_firing_while_its_run_is_active_starts_nothing(
     team, owner_client, tmp_path, start_worker
 ):
     start_worker("beat", concurrency=2, **FAST_LEASES)
-    plan = orchestration.save_plan(team, slow_fio(tmp_path, "nightly", ["d1"], runtime=60))
+    plan = planning.save_plan(team, slow_fio(tmp_path, "nightly", ["d1"], runtime=60))
     scheduling.schedule_cron(plan, scheduling.parse_cron("0 3 * * *"))
     app.send_task("benchapp.start_plan", args=[plan.pk], kwargs={"origin": "schedule"})
     wait_for(lambda: plan.runs.filter(status=Run.RUNNING).exists())
@@ -152,7 +152,7 @@ def test_a_schedule_firing_while_its_run_is_active_starts_nothing(
 def test_a_team_at_its_cap_of_runs_is_refused_with_the_limit(team, member, tmp_path):
     team.max_active_runs = 1
     team.save()
-    plan = orchestration.save_plan(team, slow_fio(tmp_path, "one", ["d1"]))
+    plan = planning.save_plan(team, slow_fio(tmp_path, "one", ["d1"]))
     orchestration.start_run(team, plan.document)
     with pytest.raises(TooManyRuns, match="already has 1 queued or running runs"):
         orchestration.start_run(team, plan.document)
@@ -165,7 +165,7 @@ def test_a_team_at_its_cap_of_runs_is_refused_with_the_limit(team, member, tmp_p
 
 
 def test_a_cron_more_frequent_than_the_site_allows_is_refused(owner_client, team, tmp_path):
-    plan = orchestration.save_plan(team, slow_fio(tmp_path, "often", ["d1"]))
+    plan = planning.save_plan(team, slow_fio(tmp_path, "often", ["d1"]))
     page = owner_client.post(
         f"/plans/{plan.pk}/schedule/", {"kind": "cron", "cron": "*/5 * * * *"}, follow=True
     ).content.decode()

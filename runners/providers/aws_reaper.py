@@ -1,4 +1,4 @@
-"""The reaper: delete expired benchboard resources, whatever happened to their run.
+"""The AWS sweep: delete expired benchboard resources, whatever happened to their run.
 
 Runs periodically (a beat task in benchapp) once per team account and region.
 A resource is reaped when it is tagged app=benchboard and either its
@@ -17,8 +17,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from runners.providers import aws_common as aws
-from runners.providers.aws_ec2 import LIVE_STATES, delete_key_pair_if_unused, delete_volume
-from runners.providers.aws_rds import delete_instance
 from runners.providers.base import ProvisionContext, parse_expiry
 
 APP_FILTER = [{"Name": "tag:app", "Values": ["benchboard"]}]
@@ -90,7 +88,7 @@ def _reap_db_instances(rds, waiter, now, runs) -> list[Reaped]:
         for db in page["DBInstances"]:
             tags = aws.tag_dict(db.get("TagList"))
             if is_due(tags, now, runs):
-                delete_instance(rds, db["DBInstanceIdentifier"])
+                aws.delete_instance(rds, db["DBInstanceIdentifier"])
                 due.append(_record("rds_instance", db["DBInstanceIdentifier"], tags))
     for item in due:
         aws.wait_until(
@@ -108,7 +106,7 @@ def _db_gone(rds, identifier: str) -> bool:
 
 def _reap_instances(ec2, waiter, now, runs) -> list[Reaped]:
     filters = APP_FILTER + [
-        {"Name": "instance-state-name", "Values": LIVE_STATES + ["shutting-down"]}
+        {"Name": "instance-state-name", "Values": aws.LIVE_STATES + ["shutting-down"]}
     ]
     reservations = aws.call("describe instances", ec2.describe_instances, Filters=filters)[
         "Reservations"
@@ -144,7 +142,7 @@ def _reap_volumes(ec2, waiter, now, runs) -> list[Reaped]:
         # A volume still attached to a live instance belongs to an unexpired
         # host (expired ones were terminated above); leave it to that host.
         if is_due(tags, now, runs) and not attached_live:
-            delete_volume(ec2, waiter, volume["VolumeId"])
+            aws.delete_volume(ec2, waiter, volume["VolumeId"])
             due.append(_record("volume", volume["VolumeId"], tags))
     return due
 
@@ -154,7 +152,7 @@ def _reap_key_pairs(ec2, now, runs) -> list[Reaped]:
     due = []
     for pair in pairs:
         tags = aws.tag_dict(pair.get("Tags"))
-        if is_due(tags, now, runs) and delete_key_pair_if_unused(ec2, pair["KeyName"]):
+        if is_due(tags, now, runs) and aws.delete_key_pair_if_unused(ec2, pair["KeyName"]):
             due.append(_record("key_pair", pair["KeyName"], tags))
     return due
 
