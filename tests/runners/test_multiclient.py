@@ -350,7 +350,8 @@ def test_a_client_hosts_axis_runs_through_a_real_worker_to_the_results_page(
     start_worker,
 ):
     from benchapp import orchestration, results
-    from benchapp.models import Measurement, Run
+    from benchapp.models import Run
+    from tests.support.measures import stored
     from tests.support.waiting import finished, wait_for
 
     start_worker("multi")
@@ -384,7 +385,8 @@ def test_a_client_hosts_axis_runs_through_a_real_worker_to_the_results_page(
     assert two.facts["start_spread_s"] < 2
 
     def tps(cell, group):
-        return Measurement.objects.get(cell=cell, group=group, metric="tps").value
+        (value,) = stored(cells=[cell.pk], group=group, metrics=["tps"])
+        return value.value
 
     assert tps(two, "") == pytest.approx(tps(two, "client=1") + tps(two, "client=2"))
     data = results.results([run])
