@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchapp import crypto
+from benchapp import artifactstore, crypto
 from benchapp.csvexport import csv_text
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run, Team
 from benchapp.recording import MASK, measurement_rows, series_rows
@@ -175,7 +175,9 @@ def import_output(
     )
     Measurement.objects.bulk_create(measurement_rows(cell, 1, result))
     CellSeries.objects.bulk_create(series_rows(cell, 1, result))
-    Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
+    artifactstore.create_artifacts(
+        [(Artifact(cell=cell, attempt=1, phase="measure"), {"stdout": text})]
+    )
     _merge_axes(run, axes)
     return cell
 
