@@ -236,7 +236,7 @@ def artifact_storage(url: str, endpoint_url: str, region: str) -> dict:
         options = {"bucket_name": bucket, "location": prefix.strip("/"), "region_name": region}
         if endpoint_url:
             options["endpoint_url"] = endpoint_url
-        return {"BACKEND": "benchapp.artifactstore.S3ArtifactStorage", "OPTIONS": options}
+        return {"BACKEND": "benchapp.artifactstore_s3.S3ArtifactStorage", "OPTIONS": options}
     location = Path(url or VAR_DIR / "artifacts")
     if not location.is_absolute():
         raise ImproperlyConfigured(
