@@ -13,7 +13,6 @@ import pytest
 from django.core.files.storage import storages
 from django.core.management import call_command
 from django.urls import reverse
-from django.utils import timezone
 
 from benchapp import artifactstore, rawoutput
 from benchapp.models import Artifact, Cell, OutputBlob, Run
