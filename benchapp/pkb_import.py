@@ -28,8 +28,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
+from benchapp import artifactstore
 from benchapp.archive import _typed
-from benchapp.models import Cell, Measurement, Run, Team
+from benchapp.models import Artifact, Cell, Measurement, Run, Team
 from runners.errors import ParseError
 
 # Metadata keys of Benchboard's own export (benchapp.formats.to_pkb_lines).
@@ -290,4 +291,7 @@ def import_samples(team: Team, text: str, *, name: str = "", user=None) -> Run:
                 )
             )
     Measurement.objects.bulk_create(rows, batch_size=2000)
+    # The imported file itself, kept whole in the artifact store (shown on the
+    # first cell's output page), so what a figure came from stays at hand.
+    artifactstore.create_artifacts([(Artifact(cell=stored[0], phase="import"), {"stdout": text})])
     return run

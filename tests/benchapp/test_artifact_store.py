@@ -6,7 +6,9 @@ move_artifacts moves outputs kept in the database."""
 from __future__ import annotations
 
 import hashlib
+import tracemalloc
 from io import StringIO
+from pathlib import Path
 
 import boto3
 import pytest
@@ -21,6 +23,7 @@ from tests.support.moto import free_port, moto_endpoint, moto_server  # noqa: F4
 
 BIG = "first line\n" + "x" * (3 * rawoutput.EXCERPT_CHARS) + "\nlast line"
 BUCKET = "bb-artifacts"
+PKB = Path(__file__).resolve().parents[1] / "fixtures" / "pkb"
 
 
 @pytest.fixture
@@ -205,3 +208,26 @@ def test_default_store_is_the_filesystem_under_var(settings):
     store = storages.create_storage(artifact_storage("", "", ""))
     assert isinstance(store, artifactstore.FileArtifactStorage)
     assert store.location == str(settings.VAR_DIR / "artifacts")
+
+
+def test_pkb_import_keeps_the_imported_file(member_client, team, file_store):
+    text = (PKB / "iperf_samples.jsonl").read_text()
+    member_client.post("/archive/import/", {"tool": "pkb", "output": text, "name": "from PKB"})
+    run = Run.objects.get(team=team, name="from PKB")
+    kept = Artifact.objects.get(cell__run=run, phase="import")
+    assert kept.cell.index == 1 and artifactstore.text(kept, "stdout") == text
+
+
+def test_s3_download_holds_one_chunk_at_a_time(owner_client, team, s3_store):
+    size = 24 * 1024 * 1024
+    artifact = recorded(team, {"stdout": "z" * size})
+    tracemalloc.start()
+    try:
+        response = download(owner_client, artifact)
+        total = sum(len(chunk) for chunk in response.streaming_content)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == size
+    # Chunks of 4 MiB (plus the HTTP client's buffers), never the 24 MiB object.
+    assert peak < 3 * artifactstore.CHUNK_BYTES
