@@ -70,7 +70,10 @@ def new_blob(cell, stream: str, text: str) -> OutputBlob | None:
     # A fresh name per object: a retried attempt or a moved output never
     # overwrites another one, and the key says whose output it is.
     name = f"outputs/run-{cell.run_id}/cell-{cell.pk}/{uuid.uuid4().hex}.{stream}.txt"
-    key = store().save(name, ContentFile(data))
+    try:
+        key = store().save(name, ContentFile(data))
+    except OSError as exc:  # the filesystem store full or unwritable
+        raise StoreError(f"the artifact store did not take {name}: {exc.strerror}") from None
     return OutputBlob(
         stream=stream,
         key=key,
@@ -83,17 +86,25 @@ def new_blob(cell, stream: str, text: str) -> OutputBlob | None:
 
 def create_artifacts(rows: list[tuple[Artifact, dict[str, str]]]) -> None:
     """Saves each Artifact and writes its streams ({"stdout": text, ...}) to
-    the store. Inside the caller's transaction: an object written before a
-    rollback stays in the store unreferenced."""
-    Artifact.objects.bulk_create([artifact for artifact, _ in rows])
+    the store. A stream the store does not take (unreachable, full) is kept
+    in the artifact's database column instead, so a store outage loses no
+    cell; `move_artifacts` moves it later. Inside the caller's transaction:
+    an object written before a rollback stays in the store unreferenced."""
     blobs = []
     for artifact, streams in rows:
         for stream, text in streams.items():
-            blob = new_blob(artifact.cell, stream, text)
+            try:
+                blob = new_blob(artifact.cell, stream, text)
+            except StoreError as exc:
+                log.warning("output kept in the database: %s", exc)
+                setattr(artifact, stream, text)
+                continue
             if blob is not None:
-                blob.artifact = artifact
-                blobs.append(blob)
-    OutputBlob.objects.bulk_create(blobs)
+                blobs.append((artifact, blob))
+    Artifact.objects.bulk_create([artifact for artifact, _ in rows])
+    for artifact, blob in blobs:
+        blob.artifact = artifact
+    OutputBlob.objects.bulk_create([blob for _, blob in blobs])
 
 
 def move_to_store(artifact_id: int) -> int:

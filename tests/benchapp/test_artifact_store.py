@@ -231,3 +231,20 @@ def test_s3_download_holds_one_chunk_at_a_time(owner_client, team, s3_store):
     assert total == size
     # Chunks of 4 MiB (plus the HTTP client's buffers), never the 24 MiB object.
     assert peak < 3 * artifactstore.CHUNK_BYTES
+
+
+def test_output_the_store_refuses_is_kept_in_the_database(owner_client, team, settings, tmp_path):
+    full = tmp_path / "not-a-directory"
+    full.write_text("")  # the store's location is a file: every save fails
+    settings.STORAGES = {**settings.STORAGES, "artifacts": artifact_storage(str(full), "", "")}
+    artifact = recorded(team, {"stdout": "tps: 7\n"})
+    assert not artifact.blobs.exists()
+    assert Artifact.objects.get(pk=artifact.pk).stdout == "tps: 7\n"
+    assert "tps: 7" in page(owner_client, artifact)
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "artifacts": artifact_storage(str(tmp_path / "ok"), "", ""),
+    }
+    call_command("move_artifacts", stdout=StringIO())
+    assert artifact.blobs.get().size == len("tps: 7\n")
+    assert Artifact.objects.get(pk=artifact.pk).stdout == ""
