@@ -45,6 +45,10 @@ class CellInline(admin.TabularInline):
     readonly_fields = fields
     extra = 0
     can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
     show_change_link = True
 
 
@@ -68,10 +72,20 @@ class CellMeasurementsAdmin(admin.ModelAdmin):
     raw_id_fields = ["run", "cell"]
 
 
+class OutputBlobInline(admin.TabularInline):
+    """Where each stream's object is; read-only (the store and the row go together)."""
+
+    model = models.OutputBlob
+    fields = readonly_fields = ["stream", "key", "size", "sha256", "expired_at"]
+    extra = 0
+    can_delete = False
+
+
 @admin.register(models.Artifact)
 class ArtifactAdmin(admin.ModelAdmin):
     list_display = ["cell", "attempt", "phase", "exit_code"]
     raw_id_fields = ["cell"]
+    inlines = [OutputBlobInline]
 
 
 @admin.register(models.Comparison)

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchapp import crypto, measurestore
+from benchapp import artifactstore, crypto, measurestore
 from benchapp.csvexport import csv_text
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run, Team
 from benchapp.recording import MASK, measurement_rows, series_rows, store_measurements
@@ -176,7 +176,9 @@ def import_output(
     )
     store_measurements(cell, 1, measurement_rows(cell, 1, result))
     CellSeries.objects.bulk_create(series_rows(cell, 1, result))
-    Artifact.objects.create(cell=cell, attempt=1, phase="measure", stdout=text)
+    artifactstore.create_artifacts(
+        [(Artifact(cell=cell, attempt=1, phase="measure"), {"stdout": text})]
+    )
     _merge_axes(run, axes)
     return cell
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from benchapp import machines
+from benchapp import artifactstore, machines
 from benchapp.dispatch import DISPATCH_RUN, send
 from benchapp.models import Artifact, Cell, Run
 from benchapp.recording import SecretBook, cell_context, frozen_cell
@@ -97,17 +97,17 @@ def _cleanup_one(run: Run, target: str, first: Cell, last: Cell) -> None:
     finally:
         ctx.close()
     if record is not None:
-        Artifact.objects.create(
+        artifact = Artifact(
             cell=last,
             attempt=last.attempt,
             phase=PHASE,
             command=book.mask(record.command),
             exit_code=record.exit_code,
-            stdout=book.mask(record.stdout),
-            stderr=book.mask(record.stderr),
             started_at=datetime.fromtimestamp(record.started, tz=UTC),
             finished_at=datetime.fromtimestamp(record.finished, tz=UTC),
         )
+        streams = {"stdout": book.mask(record.stdout), "stderr": book.mask(record.stderr)}
+        artifactstore.create_artifacts([(artifact, streams)])
         if record.exit_code != 0:
             problem = f"exit {record.exit_code}: " + one_line(record.stderr or record.stdout)
     with transaction.atomic():

@@ -242,6 +242,9 @@ class Run(models.Model):
     # Targets whose data is prepared (plan `prepare: {once: true}`): shared by
     # every worker that runs a cell of this run.
     prepared_targets = models.JSONField(default=list, blank=True)
+    # What retention did to this run (benchapp.retention): {"series": {"at",
+    # "days"}, "raw": {"at", "days"}}; the run and cell pages say it.
+    retention = models.JSONField(default=dict, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -399,6 +402,12 @@ class CellSeries(models.Model):
     count = models.PositiveIntegerField(default=0)
     t = models.BinaryField()
     values = models.BinaryField()
+    # 0: as recorded. Retention (benchapp.retention) downsamples old series to
+    # one point per bin of this many seconds: t is the bin's start, values its
+    # mean, lows and highs its min and max (None while as recorded).
+    bin_seconds = models.PositiveIntegerField(default=0)
+    lows = models.BinaryField(null=True, blank=True)
+    highs = models.BinaryField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -409,7 +418,10 @@ class CellSeries(models.Model):
 
 
 class Artifact(models.Model):
-    """Raw output of one phase of one attempt, masked, kept whole."""
+    """Raw output of one phase of one attempt, masked, kept whole: each
+    non-empty stream is an object in the artifact store (an OutputBlob).
+    stdout/stderr hold only outputs recorded before the store existed, until
+    `manage.py move_artifacts` moves them there."""
 
     cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="artifacts")
     attempt = models.PositiveIntegerField(default=1)
@@ -423,6 +435,27 @@ class Artifact(models.Model):
 
     class Meta:
         ordering = ["cell", "attempt", "id"]
+
+
+class OutputBlob(models.Model):
+    """One stream of an Artifact, kept in the artifact store
+    (benchapp.artifactstore): the object's key, size (bytes of UTF-8) and
+    sha256, and the stream's first and last KiB, which the pages show when
+    the object is gone (expired by retention, or missing from the store)."""
+
+    artifact = models.ForeignKey(Artifact, on_delete=models.CASCADE, related_name="blobs")
+    stream = models.CharField(max_length=6)  # stdout | stderr
+    key = models.CharField(max_length=400, unique=True)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    head = models.TextField(blank=True)
+    tail = models.TextField(blank=True)  # empty when head is the whole stream
+    expired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["artifact", "stream"], name="one_blob_per_stream")
+        ]
 
 
 def new_share_token() -> str:

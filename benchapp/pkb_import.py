@@ -28,9 +28,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import measurestore
+from benchapp import artifactstore, measurestore
 from benchapp.archive import _typed
-from benchapp.models import Cell, Run, Team
+from benchapp.models import Artifact, Cell, Run, Team
 from runners.errors import ParseError
 from runners.plan import combination_key
 
@@ -280,4 +280,7 @@ def import_samples(team: Team, text: str, *, name: str = "", user=None) -> Run:
             )
         attempts.append((cell, 1, rows))
     measurestore.add(attempts)
+    # The imported file itself, kept whole in the artifact store (shown on the
+    # first cell's output page), so what a figure came from stays at hand.
+    artifactstore.create_artifacts([(Artifact(cell=stored[0], phase="import"), {"stdout": text})])
     return run

@@ -16,7 +16,14 @@ from functools import partial
 from django.conf import settings
 from django.db import transaction
 
-from benchapp import credbinding, measurestore, provisioning, seriesstore, targetguard
+from benchapp import (
+    artifactstore,
+    credbinding,
+    measurestore,
+    provisioning,
+    seriesstore,
+    targetguard,
+)
 from benchapp.measurestore import Value
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
 from benchapp.planning import sandbox_limits
@@ -294,19 +301,22 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
                 for row in seriesstore.rows(cell, attempt, series, source=source)
             ]
         )
-        Artifact.objects.bulk_create(
-            Artifact(
-                cell=cell,
-                attempt=attempt,
-                phase=p.phase,
-                command=mask(p.command),
-                exit_code=p.exit_code,
-                stdout=mask(p.stdout),
-                stderr=mask(p.stderr),
-                started_at=_when(p.started),
-                finished_at=_when(p.finished),
-            )
-            for p in outcome.phases
+        artifactstore.create_artifacts(
+            [
+                (
+                    Artifact(
+                        cell=cell,
+                        attempt=attempt,
+                        phase=p.phase,
+                        command=mask(p.command),
+                        exit_code=p.exit_code,
+                        started_at=_when(p.started),
+                        finished_at=_when(p.finished),
+                    ),
+                    {"stdout": mask(p.stdout), "stderr": mask(p.stderr)},
+                )
+                for p in outcome.phases
+            ]
         )
         status = Cell.CANCELLED if current.status == Cell.CANCELLED else outcome.status
         if requeue and status == Cell.FAILED:

@@ -219,8 +219,47 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root at every start
+
+
+def artifact_storage(url: str, endpoint_url: str, region: str) -> dict:
+    """The STORAGES entry of the artifact store (raw outputs, benchapp.artifactstore).
+
+    url: "" (files under VAR_DIR/artifacts), an absolute directory, or
+    s3://bucket/prefix (any S3-compatible store; endpoint_url for one that
+    is not AWS). Credentials are never settings: boto3 reads the standard
+    AWS variables or the instance's role, so they stay out of every dump.
+    """
+    if url.startswith("s3://"):
+        bucket, _, prefix = url[len("s3://") :].partition("/")
+        if not bucket:
+            raise ImproperlyConfigured("BENCHBOARD_ARTIFACTS=s3://... names no bucket")
+        options = {"bucket_name": bucket, "location": prefix.strip("/"), "region_name": region}
+        if endpoint_url:
+            options["endpoint_url"] = endpoint_url
+        return {"BACKEND": "benchapp.artifactstore_s3.S3ArtifactStorage", "OPTIONS": options}
+    location = Path(url or VAR_DIR / "artifacts")
+    if not location.is_absolute():
+        raise ImproperlyConfigured(
+            f"BENCHBOARD_ARTIFACTS must be s3://bucket/prefix or an absolute directory, not {url!r}"
+        )
+    return {
+        "BACKEND": "benchapp.artifactstore.FileArtifactStorage",
+        "OPTIONS": {"location": str(location)},
+    }
+
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "artifacts": artifact_storage(
+        env.str("BENCHBOARD_ARTIFACTS", default=""),
+        env.str(
+            "BENCHBOARD_ARTIFACTS_ENDPOINT_URL", default=env.str("AWS_ENDPOINT_URL", default="")
+        ),
+        env.str(
+            "BENCHBOARD_ARTIFACTS_REGION",
+            default=env.str("AWS_DEFAULT_REGION", default="us-east-1"),
+        ),
+    ),
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
@@ -271,6 +310,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "benchapp.reap_cloud",
         "schedule": env.int("BENCHBOARD_CLOUD_REAP_SECONDS", default=300),
     },
+    # Downsamples old series and expires old raw outputs (both off by default).
+    "retention": {
+        "task": "benchapp.retention",
+        "schedule": env.int("BENCHBOARD_RETENTION_SECONDS", default=3600),
+    },
 }
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -290,6 +334,16 @@ BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float(
     "BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS", default=300.0
 )
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
+# Retention (benchapp.retention), 0 = off: per-second series of runs finished
+# more than SERIES days ago are downsampled to min/mean/max per minute; raw
+# outputs of runs finished more than RAW days ago are deleted from the store
+# (their first and last KiB stay). Baselines and runs in a saved comparison
+# are never touched.
+BENCHBOARD_SERIES_RETENTION_DAYS = env.int("BENCHBOARD_SERIES_RETENTION_DAYS", default=0)
+BENCHBOARD_RAW_RETENTION_DAYS = env.int("BENCHBOARD_RAW_RETENTION_DAYS", default=0)
+for _name in ("SERIES", "RAW"):
+    if globals()[f"BENCHBOARD_{_name}_RETENTION_DAYS"] < 0:
+        raise ImproperlyConfigured(f"BENCHBOARD_{_name}_RETENTION_DAYS must be 0 (off) or more")
 # Fair share (docs/operations.md, "Sharing one installation"): per team, cells
 # sent or running at once and runs queued or running at once (a team's own
 # fields override both); a cell's runtime cap, for all its phases (below

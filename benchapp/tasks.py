@@ -13,6 +13,7 @@ from celery import shared_task
 from django.conf import settings
 
 from benchapp import cloudreaper, finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
+from benchapp import retention as retention_policy
 from benchapp.models import Plan, Run
 
 
@@ -83,3 +84,9 @@ def start_plan(plan_id: int, origin: str = "schedule") -> int | None:
 def reap_cloud() -> dict:
     """Tear down cloud resources of lost or finished runs; delete expired tagged ones."""
     return cloudreaper.reap_cloud()
+
+
+@shared_task(name="benchapp.retention")
+def retention() -> dict:
+    """Downsample old series and expire old raw outputs, as the settings say (off by default)."""
+    return retention_policy.apply()

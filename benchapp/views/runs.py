@@ -6,12 +6,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
-from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from benchapp import fairshare, orchestration, rawoutput, timeline
+from benchapp import artifactstore, fairshare, orchestration, rawoutput, timeline
 from benchapp.access import MEMBER, current_team, get_run, role_required
 from benchapp.documents import result_document
 from benchapp.models import Artifact, Cell, Run
@@ -145,9 +145,13 @@ def cell_artifact_download(request, pk, cell_id, artifact_id, stream):
     )
     if stream not in rawoutput.STREAMS:
         raise Http404("No such stream")
-    response = StreamingHttpResponse(
-        rawoutput.stream_slices(artifact.pk, stream), content_type="text/plain; charset=utf-8"
-    )
+    try:
+        chunks = rawoutput.download(artifact.pk, stream)
+    except artifactstore.StoreError as exc:
+        # Expired or missing: say which, in place of the file (not a 500).
+        text = f"The full {stream} of this output cannot be downloaded: {exc}.\n"
+        return HttpResponse(text, status=404, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
     name = f"run-{run.pk}-cell-{cell_id}-{slugify(artifact.phase)}-{artifact.attempt}.{stream}.txt"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

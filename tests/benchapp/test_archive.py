@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchapp import archive
+from benchapp.artifactstore import text as artifact_text
 from benchapp.models import Cell, CellSeries, Credential, Run, Target
 from tests.benchapp.results_data import make_run
 from tests.support.measures import measure, stored
@@ -50,7 +51,7 @@ def test_import_sysbench_output_creates_measurements_and_series(owner_client, te
     assert values["tps"] == 555.23 and values["qps"] == 11104.57
     assert values["latency_avg_ms"] == 3.59 and values["latency_p95_ms"] == 5.09
     assert CellSeries.objects.get(cell=cell, metric="tps").count == 5
-    assert cell.artifacts.get().stdout == text
+    assert artifact_text(cell.artifacts.get(), "stdout") == text
 
 
 def test_import_mysqlslap_outputs_as_repeats_of_one_run(owner_client, team):

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from benchapp import orchestration
+from benchapp.artifactstore import text
 from benchapp.models import Artifact, Cell, Run
 from tests.support.dbtargets import mariadb_database, mariadb_sql  # noqa: F401
 from tests.support.waiting import finished, wait_for
@@ -66,7 +67,7 @@ def test_tables_are_dropped_when_the_run_ends(team, mariadb_database, start_work
     assert [a.cell.index for a in prepares] == [1]  # once: the first cell only
     record = Artifact.objects.get(cell__run=run, phase="final_cleanup")
     assert record.cell.index == 2 and record.exit_code == 0
-    assert "cleanup" in record.command and "sbtest1" in record.stdout
+    assert "cleanup" in record.command and "sbtest1" in text(record, "stdout")
 
 
 def test_tables_are_dropped_when_a_cell_failed(team, mariadb_database, start_worker):

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from benchapp import orchestration, planning
+from benchapp.artifactstore import text
 from benchapp.models import Cell, Credential, Run
 from tests.support.measures import stored
 from tests.support.sshd import sshd_disposable  # noqa: F401
@@ -269,8 +270,9 @@ def test_wrong_db_password_fails_the_cell_and_the_run_goes_on(team, start_worker
     assert bad.status == Cell.FAILED
     assert "Access denied for user 'bb_wrongpw'" in bad.error
     measure = bad.artifacts.get(phase="measure")
-    assert "Access denied" in measure.stdout + measure.stderr
-    everything = " ".join([bad.error, bad.command, measure.stdout, measure.stderr, measure.command])
+    output = text(measure, "stdout") + text(measure, "stderr")
+    assert "Access denied" in output
+    everything = " ".join([bad.error, bad.command, output, measure.command])
     assert "canary-wrong-pw" not in everything
     assert run.cells.get(target_name="good").status == Cell.SUCCEEDED
 

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from benchapp import orchestration
+from benchapp.artifactstore import text
 from benchapp.models import Artifact, Cell, Credential, Run
 from tests.support.sshd import sshd_disposable  # noqa: F401
 from tests.support.waiting import finished, wait_for
@@ -71,7 +72,9 @@ def test_cells_on_one_host_share_one_connection_and_keep_their_own_output(
     assert server.accepted() == 1
     for cell in run.cells.all():
         mine = cell.axes["filename"]
-        output = "".join(a.stdout + a.stderr for a in Artifact.objects.filter(cell=cell))
+        output = "".join(
+            text(a, "stdout") + text(a, "stderr") for a in Artifact.objects.filter(cell=cell)
+        )
         assert mine in output
         assert not [other for other in files if other != mine and other in output]
 

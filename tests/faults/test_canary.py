@@ -13,7 +13,8 @@ import pytest
 import redis
 
 from benchapp import orchestration
-from benchapp.models import Cell, Credential
+from benchapp.artifactstore import text
+from benchapp.models import Artifact, Cell, Credential
 from tests.support.dbtargets import mariadb_sql
 
 CANARY = "Canary-7f3Q-pw"
@@ -112,6 +113,9 @@ def test_canary_password_leaks_nowhere(team, owner_client, canary_user, start_wo
     )
     assert "bb_canary" in dump.stdout  # the dump holds the run...
     assert CANARY not in dump.stdout  # ...but not the password
+    # Raw outputs live in the artifact store, outside the dump.
+    for artifact in Artifact.objects.filter(cell__run=run):
+        assert CANARY not in text(artifact, "stdout") + text(artifact, "stderr")
 
     cell = run.cells.first()
     pages = [

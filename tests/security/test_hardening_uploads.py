@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from benchapp import rawoutput
+from benchapp.artifactstore import text
 from benchapp.models import Artifact, Cell, Run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
@@ -57,7 +58,7 @@ def test_upload_under_the_cap_is_imported(owner_client, team, settings):
     )
     assert response.status_code == 302, response.content[:2000]
     run = Run.objects.get(team=team)
-    assert run.cells.get().artifacts.get().stdout == output.decode()
+    assert text(run.cells.get().artifacts.get(), "stdout") == output.decode()
     # The same output past a 1 MiB cap (padded) is refused, the run unchanged.
     padded = io.BytesIO(output + b"\n" * MIB)
     padded.name = "oltp.out"
