@@ -31,8 +31,10 @@ def comparison_runs(comparison: Comparison) -> list[Run]:
 def compare(
     comparison: Comparison, requested: dict | None = None, baseline: str | None = None
 ) -> dict:
-    """The comparison's results (pivot, deltas vs baseline, charts) and the
-    diff of parameters, tool versions and host facts."""
+    """The comparison's results (pivot, deltas vs baseline, charts), the
+    diff of parameters, tool versions and host facts, and what the page reads
+    first: "panels" (one per metric, with the summary row), "short_labels"
+    {run label: "#12 Tue 24 Nov"} and "problems" (run_problems)."""
     runs = comparison_runs(comparison)
     saved = dict(comparison.chart_settings or {})
     baseline = baseline or saved.pop("baseline", None)

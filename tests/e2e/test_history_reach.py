@@ -20,7 +20,7 @@ def plan(team):
 
 
 def _on_trend(page, plan):
-    page.wait_for_url(f"**/plans/{plan.pk}/trend/")
+    page.wait_for_url(f"**/plans/{plan.pk}/trend/**")
     assert page.inner_text("h1") == "Trend of nightly"
 
 
@@ -39,6 +39,7 @@ def test_trend_from_the_dashboards_alert_box(page, live_server, owner, plan):  #
     assert "threads=4" in box.inner_text()
     box.locator("a", has_text="nightly").first.click()
     _on_trend(page, plan)
+    assert "?metric=tps&keys=threads%3D" in page.url  # opens on the alert's metric and cell
 
 
 def test_plan_page_to_its_alerts(page, live_server, owner, plan):  # noqa: F811

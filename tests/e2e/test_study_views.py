@@ -45,7 +45,7 @@ EXPECTED = {
         "scatter",
         "volumes",
         IOPS + " · higher is better",
-        "linear",
+        "log",  # 1-16 volumes span a decade
         ["read", "write", "randread", "randwrite"],
         [],
         False,
@@ -55,7 +55,7 @@ EXPECTED = {
         "scatter",
         "threads",
         TPS + " · higher is better",
-        "linear",
+        "log",  # threads 4-256
         ["rds-mysql", "galera-3node"],
         ["read_only: True", "read_only: False"],
         True,
