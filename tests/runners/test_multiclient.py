@@ -382,6 +382,9 @@ def test_a_client_hosts_axis_runs_through_a_real_worker_to_the_results_page(
     one, two = cells
     assert "clients" not in one.facts and two.facts["clients"] == 2
     assert two.facts["start_spread_s"] < 2
+    # Telemetry on every client host: the second client's as source client2.
+    assert {"host", "client2"} <= set(two.facts["telemetry"])
+    assert two.facts["verdict"]["checked"][:1] == ["client host"]
 
     def tps(cell, group):
         return Measurement.objects.get(cell=cell, group=group, metric="tps").value
