@@ -480,7 +480,8 @@ class _CellRun:
             return None
         from runners.cellwatch import CellWatch
 
-        watch = CellWatch(self.ctx, target, self.client, self.client_ssh, self.endpoint)
+        more = [executor for _, executor in self.clients[1:]]
+        watch = CellWatch(self.ctx, target, self.client, self.client_ssh, self.endpoint, more)
         watch.start()
         return watch
 

@@ -3,7 +3,9 @@ uses and the database's counters, started before the tool and stopped after.
 
 Sources: "client" (the machine the tool runs on), "target" (the database or
 storage host, reached over the target's own SSH), "host" when client and
-target are one machine, and "db" (the database server's counters). Telemetry is context: a sampler that cannot start or whose
+target are one machine, "client2", "client3"... (the other clients of a
+cell loaded from several) and "db" (the database server's counters).
+Telemetry is context: a sampler that cannot start or whose
 output cannot be read is a warning on the cell, never its failure.
 """
 
@@ -17,9 +19,12 @@ from runners.planspec import TargetSpec
 class CellWatch:
     """start() before the measure, stop() after; then series, summaries, verdict."""
 
-    def __init__(self, ctx, target: TargetSpec, client, client_ssh, endpoint) -> None:
+    def __init__(
+        self, ctx, target: TargetSpec, client, client_ssh, endpoint, more_clients=()
+    ) -> None:
         self.ctx, self.target, self.endpoint = ctx, target, endpoint
         self.client, self.client_ssh = client, client_ssh
+        self.more_clients = list(more_clients)  # executors of clients 2, 3, ...
         self.running: list[tuple[str, object, object, object]] = []  # (source, ex, bg, cmd)
         self.series: dict[str, dict] = {}
         self.warnings: list[str] = []
@@ -30,9 +35,10 @@ class CellWatch:
         one_machine = (self.client_ssh is None and self.target.is_local) or (
             target_ssh is not None and self.client_ssh == target_ssh
         )
+        more = [(f"client{i}", ex) for i, ex in enumerate(self.more_clients, 2)]
         if one_machine:
-            return [("host", self.client)]
-        hosts = [("client", self.client)]
+            return [("host", self.client), *more]
+        hosts = [("client", self.client), *more]
         if target_ssh is not None:
             hosts.append(("target", self.ctx.executor(target_ssh)))
         return hosts
@@ -78,7 +84,18 @@ class CellWatch:
         """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts."""
         summaries = {source: telemetry.summarize(s) for source, s in self.series.items()}
         hosts = {source: v for source, v in summaries.items() if source != "db"}
+        if self.more_clients:
+            # The verdict judges one client: the busiest (client-bound if any was).
+            clients = [s for s in hosts if s.startswith("client")]
+            hosts = {s: v for s, v in hosts.items() if s not in clients}
+            if clients:
+                hosts["client"] = max((summaries[s] for s in clients), key=_busy)
         return {"telemetry": summaries, "verdict": verdict.judge(hosts, summaries.get("db"))}
+
+
+def _busy(summary: dict) -> float:
+    """A host summary's mean CPU busy percent (0 when it has none)."""
+    return (summary.get("cpu_busy_pct") or {}).get("mean", 0.0)
 
 
 def _remove(executor, name: str) -> None:

@@ -10,7 +10,7 @@ catalog (runners/metrics.py), never from its name:
                 LATENCY_WEIGHT metric, e.g. sysbench's events); a minimum:
                 the minimum; a maximum: the maximum; a percentile: read from
                 the merged histogram when every client printed one (sysbench
-                --histogram), else the clients' maximum, named as an upper
+                --histogram, fio json+ clat bins), else the clients' maximum, named as an upper
                 bound in the warnings
     time        the longest client's
     parameter   client 1's (every client ran the same params)
@@ -120,13 +120,14 @@ def combine_metrics(
     catalog: Catalog,
     *,
     weight: str | None = None,
-    histograms: Sequence[Sequence] | None = None,
+    histograms: Callable[[str], Sequence[Sequence] | None] = lambda name: None,
 ) -> tuple[dict[str, float], list[str]]:
     """(combined metrics, warnings) of the clients' metric dicts.
 
     Only metrics every client reported are combined: a sum over some of the
     clients would be a wrong number. weight: the count metric averages are
-    weighted by; histograms: each client's, when every client printed one.
+    weighted by; histograms: a percentile metric's name -> each client's
+    histogram behind it, or None unless every client printed one.
     """
     names = [n for n in per_client[0] if all(n in m for m in per_client[1:])]
     combined: dict[str, float] = {}
@@ -141,7 +142,7 @@ def combine_metrics(
         elif kind == "time":
             combined[name] = max(values)
         elif kind == "latency":
-            value, note = _latency(name, values, per_client, weight, histograms)
+            value, note = _latency(name, values, per_client, weight, histograms(name))
             combined[name] = value
             if note:
                 warnings.append(note)
@@ -234,7 +235,10 @@ def combine(
     histograms = [r.facts.get("histogram") for r in results]
     histograms = histograms if all(histograms) else None
     metrics, warnings = combine_metrics(
-        [r.metrics for r in results], catalog, weight=weight, histograms=histograms
+        [r.metrics for r in results],
+        catalog,
+        weight=weight,
+        histograms=lambda name: _histograms_behind(name, results),
     )
     groups = _combined_groups(results, catalog, weight) if len(results[0].groups) > 1 else []
     for i, result in enumerate(results, 1):
@@ -256,6 +260,18 @@ def combine(
         facts=facts,
         warnings=list(dict.fromkeys(warnings)),
     )
+
+
+def _histograms_behind(name: str, results: Sequence[Result]) -> list | None:
+    """Every client's histogram behind the percentile metric `name`, or None.
+
+    A tool prints one latency histogram (facts "histogram": sysbench) or one
+    per metric (facts "latency_histograms": fio json+, read and write apart).
+    """
+    found = [
+        r.facts.get("latency_histograms", {}).get(name) or r.facts.get("histogram") for r in results
+    ]
+    return found if all(found) else None
 
 
 def _combined_groups(results: Sequence[Result], catalog: Catalog, weight) -> list[dict]:

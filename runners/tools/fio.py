@@ -236,7 +236,33 @@ def parse(text: str) -> Result:
         if _number(job.get("error")):
             errors.append(_job_error(job, jobnum))
     facts = _facts(doc, notes)
+    if not several:
+        facts.update(_latency_histograms(jobs))
     return Result(metrics=_headline(jobs, directions), groups=groups, errors=errors, facts=facts)
+
+
+def _latency_histograms(jobs: list[dict]) -> dict[str, Any]:
+    """{"latency_histograms": {metric: [[us, count], ...]}} from json+ output.
+
+    json+ adds each direction's completion latency bins ("clat_ns": {"bins":
+    {"<ns>": count}}); the jobs' bins of one direction, added up, are the
+    histogram behind the headline's <direction>_clat_p95_us and _p99_us.
+    Several clients' histograms merge into exact combined percentiles
+    (runners/combine.py). Plain json has no bins: nothing.
+    """
+    histograms = {}
+    for direction in DIRECTIONS:
+        counts: dict[float, int] = {}
+        for job in jobs:
+            bins = _dict(_dict(_dict(job.get(direction)).get("clat_ns")).get("bins"))
+            for ns, count in bins.items():
+                us = _us(float(ns), 1000.0)
+                counts[us] = counts.get(us, 0) + int(count)
+        if counts:
+            histogram = [[us, counts[us]] for us in sorted(counts)]
+            for pct in (95, 99):
+                histograms[f"{direction}_clat_p{pct}_us"] = histogram
+    return {"latency_histograms": histograms} if histograms else {}
 
 
 def _text_result(text: str, jobs, directions, facts, errors, warnings) -> Result:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,7 @@ from runners.combine import (
     uneven_clients,
 )
 from runners.results import Result
-from runners.tools import metric
+from runners.tools import fio, metric
 
 
 def sysbench(name: str):
@@ -67,7 +69,9 @@ def test_a_percentile_with_histograms_comes_from_the_merged_histogram():
     fast = [[1.0, 90], [2.0, 10]]
     slow = [[2.0, 50], [10.0, 50]]
     combined, warnings = combine_metrics(
-        [{"latency_p95_ms": 2.0}, {"latency_p95_ms": 10.0}], sysbench, histograms=[fast, slow]
+        [{"latency_p95_ms": 2.0}, {"latency_p95_ms": 10.0}],
+        sysbench,
+        histograms=lambda name: [fast, slow],
     )
     # merged: 1.0×90, 2.0×60, 10.0×50 (200); the 190th value is 10.0, the 150th 2.0
     assert combined["latency_p95_ms"] == 10.0
@@ -163,3 +167,37 @@ def test_combined_percentile_equals_the_percentile_of_the_merged_raw_samples(cli
     expected = raw[int(rank) - 1]
     merged = merge_histograms([sorted(client.items()) for client in clients])
     assert histogram_percentile(merged, pct) == expected
+
+
+def _fio_json_plus(tmp_path, name: str) -> Result:
+    """A real fio run (json+, a small random read) parsed."""
+    argv = [
+        "fio",
+        f"--name={name}",
+        f"--filename={tmp_path / name}",
+        "--size=4m",
+        "--bs=4k",
+        "--rw=randread",
+        "--ioengine=psync",
+        "--output-format=json+",
+    ]
+    return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+
+def test_fio_json_plus_bins_are_the_histogram_behind_its_percentiles(tmp_path):
+    result = _fio_json_plus(tmp_path, "one")
+    histogram = result.facts["latency_histograms"]["read_clat_p99_us"]
+    # fio's own percentile and the one read from its bins are the same number
+    assert histogram_percentile(histogram, 99) == pytest.approx(result.metrics["read_clat_p99_us"])
+    assert histogram_percentile(histogram, 95) == pytest.approx(result.metrics["read_clat_p95_us"])
+
+
+def test_two_fio_clients_percentiles_come_from_their_merged_bins(tmp_path):
+    one, two = _fio_json_plus(tmp_path, "one"), _fio_json_plus(tmp_path, "two")
+    combined = combine([one, two], [0.0, 0.0], lambda name: metric("fio", name))
+    merged = merge_histograms(
+        [r.facts["latency_histograms"]["read_clat_p99_us"] for r in (one, two)]
+    )
+    assert combined.metrics["read_clat_p99_us"] == histogram_percentile(merged, 99)
+    assert combined.metrics["read_iops"] == one.metrics["read_iops"] + two.metrics["read_iops"]
+    assert not any("upper bound" in w for w in combined.warnings)
