@@ -21,6 +21,7 @@ import shlex
 import time
 from collections.abc import Callable
 
+from runners import prepared
 from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
@@ -303,6 +304,9 @@ class _CellRun:
             if prep.snapshot_datadir:
                 self._snapshot(target, "restore")
             return
+        if phase is not None and self._reuse_earlier_data(target):
+            self.ctx.prepared.add(name)
+            return
         if phase is not None:
             self.on_phase("prepare")
             command = self.tool.build(
@@ -322,6 +326,29 @@ class _CellRun:
             self._snapshot(target, "snapshot")
         if _prepared_once(self.plan):
             self.ctx.prepared.add(name)
+
+    def _reuse_earlier_data(self, target: TargetSpec) -> bool:
+        """prepare.once without cleanup: True when an earlier run left the data
+        this cell's parameters prepare (recorded in facts["reused_data"]);
+        CellFailed when it left other data (runners.prepared)."""
+        plan = self.plan
+        if not plan.prepare.once or plan.prepare.snapshot_datadir or plan.cleanup:
+            return False
+        params = _phase_params(plan, self.tool, plan.prepare.params, self.cell.params)
+        wanted = prepared.expected(plan.tool, params)
+        if wanted is None or target.kind not in ("mysql", "postgres"):
+            return False
+        self.on_phase("data_check")
+        try:
+            found = prepared.present(self.client, self.endpoint, wanted)
+        except RunnerError as exc:
+            raise CellFailed(exc.message) from None
+        if found == wanted:
+            self.outcome.facts["reused_data"] = prepared.describe(found)
+            return True
+        if found and plan.tool != "pgbench":  # pgbench -i replaces its own tables
+            raise CellFailed(prepared.mismatch(target.name, found, wanted), permanent=True)
+        return False
 
     def _snapshot(self, target: TargetSpec, phase: str) -> None:
         """Save ("snapshot") or restore the datadir on the target's machine."""

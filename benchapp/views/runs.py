@@ -127,10 +127,30 @@ def cell_artifacts(request, pk, cell_id):
             "timeline": timeline.cell_timeline(cell),
             "telemetry_rows": timeline.summary_rows(cell.facts or {}),
             "verdict": (cell.facts or {}).get("verdict"),
+            "prepared_by": _prepared_by(run, cell),
             "artifacts": rawoutput.excerpts(cell.artifacts.all()),
             "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024,
         },
     )
+
+
+def _prepared_by(run: Run, cell: Cell) -> int | None:
+    """The earlier run of the same plan whose prepare made the data this cell
+    reused (runners.prepared), or None."""
+    if not (cell.facts or {}).get("reused_data") or run.plan_id is None:
+        return None
+    prepare = (
+        Artifact.objects.filter(
+            cell__run__plan_id=run.plan_id,
+            cell__run_id__lt=run.pk,
+            cell__target_name=cell.target_name,
+            phase="prepare",
+            exit_code=0,
+        )
+        .order_by("-cell__run_id")
+        .values_list("cell__run_id", flat=True)
+    )
+    return prepare.first()
 
 
 @login_required

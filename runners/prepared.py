@@ -1,0 +1,105 @@
+"""Data an earlier run of a prepare-once plan left on its target.
+
+A plan with `prepare: {once: true}` and no `cleanup: true` keeps its tables
+after the run, so the next night's sysbench prepare would fail on them
+("Table 'sbtest1' already exists"). Before a target's first prepare in a
+run, the tables the parameters prepare are counted: none there, the tool
+prepares them; every one there with the rows the parameters say, they are
+reused (the cell's facts say so); anything else is refused before the
+measure with the fix, since reusing other data would give other numbers.
+pgbench -i replaces its own tables, so a mismatch there simply prepares again.
+
+Counts are exact (COUNT(*)): information_schema's table_rows is an InnoDB
+estimate, and a table that oltp_insert grew must not pass for a fresh one.
+"""
+
+from __future__ import annotations
+
+from runners.checksums import IDENTIFIER
+from runners.errors import RunnerError
+from runners.facts import mysql_facts_command, postgres_facts_command
+from runners.tools.sysbench import OLTP_TESTS
+
+# pgbench -i: rows per scale unit (pgbench's own constants).
+PGBENCH_ROWS = {"pgbench_branches": 1, "pgbench_tellers": 10, "pgbench_accounts": 100_000}
+# sysbench's defaults when the plan does not set them.
+SYSBENCH_TABLES, SYSBENCH_TABLE_SIZE = 1, 10_000
+# The sysbench tests whose data is sbtest tables ("oltp": 0.4's one table).
+TABLE_TESTS = (*OLTP_TESTS, "oltp")
+
+
+def expected(tool: str, params: dict) -> dict[str, int] | None:
+    """{table: rows} a prepare with these params makes; None when the tool's
+    data is not tables this module counts (sysbench fileio, cpu...)."""
+    if tool == "pgbench":
+        scale = params.get("scale", 1)
+        return {table: rows * scale for table, rows in PGBENCH_ROWS.items()}
+    if tool != "sysbench" or params.get("test", "") not in TABLE_TESTS:
+        return None
+    size = params.get("table_size", SYSBENCH_TABLE_SIZE)
+    if params.get("sysbench_version") == "0.4":
+        return {"sbtest": size}
+    return {f"sbtest{i}": size for i in range(1, params.get("tables", SYSBENCH_TABLES) + 1)}
+
+
+def present(executor, endpoint, tables: dict[str, int]) -> dict[str, int]:
+    """{table: exact rows} of the given tables that exist in endpoint's database."""
+    names = ", ".join(f"'{name}'" for name in tables)  # names come from expected(): safe
+    if endpoint.kind == "mysql":
+        # The mysql client's option file names no database: the query does
+        # (sysbench's own default database is sbtest).
+        database = endpoint.database or "sbtest"
+        if not IDENTIFIER.fullmatch(database):
+            raise RunnerError(f"database name {database!r} not supported", permanent=True)
+        listing = (
+            "SELECT table_name FROM information_schema.tables "
+            f"WHERE table_schema = '{database}' AND table_name IN ({names})"
+        )
+        command, prefix = mysql_facts_command, f"`{database}`."
+    else:
+        listing = (
+            "SELECT relname FROM pg_class WHERE relkind = 'r' "
+            f"AND pg_table_is_visible(oid) AND relname IN ({names})"
+        )
+        command, prefix = postgres_facts_command, ""
+    found = [row[0] for row in _rows(executor, command(endpoint, listing, "prepared"))]
+    if not found:
+        return {}
+    counts = " UNION ALL ".join(f"SELECT '{name}', COUNT(*) FROM {prefix}{name}" for name in found)
+    counted = {
+        row[0]: int(row[1]) for row in _rows(executor, command(endpoint, counts, "prepared"))
+    }
+    return {name: counted[name] for name in tables if name in counted}  # in tables' order
+
+
+def _rows(executor, command) -> list[list[str]]:
+    try:
+        execution = executor.run(command, timeout=600)
+    finally:
+        for upload in command.uploads:
+            executor.remove(f"{executor.workdir}/{upload.name}")
+    if execution.exit_code != 0:
+        last = (execution.stderr.strip().splitlines() or [f"exit {execution.exit_code}"])[-1]
+        raise RunnerError(f"counting the prepared tables: {last}", output=execution.output)
+    return [line.split("\t") for line in execution.stdout.splitlines() if line.strip()]
+
+
+def describe(tables: dict[str, int]) -> str:
+    """ "sbtest1, sbtest2 (1,000 rows each)", or each table with its rows."""
+    if len(tables) > 1 and len(set(tables.values())) == 1:
+        return f"{', '.join(tables)} ({_rows_text(next(iter(tables.values())))} each)"
+    return ", ".join(f"{name} ({_rows_text(rows)})" for name, rows in tables.items())
+
+
+def _rows_text(rows: int) -> str:
+    return f"{rows:,} row{'' if rows == 1 else 's'}"
+
+
+def mismatch(target: str, found: dict[str, int], wanted: dict[str, int]) -> str:
+    """Why the data left on target cannot be reused, and the fixes (one short
+    line: a cell's error is cut at runners.phases.MAX_ERROR)."""
+    return (
+        f"{target} already has {describe(found)}, the plan prepares {describe(wanted)}: "
+        "drop those tables, or add cleanup: true to the plan, or set the parameters "
+        "they were prepared with"
+    )
