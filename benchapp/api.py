@@ -17,7 +17,7 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, orchestration, results, tokens
+from benchapp import comparisons, orchestration, queryparams, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, Measurement
@@ -160,6 +160,11 @@ class RunViewSet(
             "statistic": q.get("statistic", ""),
         }
         data = results.results([self.get_object()], requested)
+        accepted = queryparams.view_parameters(data)
+        try:
+            queryparams.check(q, {k: accepted[k] for k in requested})
+        except queryparams.BadParameter as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from exc
         return Response({"view": data["view"], "table": results.pivot_json(data["table"])})
 
 
@@ -240,6 +245,10 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
                 "table": results.pivot_json(data["table"]),
                 "diff": data["diff"],
                 "baseline": data["baseline"],
+                # per metric, each run's geometric mean of ratios to the baseline
+                "summary": [
+                    {"metric": p["metric_label"], "runs": p["overall"]} for p in data["panels"]
+                ],
             }
         )
 
