@@ -17,7 +17,7 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, measurestore, orchestration, pivot, results, tokens
+from benchapp import comparisons, measurestore, orchestration, pivot, queryparams, results, tokens
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
 from benchapp.models import Cell, CellMeasurements
@@ -154,8 +154,14 @@ class RunViewSet(
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         """The pivot table (the results page's), as JSON."""
-        requested = results.requested_view(request.query_params)
+        q = request.query_params
+        requested = results.requested_view(q)
         data = results.results([self.get_object()], requested)
+        accepted = queryparams.view_parameters(data)
+        try:
+            queryparams.check(q, {k: v for k, v in accepted.items() if k in requested})
+        except queryparams.BadParameter as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from exc
         return Response({"view": data["view"], "table": pivot.pivot_json(data["table"])})
 
 
@@ -247,6 +253,10 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
                 "table": pivot.pivot_json(data["table"]),
                 "diff": data["diff"],
                 "baseline": data["baseline"],
+                # per metric, each run's geometric mean of ratios to the baseline
+                "summary": [
+                    {"metric": p["metric_label"], "runs": p["overall"]} for p in data["panels"]
+                ],
             }
         )
 

@@ -201,6 +201,13 @@ def test_run_results_and_comparison_share(api, team, client):
     comp = api.post("/api/comparisons/", {"name": "ab", "runs": [a.pk, b.pk]}, format="json").json()
     data = api.get(f"/api/comparisons/{comp['id']}/results/").json()
     assert data["baseline"] == f"#{a.pk} a"
+    ((run,),) = [s["runs"] for s in data["summary"]]
+    assert run["run"] == f"#{b.pk} b" and run["summary"]["text"] == "1.10× faster"
+    bad = api.get(f"/api/runs/{a.pk}/results/?statistic=avg")
+    assert (
+        bad.status_code == 400
+        and "Accepted values: mean, median, p95" in bad.json()["statistic"][0]
+    )
     share = api.post(f"/api/comparisons/{comp['id']}/share/").json()
     assert client.get(f"/share/{share['token']}/").status_code == 200
     assert api.post(f"/api/comparisons/{comp['id']}/revoke/").status_code == 204
