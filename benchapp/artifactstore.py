@@ -74,13 +74,14 @@ def new_blob(cell, stream: str, text: str) -> OutputBlob | None:
         key = store().save(name, ContentFile(data))
     except OSError as exc:  # the filesystem store full or unwritable
         raise StoreError(f"the artifact store did not take {name}: {exc.strerror}") from None
+    whole = len(text) <= 2 * GLANCE_CHARS  # head and tail would overlap: keep it whole
     return OutputBlob(
         stream=stream,
         key=key,
         size=len(data),
         sha256=hashlib.sha256(data).hexdigest(),
-        head=text[:GLANCE_CHARS],
-        tail=text[-GLANCE_CHARS:] if len(text) > GLANCE_CHARS else "",
+        head=text if whole else text[:GLANCE_CHARS],
+        tail="" if whole else text[-GLANCE_CHARS:],
     )
 
 

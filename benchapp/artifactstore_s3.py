@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from storages.backends.s3 import S3Storage
 from storages.utils import clean_name
@@ -17,6 +18,16 @@ MISSING = {"NoSuchKey", "404", "NotFound"}
 
 
 class S3ArtifactStorage(S3Storage):
+    def __init__(self, **settings):
+        super().__init__(**settings)
+        # A page waits on the store: seconds, not botocore's default of a
+        # 60 s connect timeout tried 5 times against an unreachable endpoint.
+        self.client_config = self.client_config.merge(
+            Config(
+                connect_timeout=5, read_timeout=30, retries={"max_attempts": 3, "mode": "standard"}
+            )
+        )
+
     def _save(self, name, content):
         try:
             return super()._save(name, content)

@@ -22,7 +22,7 @@ from django.db.models.functions import Length, Right, Substr
 from benchapp import artifactstore
 from benchapp.models import Artifact, OutputBlob
 
-EXCERPT_CHARS = 64 * 1024
+EXCERPT_CHARS = 64 * 1024  # bytes of an object in the store, characters of a column
 SLICE_CHARS = 4 * 1024 * 1024
 STREAMS = artifactstore.STREAMS
 

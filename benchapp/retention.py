@@ -3,7 +3,8 @@
 Two operator settings, in days after a run finished (0 = off):
 - BENCHBOARD_SERIES_RETENTION_DAYS: per-second series are downsampled to
   one point per minute keeping its min, mean and max (CellSeries.bin_seconds,
-  lows, highs); charts then draw the means.
+  lows, highs); charts then draw the means, the cell's timeline with
+  each minute's min..max as a band.
 - BENCHBOARD_RAW_RETENTION_DAYS: raw outputs' objects are deleted from the
   artifact store; the first and last KiB stay in the database
   (OutputBlob.expired_at). Outputs not yet moved to the store are kept.

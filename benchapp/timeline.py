@@ -14,19 +14,25 @@ DEFAULT_TELEMETRY = ("cpu_busy_pct", "hit_ratio_pct", "commits_per_s")
 
 
 def cell_timeline(cell: Cell) -> dict:
-    """{"sources": {source: {metric: {"x", "y", "total"}}}, "tool": [...], "defaults": [...]}
+    """{"sources": {source: {metric: {"x", "y", "total"[, "low", "high"]}}}, "tool": [...],
+    "defaults": [...]}
     of the cell's latest attempt; per-core CPU series are left out (the
     summary keeps them)."""
     rows = CellSeries.objects.filter(cell=cell, attempt=cell.attempt).values_list(
-        "source", "metric", "t", "values"
+        "source", "metric", "t", "values", "lows", "highs"
     )
     sources: dict[str, dict] = {}
-    for source, metric, t, values in rows.order_by("source", "metric"):
+    for source, metric, t, values, lows, highs in rows.order_by("source", "metric"):
         if source != TOOL and metric.startswith("cpu") and metric[3:4].isdigit():
             continue
         times, numbers = unpack(t), unpack(values)
         xs, ys = downsample_arrays(times, numbers, MAX_POINTS)
-        sources.setdefault(source, {})[metric] = {"x": xs, "y": ys, "total": len(times)}
+        entry = {"x": xs, "y": ys, "total": len(times)}
+        if lows is not None and len(times) <= MAX_POINTS:
+            # Downsampled by retention: the minute means, with each minute's
+            # min and max drawn as a band (a cell is hours, not 20 h of minutes).
+            entry.update(low=unpack(lows).tolist(), high=unpack(highs).tolist())
+        sources.setdefault(source, {})[metric] = entry
     defaults = [
         f"{source}:{metric}"
         for source, metrics in sources.items()

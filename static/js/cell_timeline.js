@@ -42,7 +42,12 @@
     var s = state();
     var traces = [];
     var tool = (data.sources.tool || {})[s.tool];
-    if (tool) traces.push({ type: "scatter", mode: "lines", name: s.tool, x: tool.x, y: tool.y, yaxis: "y" });
+    if (tool && tool.low) {
+      // Downsampled by retention: each minute's min..max as a band under its mean.
+      traces.push({ type: "scatter", mode: "lines", x: tool.x, y: tool.high, yaxis: "y", line: { width: 0 }, showlegend: false, hoverinfo: "skip" });
+      traces.push({ type: "scatter", mode: "lines", name: "minute min–max", x: tool.x, y: tool.low, yaxis: "y", line: { width: 0 }, fill: "tonexty" });
+    }
+    if (tool) traces.push({ type: "scatter", mode: "lines", name: tool.low ? s.tool + " (minute mean)" : s.tool, x: tool.x, y: tool.y, yaxis: "y" });
     s.tele.forEach(function (v) {
       var i = v.indexOf(":"), source = v.slice(0, i), m = v.slice(i + 1);
       var series = (data.sources[source] || {})[m];

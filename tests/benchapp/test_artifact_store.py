@@ -128,7 +128,7 @@ def test_s3_missing_object_is_a_message(owner_client, team, s3_store):
 
 
 def test_s3_unreachable_is_a_message_without_the_keys(
-    owner_client, team, s3_store, settings, monkeypatch
+    owner_client, team, s3_store, settings, monkeypatch, caplog
 ):
     artifact = recorded(team, {"stdout": "tps: 1\n"})
     secret = "canary-secret-key-0042"
@@ -143,6 +143,12 @@ def test_s3_unreachable_is_a_message_without_the_keys(
     response = download(owner_client, artifact)
     assert response.status_code == 404 and secret not in response.content.decode()
     assert secret not in html
+    # Recording while the store is down: kept in the database, logged without the keys.
+    with caplog.at_level("WARNING"):
+        kept = recorded(team, {"stdout": "tps: 2\n"})
+    assert Artifact.objects.get(pk=kept.pk).stdout == "tps: 2\n"
+    assert "output kept in the database: the artifact store did not take" in caplog.text
+    assert secret not in caplog.text
 
 
 def test_move_artifacts_moves_database_outputs(team, file_store):

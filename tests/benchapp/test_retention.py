@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from benchapp import artifactstore, retention, seriesstore, tasks
+from benchapp import artifactstore, retention, seriesstore, tasks, timeline
 from benchapp.models import Artifact, Cell, CellSeries, Comparison, Plan, Run
 from benchapp.settings import artifact_storage
 
@@ -46,7 +46,7 @@ def finished_run(team, days_ago: int, name: str = "r") -> Run:
         document={},
         finished_at=finished,
     )
-    cell = Cell.objects.create(run=run, index=1, key="k", status=Cell.SUCCEEDED)
+    cell = Cell.objects.create(run=run, index=1, key="k", status=Cell.SUCCEEDED, attempt=1)
     CellSeries.objects.create(
         cell=cell, metric="tps", count=len(T), t=seriesstore.pack(T), values=seriesstore.pack(T)
     )
@@ -135,3 +135,11 @@ def test_downsampled_series_still_chart_as_means(team):
     cell = run.cells.get()
     times, values = seriesstore.read({cell.pk: 1}, "tps")[cell.pk]
     assert times.tolist() == EXPECTED["t"] and np.allclose(values, EXPECTED["means"])
+
+
+def test_cell_timeline_draws_the_minutes_min_and_max(team):
+    run = finished_run(team, 40)
+    retention.apply(series_days=30, raw_days=0, now=NOW)
+    tps = timeline.cell_timeline(run.cells.get())["sources"]["tool"]["tps"]
+    assert (tps["x"], tps["y"]) == (EXPECTED["t"], EXPECTED["means"])
+    assert (tps["low"], tps["high"]) == (EXPECTED["lows"], EXPECTED["highs"])
