@@ -24,6 +24,7 @@ from collections.abc import Callable
 from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
+from runners.metrics import HIGHER
 from runners.phases import (
     CellOutcome,
     PhaseRecord,
@@ -548,8 +549,15 @@ class _CellRun:
         self.outcome.warnings += result.warnings
         if not has_metrics(result):
             raise CellFailed(f"no {self.plan.tool} figures combined from the clients' outputs")
+        # The first rate where more is better (tps, qps, rps; not errors per second).
         throughput = next(
-            (n for n in result.metrics if metric(self.plan.tool, n).kind == "throughput"), None
+            (
+                n
+                for n in result.metrics
+                if metric(self.plan.tool, n).kind == "throughput"
+                and metric(self.plan.tool, n).judged == HIGHER
+            ),
+            None,
         )
         if throughput is not None:
             slow = uneven_clients([r.metrics[throughput] for r in results])
