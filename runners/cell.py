@@ -21,7 +21,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
+from runners.combine import UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
 from runners.metrics import HIGHER
@@ -573,10 +573,10 @@ class _CellRun:
                 f"{self.plan.start_tolerance:g} s): not counted",
                 permanent=True,
             )
-        if overlap < MIN_OVERLAP:
+        if overlap < self.plan.min_overlap:
             raise CellFailed(
                 f"the clients' measured windows overlap {overlap:.0%} (at least "
-                f"{MIN_OVERLAP:.0%} needed): not counted",
+                f"{self.plan.min_overlap:.0%} needed, plan key min_overlap): not counted",
                 permanent=True,
             )
         self.outcome.status = "succeeded"

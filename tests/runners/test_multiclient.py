@@ -285,6 +285,10 @@ def test_redis_benchmark_clients_share_the_keyspace(client_hosts, private_redis)
             {**target, "telemetry": False},
             {"requests": 300000, "clients": 8, "tests": "set", "keyspace": 1000, "csv": True},
             client_hosts,
+            # A fixed number of requests: on a loaded test machine three clients
+            # ended 23-30 s into one run (78 % overlap). What this test checks is
+            # that they do not collide, so it accepts less overlap, as a plan may.
+            min_overlap=0.5,
         )
     )
     (cell,) = expand(plan)
