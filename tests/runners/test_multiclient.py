@@ -151,11 +151,10 @@ def test_sysbench_one_two_three_clients_sum_to_what_the_server_counted(client_ho
             per_client = [g for g in outcome.result.groups if "client" in g["labels"]]
             assert [g["labels"]["client"] for g in per_client] == list(range(1, cell.clients + 1))
             assert metrics["tps"] == pytest.approx(sum(g["metrics"]["tps"] for g in per_client))
-            # Throughput summed over the window the server saw it in.
-            window = max(e for _, e in facts["client_windows"]) - min(
-                s for s, _ in facts["client_windows"]
-            )
-            assert metrics["tps"] == pytest.approx(commits / window, rel=0.25)
+            # Throughput summed: the server's commits over the 6 s every
+            # client measured (not the clients' wall-clock span, which also
+            # holds each SSH session's exit, over a second on a busy machine).
+            assert metrics["tps"] == pytest.approx(commits / 6, rel=0.1)
             # Percentiles come from the merged histogram, not an average.
             assert "latency_p95_ms" not in " ".join(outcome.warnings)
             assert len(outcome.result.facts["clients"]) == cell.clients
@@ -234,10 +233,8 @@ def test_mysqlslap_clients_each_work_in_their_own_schema(client_hosts, mariadb):
         _plan_doc(
             "mysqlslap",
             _mysql_target(mariadb),
-            # Enough queries that the clients' runs last a few seconds each,
-            # so their windows overlap by more than 90 %; reads, because
-            # mixed load's inserts each wait for a disk flush, minutes on a
-            # busy test machine.
+            # Reads: mixed load's inserts each wait for a disk flush, minutes
+            # on a busy test machine.
             {
                 "auto_generate_sql": True,
                 "auto_generate_sql_load_type": "read",
@@ -245,6 +242,9 @@ def test_mysqlslap_clients_each_work_in_their_own_schema(client_hosts, mariadb):
                 "number_of_queries": 20000,
             },
             client_hosts[:2],
+            # A fixed amount of work ends apart on a loaded machine (89 % once):
+            # this test checks that the clients do not collide.
+            min_overlap=0.5,
         )
     )
     (cell,) = expand(plan)
