@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable
 
 from runners import prepared
-from runners.combine import MIN_OVERLAP, UNEVEN_SHARE
+from runners.combine import UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
+from runners.metrics import HIGHER
 from runners.phases import (
     CellOutcome,
     PhaseRecord,
@@ -575,8 +576,15 @@ class _CellRun:
         self.outcome.warnings += result.warnings
         if not has_metrics(result):
             raise CellFailed(f"no {self.plan.tool} figures combined from the clients' outputs")
+        # The first rate where more is better (tps, qps, rps; not errors per second).
         throughput = next(
-            (n for n in result.metrics if metric(self.plan.tool, n).kind == "throughput"), None
+            (
+                n
+                for n in result.metrics
+                if metric(self.plan.tool, n).kind == "throughput"
+                and metric(self.plan.tool, n).judged == HIGHER
+            ),
+            None,
         )
         if throughput is not None:
             slow = uneven_clients([r.metrics[throughput] for r in results])
@@ -592,10 +600,10 @@ class _CellRun:
                 f"{self.plan.start_tolerance:g} s): not counted",
                 permanent=True,
             )
-        if overlap < MIN_OVERLAP:
+        if overlap < self.plan.min_overlap:
             raise CellFailed(
                 f"the clients' measured windows overlap {overlap:.0%} (at least "
-                f"{MIN_OVERLAP:.0%} needed): not counted",
+                f"{self.plan.min_overlap:.0%} needed, plan key min_overlap): not counted",
                 permanent=True,
             )
         self.outcome.status = "succeeded"

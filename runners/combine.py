@@ -265,11 +265,14 @@ def combine(
 def _histograms_behind(name: str, results: Sequence[Result]) -> list | None:
     """Every client's histogram behind the percentile metric `name`, or None.
 
-    A tool prints one latency histogram (facts "histogram": sysbench) or one
-    per metric (facts "latency_histograms": fio json+, read and write apart).
+    A tool prints one latency histogram (facts "histogram": sysbench) or
+    several (facts "latency_histograms": fio json+, read and write apart),
+    each keyed by its percentiles' name without the percentile:
+    "read_clat_us" behind "read_clat_p95_us" and "read_clat_p99_us".
     """
+    key = _PERCENTILE.sub("_", name, count=1)
     found = [
-        r.facts.get("latency_histograms", {}).get(name) or r.facts.get("histogram") for r in results
+        r.facts.get("latency_histograms", {}).get(key) or r.facts.get("histogram") for r in results
     ]
     return found if all(found) else None
 

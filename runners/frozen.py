@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from runners.combine import MIN_OVERLAP
 from runners.plan import START_TOLERANCE_S, CellSpec, Plan
 from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
 from runners.repeats import RepeatRule
@@ -44,6 +45,7 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             # The cell's other clients: "client" stays client 1, as before clients.
             "more_clients": [asdict(c) for c in clients[1:]],
             "start_tolerance": plan.start_tolerance,
+            "min_overlap": plan.min_overlap,
             "repeat_rule": plan.repeat_rule.to_dict() if plan.repeat_rule else None,
             "targets": [asdict(t) for t in plan.targets if t.name in wanted],
         },
@@ -93,6 +95,7 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         client=clients[0],
         clients=clients,
         start_tolerance=doc.get("start_tolerance", START_TOLERANCE_S),
+        min_overlap=doc.get("min_overlap", MIN_OVERLAP),
         params=doc["params"],
         axes={k: [v] for k, v in cell.axes.items()},
         overrides=(),

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from runners import safeyaml
+from runners.combine import MIN_OVERLAP
 from runners.errors import ValidationError
 from runners.metrics import Metric
 from runners.planspec import (
@@ -81,6 +82,7 @@ class Plan:
     # Every listed client; a cell uses the first `CellSpec.clients` of them.
     clients: tuple[ClientSpec, ...] = (ClientSpec(),)
     start_tolerance: float = START_TOLERANCE_S
+    min_overlap: float = MIN_OVERLAP  # share of the span every client ran (runners.combine)
     document: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -139,6 +141,9 @@ def load_plan(source: str | bytes | dict) -> Plan:
     names = [t.name for t in targets]
     clients = read_clients(doc, names)
     tolerance = doc.number("start_tolerance", lo=0)
+    overlap = doc.number("min_overlap", lo=0)
+    if overlap is not None and overlap > 1:
+        raise ValidationError("min_overlap", f"a share between 0 and 1, got {overlap!r}")
     plan = Plan(
         name=doc.text("name", required=True, pattern=None, max_len=200),
         tool=tool_name,
@@ -146,6 +151,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
         client=clients[0],
         clients=clients,
         start_tolerance=START_TOLERANCE_S if tolerance is None else float(tolerance),
+        min_overlap=MIN_OVERLAP if overlap is None else float(overlap),
         params=_read_params(doc, tool_name),
         axes=_read_axes(doc, tool, names),
         overrides=(),

@@ -242,11 +242,13 @@ def parse(text: str) -> Result:
 
 
 def _latency_histograms(jobs: list[dict]) -> dict[str, Any]:
-    """{"latency_histograms": {metric: [[us, count], ...]}} from json+ output.
+    """{"latency_histograms": {"<direction>_clat_us": [[us, count], ...]}}
+    from json+ output.
 
     json+ adds each direction's completion latency bins ("clat_ns": {"bins":
     {"<ns>": count}}); the jobs' bins of one direction, added up, are the
-    histogram behind the headline's <direction>_clat_p95_us and _p99_us.
+    histogram behind the headline's <direction>_clat_p95_us and _p99_us
+    (keyed by the metrics' name without the percentile).
     Several clients' histograms merge into exact combined percentiles
     (runners/combine.py). Plain json has no bins: nothing.
     """
@@ -259,9 +261,7 @@ def _latency_histograms(jobs: list[dict]) -> dict[str, Any]:
                 us = _us(float(ns), 1000.0)
                 counts[us] = counts.get(us, 0) + int(count)
         if counts:
-            histogram = [[us, counts[us]] for us in sorted(counts)]
-            for pct in (95, 99):
-                histograms[f"{direction}_clat_p{pct}_us"] = histogram
+            histograms[f"{direction}_clat_us"] = [[us, counts[us]] for us in sorted(counts)]
     return {"latency_histograms": histograms} if histograms else {}
 
 

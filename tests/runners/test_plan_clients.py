@@ -68,6 +68,7 @@ def test_without_the_axis_a_cell_uses_every_listed_client():
         ),
         ([{"ssh": {"host": "h"}, "on": "db"}], {}, "client[0]: expected local"),
         ([{"local": True}], {"start_tolerance": -1}, "start_tolerance: expected a number >= 0"),
+        ([{"local": True}], {"min_overlap": 1.5}, "min_overlap: a share between 0 and 1"),
     ],
 )
 def test_bad_clients_are_refused_by_key(client, extra, message):
@@ -83,6 +84,7 @@ def test_a_frozen_cell_keeps_its_own_clients_and_tolerance():
     assert thawed == two and thawed_plan.clients == plan.clients
     assert thaw(freeze(plan, one))[0].clients == plan.clients[:1]
     assert thawed_plan.start_tolerance == plan.start_tolerance
+    assert thawed_plan.min_overlap == plan.min_overlap == 0.9
 
 
 def test_a_cell_occupies_every_client_host_it_loads_from():
