@@ -37,6 +37,9 @@ PRIVILEGED_EXTRA = {"mysql": 1, "postgres": 0}
 # PostgreSQL's superuser_reserved_connections) may take what the tool needs.
 CONNECTIONS_WARN_SHARE = 0.8
 DNS_TIMEOUT_S = 2.0
+# Characters of a failed connection test's error quoted in a warning: enough
+# for the sandbox write check's message with its fix ("chown nobody DIR").
+ERROR_SHOWN = 400
 DNS_CACHE_S = 60.0
 
 
@@ -354,7 +357,7 @@ def failed_targets(spec, team, stored) -> list[Finding]:
                 Finding(
                     f"targets[{i}]",
                     f"target {row.name} failed its last connection test "
-                    f"({(row.last_check_error or 'no message')[:200]}). Fix it and press "
+                    f"({(row.last_check_error or 'no message')[:ERROR_SHOWN]}). Fix it and press "
                     "Test connection on its page.",
                 )
             )
