@@ -17,10 +17,21 @@ from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchapp import comparisons, measurestore, orchestration, pivot, queryparams, results, tokens
+from benchapp import (
+    comparisons,
+    confirmation,
+    history,
+    measurestore,
+    orchestration,
+    pivot,
+    queryparams,
+    results,
+    tokens,
+)
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.models import Cell, CellMeasurements
+from benchapp.models import Alert, Cell, CellMeasurements, Notifier, RunSummary
+from benchapp.planning import PlanRefused
 
 TEAM_PARAM = OpenApiParameter(
     "team", OpenApiTypes.INT, description="team id (default: your first team)"
@@ -132,6 +143,129 @@ class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
 class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = s.Plan.objects.all()
     serializer_class = s.PlanSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("metric", str, description="default: the first with a history"),
+            OpenApiParameter("keys", str, description="cell keys separated by |; default all"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"])
+    def trend(self, request, pk=None):
+        """The plan's history series (the trend page's, every run, not downsampled):
+        per cell key a line of run ids, dates and each run's mean with its 95 %
+        confidence interval."""
+        plan = self.get_object()
+        plan_ids = history.history_plans(plan)
+        pairs = set(
+            RunSummary.objects.filter(plan_id__in=plan_ids)
+            .values_list("metric", "cell_key")
+            .distinct()
+        )
+        metrics = sorted({m for m, _ in pairs})
+        metric = request.query_params.get("metric") or (metrics[0] if metrics else "")
+        keys = sorted({k for m, k in pairs if m == metric})
+        wanted = [k for k in request.query_params.get("keys", "").split("|") if k in keys]
+        series = history.load_series(plan_ids, [metric], wanted or keys).values()
+        return Response(
+            {
+                "metric": metric,
+                "metrics": metrics,
+                "keys": keys,
+                "lines": [_trend_line(line) for line in series],
+                "baseline": plan.baseline_run_id,
+            }
+        )
+
+
+def _trend_line(series) -> dict:
+    return {
+        "key": series.cell_key,
+        "group": series.group,
+        "runs": series.run_ids,
+        "dates": [d.isoformat() for d in series.dates],
+        "mean": series.means,
+        "low": series.lows,
+        "high": series.highs,
+    }
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[TEAM_PARAM, OpenApiParameter("plan", int), OpenApiParameter("status", str)]
+    )
+)
+class AlertViewSet(TeamScoped, viewsets.ReadOnlyModelViewSet):
+    """The team's alerts (the alerts page's). Members set a verdict and start
+    a confirmation re-run; viewers read."""
+
+    queryset = Alert.objects.select_related("plan", "start_run")
+    serializer_class = s.AlertSerializer
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        for name in ("plan", "status"):
+            value = self.request.query_params.get(name)
+            if value and (name == "status" or value.isdigit()):
+                qs = qs.filter(**{name: value})
+        return qs
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[TEAM_PARAM])
+    @action(detail=False, methods=["get"])
+    def verdicts(self, request):
+        """How often the team's alerts were right (the alerts page's counts)."""
+        return Response(history.verdict_counts(self.get_team()))
+
+    @extend_schema(request=s.VerdictSerializer, responses=s.AlertSerializer)
+    @action(detail=True, methods=["post"])
+    def verdict(self, request, pk=None):
+        """Mark the alert a true (true) or false (false) alert, or undecided (null)."""
+        alert = self.get_object()
+        given = s.VerdictSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        alert.verdict = given.validated_data["verdict"]
+        alert.save(update_fields=["verdict", "updated_at"])
+        return Response(self.get_serializer(alert).data)
+
+    @extend_schema(request=None, responses={201: s.RunSerializer})
+    @action(detail=True, methods=["post"])
+    def confirm(self, request, pk=None):
+        """Re-run the alert's cells; the alert is judged when that run has finished."""
+        alert = self.get_object()
+        if alert.status != Alert.NEW or (alert.confirm_run and alert.confirm_run.is_active):
+            raise ValidationError({"detail": "This alert is already being or has been judged."})
+        try:
+            run = confirmation.start([alert], user=request.user)
+        except PlanRefused as exc:
+            raise ValidationError({"detail": f"Cannot re-run {alert.cell_key}: {exc}"}) from None
+        run = s.Run.objects.annotate(cells_total=Count("cells")).get(pk=run.pk)
+        context = self.get_serializer_context()
+        return Response(s.RunSerializer(run, context=context).data, status=201)
+
+
+class NotificationSettings(APIView):
+    """The team's alert notifications (team admins, as the page): GET reads,
+    PATCH changes; the webhook secret is write-only."""
+
+    schema = BenchSchema()
+
+    def _notifier(self, request):
+        team = api_team(request)
+        require_role(request.user, team, ADMIN)
+        return Notifier.objects.filter(team=team).first() or Notifier(team=team)
+
+    @extend_schema(parameters=[TEAM_PARAM], responses=s.NotifierSerializer)
+    def get(self, request):
+        return Response(s.NotifierSerializer(self._notifier(request)).data)
+
+    @extend_schema(
+        parameters=[TEAM_PARAM], request=s.NotifierSerializer, responses=s.NotifierSerializer
+    )
+    def patch(self, request):
+        given = s.NotifierSerializer(self._notifier(request), data=request.data, partial=True)
+        given.is_valid(raise_exception=True)
+        return Response(s.NotifierSerializer(given.save()).data)
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import posixpath
 import pwd
+import re
 import secrets
 import socket
 import stat
@@ -95,6 +96,8 @@ def test_connection(target: Target) -> dict:
                 result["disk"] = disk_facts(executor, target.directory)
             if target.kind in ("mysql", "postgres"):
                 result["db"] = db_facts(executor, _endpoint(target))
+            if target.kind == "mysql":
+                result["db"]["schema_grants"] = schema_grants(executor, _endpoint(target))
     except RunnerError as exc:
         result["error"] = exc.message
         return result
@@ -242,6 +245,35 @@ def mysql_access(executor, endpoint: Endpoint) -> str:
     else:
         problem = f"mysql on {where}: {_last_line(execution)}"
     raise RunnerError(problem, permanent=True, output=text)
+
+
+# "GRANT SELECT, CREATE ON `bb\_s%`.* TO ..." or "... ON *.* TO ...": the
+# database-wide grants (table and column grants do not create schemas).
+_GRANT = re.compile(r"^GRANT (?P<privileges>.+?) ON (?:\*|`(?P<schema>(?:[^`]|``)*)`)\.\* TO ")
+
+
+def schema_grants(executor, endpoint: Endpoint) -> list[dict] | None:
+    """The user's database-wide grants as [{"schema": LIKE pattern or "*",
+    "privileges": [...]}], for benchapp.prerun (mysqlslap creates and drops
+    its schema); None when SHOW GRANTS does not say (an error, or roles,
+    whose privileges it does not list). Password hashes are never kept."""
+    from runners.facts import mysql_facts_command
+
+    execution = _run(executor, mysql_facts_command(endpoint, "SHOW GRANTS", "grants"))
+    if execution.exit_code != 0:
+        return None
+    grants = []
+    for line in execution.stdout.splitlines():
+        line = line.replace("\\\\", "\\")  # --batch writes a backslash as two
+        match = _GRANT.match(line)
+        if match is None:
+            if line.startswith("GRANT `"):  # a role: its privileges are not listed here
+                return None
+            continue
+        privileges = [p.strip().upper() for p in match["privileges"].split(",")]
+        schema = match["schema"].replace("``", "`") if match["schema"] is not None else "*"
+        grants.append({"schema": schema, "privileges": privileges})
+    return grants
 
 
 def postgres_access(executor, endpoint: Endpoint) -> str:

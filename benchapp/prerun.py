@@ -18,6 +18,7 @@ trusted and not checked here (password_env is theirs).
 from __future__ import annotations
 
 import posixpath
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ PRIVILEGED_EXTRA = {"mysql": 1, "postgres": 0}
 # PostgreSQL's superuser_reserved_connections) may take what the tool needs.
 CONNECTIONS_WARN_SHARE = 0.8
 DNS_TIMEOUT_S = 2.0
+# Characters of a failed connection test's error quoted in a warning: enough
+# for the sandbox write check's message with its fix ("chown nobody DIR").
+ERROR_SHOWN = 400
 DNS_CACHE_S = 60.0
 
 
@@ -337,6 +341,56 @@ def mysqlslap_schema(spec, team, stored) -> list[Finding]:
 
 # The schema mysqlslap uses when create_schema is not set.
 MYSQLSLAP_SCHEMA = "mysqlslap"
+# What mysqlslap's generated SQL needs in its schema: it creates the schema and
+# a table, inserts, reads and updates rows, then drops the schema (checked with
+# the real tool: without INSERT it stops at "INSERT command denied").
+SCHEMA_PRIVILEGES = ("CREATE", "DROP", "INSERT", "SELECT", "UPDATE")
+
+
+def mysqlslap_rights(spec, team, stored) -> list[Finding]:
+    """A mysqlslap schema the user may not create and use, by the grants the
+    target's last connection test read (Target.last_check_facts["db"]
+    ["schema_grants"]): a warning, since a role or a later GRANT may allow it."""
+    if spec.tool != "mysqlslap":
+        return []
+    found, seen = [], set()
+    for cell in expand(spec):
+        row = stored.get(cell.target)
+        grants = (
+            ((row.last_check_facts or {}).get("db") or {}).get("schema_grants") if row else None
+        )
+        schema = cell.params.get("create_schema", MYSQLSLAP_SCHEMA)
+        if grants is None or (cell.target, schema) in seen or _may_create(grants, schema):
+            continue
+        seen.add((cell.target, schema))
+        found.append(
+            Finding(
+                _param_path(spec, "create_schema"),
+                f"user {row.user} may not create and use schema {schema} on {cell.target} "
+                "(its grants at the last connection test), as mysqlslap does. Fix: GRANT "
+                f"{', '.join(SCHEMA_PRIVILEGES)} ON `{schema}`.* TO the user, or set "
+                "create_schema to a schema it may use, then test the connection again.",
+            )
+        )
+    return found
+
+
+def _may_create(grants: list[dict], schema: str) -> bool:
+    held = set()
+    for grant in grants:
+        if grant["schema"] == "*" or _like(grant["schema"]).fullmatch(schema):
+            privileges = set(grant["privileges"])
+            held |= set(SCHEMA_PRIVILEGES) if "ALL PRIVILEGES" in privileges else privileges
+    return held.issuperset(SCHEMA_PRIVILEGES)
+
+
+def _like(pattern: str) -> re.Pattern:
+    """A grant's schema pattern (SQL LIKE: % and _, \\% and \\_ literal) as a regex."""
+    parts = re.findall(r"\\.|%|_|[^\\%_]+", pattern)
+    wild = {"%": ".*", "_": "."}
+    return re.compile(
+        "".join(wild.get(p) or re.escape(p[-1] if p[0] == "\\" else p) for p in parts)
+    )
 
 
 def _database(spec, target_name: str, stored) -> str | None:
@@ -354,7 +408,7 @@ def failed_targets(spec, team, stored) -> list[Finding]:
                 Finding(
                     f"targets[{i}]",
                     f"target {row.name} failed its last connection test "
-                    f"({(row.last_check_error or 'no message')[:200]}). Fix it and press "
+                    f"({(row.last_check_error or 'no message')[:ERROR_SHOWN]}). Fix it and press "
                     "Test connection on its page.",
                 )
             )
@@ -416,6 +470,7 @@ CHECKS = (
     connections,
     free_space,
     mysqlslap_schema,
+    mysqlslap_rights,
     failed_targets,
     unresolved_hosts,
 )

@@ -7,7 +7,7 @@ import json
 from rest_framework import serializers
 
 from benchapp import forms_targets, orchestration, planning
-from benchapp.models import Cell, Comparison, Credential, Plan, Run, Target
+from benchapp.models import Alert, Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.planning import check_untrusted
 from runners.errors import ValidationError as PlanError
 
@@ -400,3 +400,92 @@ class ShareSerializer(serializers.Serializer):
 class TokenSerializer(serializers.Serializer):
     prefix = serializers.CharField(read_only=True, help_text="the key's first characters")
     created = serializers.DateTimeField(read_only=True)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    """A detected change (docs/history.md); only `verdict` is written, through
+    the alert's verdict action."""
+
+    change = serializers.CharField(read_only=True, help_text="worse, better or changed")
+
+    class Meta:
+        model = Alert
+        fields = (
+            "id",
+            "plan",
+            "cell_key",
+            "group",
+            "metric",
+            "start_run",
+            "before_mean",
+            "before_low",
+            "before_high",
+            "after_mean",
+            "after_low",
+            "after_high",
+            "magnitude",
+            "pvalue",
+            "bad",
+            "change",
+            "status",
+            "verdict",
+            "confirm_run",
+            "confirm_note",
+            "resolved_run",
+            "plan_edit",
+            "created_at",
+        )
+        read_only_fields = fields
+
+
+class VerdictSerializer(serializers.Serializer):
+    verdict = serializers.BooleanField(
+        allow_null=True, help_text="true: a true alert; false: a false alert; null: undecided"
+    )
+
+
+class NotifierSerializer(serializers.Serializer):
+    """The team's alert notifications; the webhook secret is write-only."""
+
+    webhook_url = serializers.URLField(max_length=500, allow_blank=True, required=False)
+    emails = serializers.CharField(
+        max_length=2000, allow_blank=True, required=False, help_text="comma-separated"
+    )
+    only_bad = serializers.BooleanField(required=False, help_text="only changes for the worse")
+    secret = serializers.CharField(
+        max_length=200, write_only=True, required=False, help_text="signs each POST (HMAC-SHA256)"
+    )
+    clear_secret = serializers.BooleanField(write_only=True, required=False)
+    has_secret = serializers.SerializerMethodField()
+
+    def get_has_secret(self, notifier) -> bool:
+        return bool(notifier.webhook_secret)
+
+    def validate(self, data):
+        """The page's form rules (benchapp.views.notifications.NotifierForm)."""
+        from benchapp.views.notifications import NotifierForm
+
+        current = self.instance
+        values = {
+            "webhook_url": data.get("webhook_url", current.webhook_url),
+            "emails": data.get("emails", current.emails),
+            "only_bad": data.get("only_bad", current.only_bad),
+        }
+        form = NotifierForm(values)
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {name: [str(e) for e in errors] for name, errors in form.errors.items()}
+            )
+        return {**data, **{k: form.cleaned_data[k] for k in values}}
+
+    def update(self, notifier, data):
+        from benchapp import notify
+
+        return notify.save_settings(
+            notifier,
+            webhook_url=data["webhook_url"],
+            emails=data["emails"],
+            only_bad=data["only_bad"],
+            secret=data.get("secret") or None,
+            clear_secret=data.get("clear_secret", False),
+        )

@@ -19,6 +19,7 @@ router.register("runs", api.RunViewSet, basename="api-run")
 router.register("cells", api.CellViewSet, basename="api-cell")
 router.register("measurements", api.MeasurementViewSet, basename="api-measurement")
 router.register("comparisons", api.ComparisonViewSet, basename="api-comparison")
+router.register("alerts", api.AlertViewSet, basename="api-alert")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -33,6 +34,7 @@ urlpatterns = [
         name="api-redoc",
     ),
     path("token/", api.ObtainToken.as_view(), name="api-token"),
+    path("notifications/", api.NotificationSettings.as_view(), name="api-notifications"),
     path("tokens/", api.TokenList.as_view(), name="api-tokens"),
     path("tokens/<str:prefix>/", api.TokenRevoke.as_view(), name="api-token-revoke"),
     path("", include(router.urls)),

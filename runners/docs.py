@@ -120,7 +120,11 @@ def prepare_section() -> list[str]:
         "| key | meaning |",
         "|---|---|",
         "| `prepare: false` | no prepare phase (sysbench prepare, pgbench -i) |",
-        "| `prepare: {once: true}` | prepare before a target's first cell only |",
+        "| `prepare: {once: true}` | prepare before a target's first cell only; without "
+        "`cleanup: true` the next run reuses the tables an earlier run left when they are "
+        "what the parameters prepare (sysbench `sbtest*`, pgbench's, counted exactly; the "
+        "cell says which run prepared them), and refuses other sysbench tables before the "
+        "measure |",
         "| `prepare: {params: {...}}` | parameters for the prepare phase only |",
         "| `prepare: {snapshot_datadir: true, datadir, snapshot_dir}` | after the prepare, "
         "copy the data directory aside (rsync -a --delete) with the server stopped; restore "

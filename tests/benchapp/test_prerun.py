@@ -386,3 +386,55 @@ def test_mysqlslap_on_the_targets_own_database_is_refused(team, database, params
         f"mysqlslap drops schema {refused} before and after its run, and that is "
         "local-mariadb's database: its tables would be lost."
     )
+
+
+@pytest.fixture
+def slap_db(team, owner_client, private_mariadb):  # noqa: F811
+    """A target whose user may create and use only schemas named bb_s...,
+    tested once (the test read its grants)."""
+    sql = (
+        "CREATE USER slap@'%'; GRANT SELECT, INSERT, UPDATE, CREATE, DROP ON `bb\\_s%`.*"
+        " TO slap@'%';"
+        " GRANT INSERT ON other.* TO slap@'%'"
+    )
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", f"-P{private_mariadb.port}", "-uroot", "-e", sql],
+        check=True,
+        timeout=30,
+    )
+    target = make_target(team, name="slapdb", port=private_mariadb.port, user="slap")
+    assert owner_client.post(f"/targets/{target.pk}/test/").status_code == 200
+    target.refresh_from_db()
+    assert target.last_check_ok, target.last_check_error
+    return target
+
+
+def slap_as(port: int, schema: str) -> subprocess.CompletedProcess:
+    argv = ["mysqlslap", "-h127.0.0.1", f"-P{port}", "-uslap", f"--create-schema={schema}"]
+    argv += ["-a", "--number-of-queries=10", "--concurrency=1"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_mysqlslap_schema_rights_are_read_and_predicted(team, slap_db, private_mariadb):  # noqa: F811
+    assert slap_db.last_check_facts["db"]["schema_grants"] == [
+        {"schema": "*", "privileges": ["USAGE"]},
+        {"schema": "other", "privileges": ["INSERT"]},
+        {"schema": "bb\\_s%", "privileges": ["SELECT", "INSERT", "UPDATE", "CREATE", "DROP"]},
+    ]
+    document = {
+        "name": "slap",
+        "tool": "mysqlslap",
+        "targets": [{"name": "slapdb"}],
+        "params": {"number_of_queries": 10},
+        "axes": {"create_schema": ["bb_s1", "other"]},
+    }
+    assert check_untrusted(document, team)[1] == [
+        "axes.create_schema: user slap may not create and use schema other on slapdb (its "
+        "grants at the last connection test), as mysqlslap does. Fix: GRANT CREATE, DROP, "
+        "INSERT, SELECT, UPDATE ON `other`.* TO the user, or set create_schema to a schema it "
+        "may use, then test the connection again."
+    ]
+    # The prediction is the tool's own answer.
+    assert slap_as(private_mariadb.port, "bb_s1").returncode == 0
+    refused = slap_as(private_mariadb.port, "other")
+    assert refused.returncode != 0 and "Access denied" in refused.stderr

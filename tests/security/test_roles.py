@@ -216,6 +216,8 @@ MEMBER_API = [
     ("delete", "/api/comparisons/{comparison}/"),
     ("post", "/api/comparisons/{comparison}/share/"),
     ("post", "/api/comparisons/{comparison}/revoke/"),
+    ("post", "/api/alerts/{alert}/verdict/"),
+    ("post", "/api/alerts/{alert}/confirm/"),
 ]
 READS = [
     "/plans/",
@@ -239,6 +241,11 @@ READS = [
     "/api/runs/{run}/",
     "/api/comparisons/",
     "/api/targets/",
+    "/api/alerts/",
+    "/api/alerts/{alert}/",
+    "/api/alerts/verdicts/",
+    "/api/plans/{plan}/trend/",
+    "/api/cells/?run={run}",
 ]
 
 
