@@ -19,6 +19,7 @@ from django.db import transaction
 from benchapp import credbinding, provisioning, seriesstore, targetguard
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Measurement, Run
 from benchapp.planning import sandbox_limits
+from runners import telemetry
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
@@ -238,6 +239,25 @@ def measurement_rows(cell: Cell, attempt: int, result: Result | None, prefix: st
     return list(rows.values())
 
 
+def telemetry_rows(cell: Cell, attempt: int, facts: dict) -> list[Measurement]:
+    """Measurements of a cell's telemetry summaries (facts["telemetry"], by
+    runners.cellwatch), named "telemetry.<source>.<figure>.<stat>" so tables,
+    charts, comparisons and trends read them like the tool's own metrics."""
+    return [
+        Measurement(
+            run_id=cell.run_id,
+            cell=cell,
+            attempt=attempt,
+            iteration=0,
+            group="",
+            metric=name,
+            value=value,
+            unit=telemetry.metric(name).unit,
+        )
+        for name, value in telemetry.summary_metrics(facts.get("telemetry") or {}).items()
+    ]
+
+
 def series_rows(cell: Cell, attempt: int, result: Result | None) -> list[CellSeries]:
     """CellSeries rows of a Result's columnar series (runners.results.Series),
     one per metric (benchapp.seriesstore)."""
@@ -276,6 +296,7 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
         Measurement.objects.bulk_create(
             measurement_rows(cell, attempt, outcome.result)
             + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
+            + telemetry_rows(cell, attempt, outcome.facts)
         )
         CellSeries.objects.bulk_create(
             series_rows(cell, attempt, outcome.result)

@@ -28,7 +28,7 @@ from benchapp.tables import display_rows, fmt, hover  # noqa: F401  (re-exported
 from runners import tools
 
 # Dimensions every observation has besides the plan's axes.
-BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
+BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group", "verdict")
 # Metrics computed from others at load time: name -> (unit, function of a cell's metrics).
 DERIVED = {
     "iops": ("IOPS", ("read_iops", "write_iops"), lambda m: _sum(m, "read_iops", "write_iops")),

@@ -121,6 +121,18 @@ HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
     _swapping,
 ]
 DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
+# Every code a verdict's "limit" can take (the archive searches by it).
+CODES = (
+    "client_cpu",
+    "host_cpu",
+    "target_cpu",
+    "cpu_steal",
+    "disk",
+    "memory",
+    "not_in_memory",
+    "locks",
+    "none",
+)
 # Headline order: the client first (a client-bound figure says nothing of the
 # target), then the target's machine, then the database.
 ROLES = ("client", "host", "target")
