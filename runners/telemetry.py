@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from runners.command import Command
-from runners.metrics import HIGHER, LOWER, NEUTRAL, Metric
+from runners.metrics import CONTEXT, HIGHER, LOWER, NEUTRAL, Metric
 from runners.results import Series
 
 INTERVAL_S = 1
@@ -355,7 +355,8 @@ def summary_metrics(summaries: dict[str, dict]) -> dict[str, float]:
 
 def metric(name: str) -> Metric | None:
     """The catalog row of a stored telemetry summary ("target CPU busy, mean"),
-    or None when the name is not one."""
+    or None when the name is not one. Its kind is CONTEXT: the trend page
+    shows it, change detection alerts on the tool's figures only."""
     if not name.startswith(METRIC_PREFIX):
         return None
     source, _, rest = name[len(METRIC_PREFIX) :].partition(".")
@@ -368,5 +369,5 @@ def metric(name: str) -> Metric | None:
         f"{SOURCE_LABELS[source]} {label}, {stat}",
         unit,
         direction if stat == "mean" else NEUTRAL,
-        "count",
+        CONTEXT,
     )

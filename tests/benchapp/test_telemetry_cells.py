@@ -53,9 +53,10 @@ def test_a_cell_keeps_host_and_database_telemetry_and_a_verdict(team, owner_clie
     assert cell.facts["telemetry"]["db"]["questions_per_s"]["mean"] > 0
     # The summaries are measurements too (the results page's columns and charts).
     stored = dict(Measurement.objects.filter(cell=cell).values_list("metric", "value"))
-    assert stored["telemetry.db.questions_per_s.mean"] == cell.facts["telemetry"]["db"][
-        "questions_per_s"
-    ]["mean"]
+    assert (
+        stored["telemetry.db.questions_per_s.mean"]
+        == cell.facts["telemetry"]["db"]["questions_per_s"]["mean"]
+    )
     assert "telemetry.host.cpu_busy_pct.max" in stored and "avg_s" in stored
 
     page = owner_client.get(reverse("cell_artifacts", args=[run.pk, cell.pk])).content.decode()

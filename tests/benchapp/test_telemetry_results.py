@@ -60,6 +60,8 @@ def test_summaries_become_catalogued_metrics():
     # a maximum is context, never judged
     assert tools.direction("sysbench", "telemetry.db.hit_ratio_pct.max") is None
     assert tools.metric("", "telemetry.target.cpu_busy_pct.mean").direction == NEUTRAL
+    # context for the tool's figures: charted and compared, never alerted on by itself
+    assert not hit.measured
     # a name that only looks like one is a plain metric
     assert (
         tools.metric("", "telemetry.target.nonsense.mean").label == "telemetry.target.nonsense.mean"
