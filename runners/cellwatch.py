@@ -74,11 +74,14 @@ class CellWatch:
         else:
             self.warnings.append(f"telemetry {source}: no complete sample")
 
-    def facts(self) -> dict:
-        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts."""
+    def facts(self, client_throttled: float | None = None) -> dict:
+        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts;
+        client_throttled: the share of CPU periods the sandbox's quota stopped
+        the tool in (None when it ran without one)."""
         summaries = {source: telemetry.summarize(s) for source, s in self.series.items()}
         hosts = {source: v for source, v in summaries.items() if source != "db"}
-        return {"telemetry": summaries, "verdict": verdict.judge(hosts, summaries.get("db"))}
+        found = verdict.judge(hosts, summaries.get("db"), client_throttled=client_throttled)
+        return {"telemetry": summaries, "verdict": found}
 
 
 def _remove(executor, name: str) -> None:

@@ -24,6 +24,10 @@ SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
 HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
 DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
 LOCK_WAITS_S = 1.0  # row lock waits per second, or any deadlock
+# The tool's CPU quota (a sandboxed local run, runners.cgroups) stopped it in
+# at least half its 100 ms scheduling periods: its pace was the quota's. A
+# tool with CPU to spare is throttled in few periods, if any.
+THROTTLED_SHARE = 0.5
 
 Finding = dict  # {"code", "text", "evidence": {figure: value}}
 
@@ -42,6 +46,17 @@ def _cpu_bound(summary: dict, role: str) -> Finding | None:
         "text": f"{who} CPU-bound: CPU {_pct(busy['mean'])} busy on average, at or above "
         f"{CPU_BUSY_PCT:g} % for {_pct(100 * busy['high_share'])} of the measured seconds",
         "evidence": {f"{role}.cpu_busy_pct.mean": busy["mean"], "share": busy["high_share"]},
+    }
+
+
+def _client_quota(throttled: float | None) -> Finding | None:
+    if throttled is None or throttled < THROTTLED_SHARE:
+        return None
+    return {
+        "code": "client_cpu",
+        "text": f"client CPU-bound: the tool's CPU quota stopped it in {_pct(100 * throttled)} "
+        "of its scheduling periods (the sandbox's limit, see the cell's limits)",
+        "evidence": {"client.cpu_throttled_share": throttled},
     }
 
 
@@ -138,9 +153,13 @@ CODES = (
 ROLES = ("client", "host", "target")
 
 
-def judge(hosts: dict[str, dict], db: dict | None) -> dict:
-    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}."""
+def judge(hosts: dict[str, dict], db: dict | None, client_throttled: float | None = None) -> dict:
+    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]};
+    client_throttled: the share of CPU periods the tool's quota stopped it in."""
     findings, checked = [], []
+    quota = _client_quota(client_throttled)
+    if quota:
+        findings.append(quota)
     for role in ROLES:
         if role in hosts and hosts[role].get("seconds"):
             checked.append(f"{role} host")
