@@ -269,18 +269,20 @@ def _cpu_cell(cpus: float, threads: int):
 
 
 def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
-    """Two sysbench CPU threads under a quarter-core quota, nothing else to
+    """Four sysbench CPU threads under a quarter-core quota, nothing else to
     wait for (the target is the idle host itself): the quota stopped them in
-    most periods, and the verdict says the client was the limit. (Two threads,
+    most periods, and the verdict says the client was the limit. (Four threads,
     so that the quota is reached within each period even when other work
     shares the machine's two cores.) One thread with two cores of quota is
     hardly ever stopped."""
-    held = _cpu_cell(0.25, threads=2)
+    held = _cpu_cell(0.25, threads=4)
     assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
     assert held.facts["verdict"]["limit"] == "client_cpu"
     assert "CPU quota stopped it in" in held.facts["verdict"]["text"]
 
     free = _cpu_cell(2.0, threads=1)
+    throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
+    print(f"share of CPU periods throttled: 0.25-core quota {throttled[0]}, 2 cores {throttled[1]}")
     assert free.facts["client_cpu_throttled"] < verdict.THROTTLED_SHARE
     assert not any(
         "client.cpu_throttled_share" in f["evidence"] for f in free.facts["verdict"]["findings"]
