@@ -6,6 +6,8 @@ the figures, a row of a comparison's "what differs" and an archive filter."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
 from benchapp import archive, comparisons, recording, results
@@ -128,3 +130,30 @@ def test_comparison_diff_and_archive_search_by_verdict(team, owner):
     assert list(archive.search_runs(team, limit="disk")) == [after]
     assert not archive.search_runs(team, limit="locks").exists()
     assert Cell.objects.filter(facts__verdict__limit="none").count() == 2
+
+
+BEFORE = ("benchapp", "0011_target_telemetry")
+AFTER = ("benchapp", "0012_telemetry_measurements")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_adds_the_summaries_of_cells_recorded_before(team):
+    executor = MigrationExecutor(connection)
+    executor.migrate([BEFORE])
+    old = executor.loader.project_state([BEFORE]).apps
+    Run, OldCell = old.get_model("benchapp", "Run"), old.get_model("benchapp", "Cell")
+    run = Run.objects.create(team_id=team.pk, name="r", tool="sysbench", document={})
+    watched = OldCell.objects.create(run=run, index=1, key="a", repeat=1, axes={}, facts=FACTS)
+    OldCell.objects.create(run=run, index=2, key="b", repeat=1, axes={}, facts={})
+    executor = MigrationExecutor(connection)
+    executor.migrate([AFTER])
+    stored = dict(Measurement.objects.filter(cell_id=watched.pk).values_list("metric", "unit"))
+    assert stored == {
+        name: telemetry.metric(name).unit for name in telemetry.summary_metrics(FACTS["telemetry"])
+    }
+    assert Measurement.objects.filter(run_id=run.pk).count() == len(stored)  # none for the other
+    executor = MigrationExecutor(connection)
+    executor.migrate([BEFORE])
+    assert not Measurement.objects.filter(run_id=run.pk).exists()
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
