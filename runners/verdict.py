@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS
+from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S
 
 # The levels whose share of seconds telemetry.summarize counts are its own.
 CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
@@ -147,6 +147,7 @@ CODES = (
     "not_in_memory",
     "locks",
     "none",
+    "no_telemetry",
 )
 # Headline order: the client first (a client-bound figure says nothing of the
 # target), then the target's machine, then the database.
@@ -167,8 +168,18 @@ def judge(hosts: dict[str, dict], db: dict | None, client_throttled: float | Non
     if db and db.get("seconds"):
         checked.append("database")
         findings += [f for rule in DB_RULES if (f := rule(db))]
+    if not findings and not checked:
+        # Not "no limit found": nothing was looked at (a measure shorter than
+        # two samples, or every sampler failed), so nothing can be ruled out.
+        return {
+            "limit": "no_telemetry",
+            "text": "no verdict: no complete telemetry sample (the measure lasted under "
+            f"{2 * INTERVAL_S} s, or sampling failed: see the cell's warnings)",
+            "findings": [],
+            "checked": [],
+        }
     if not findings:
-        looked = ", ".join(checked) if checked else "nothing (no telemetry)"
+        looked = ", ".join(checked)
         return {
             "limit": "none",
             "text": f"no limit found in the telemetry (looked at: {looked})",

@@ -287,3 +287,11 @@ def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
     assert not any(
         "client.cpu_throttled_share" in f["evidence"] for f in free.facts["verdict"]["findings"]
     )
+
+
+def test_no_sample_is_no_verdict_not_no_limit():
+    """A measure shorter than two samples (the S5 quick preset's cells last
+    under a second): nothing was looked at, so nothing is ruled out."""
+    found = verdict.judge({"host": telemetry.summarize({"t": []})}, None)
+    assert found["limit"] == "no_telemetry" and found["checked"] == []
+    assert found["text"].startswith("no verdict: no complete telemetry sample")
