@@ -35,8 +35,11 @@ def search_runs(
     text="",
     since: date | None = None,
     until: date | None = None,
+    limit="",
 ):
-    """The team's runs matching every given filter, newest first."""
+    """The team's runs matching every given filter, newest first. `limit`: a
+    verdict code (runners.verdict, "target_cpu", "not_in_memory", "none", ...)
+    that at least one of the run's cells got as its headline."""
     qs = Run.objects.for_team(team)
     if tool:
         qs = qs.filter(tool=tool)
@@ -44,6 +47,8 @@ def search_runs(
         qs = qs.filter(status=status)
     if target:
         qs = qs.filter(pk__in=Cell.objects.filter(target_name=target).values("run_id"))
+    if limit:
+        qs = qs.filter(pk__in=Cell.objects.filter(facts__verdict__limit=limit).values("run_id"))
     if tag:
         # JSON containment is PostgreSQL's; SQLite (embedded default) matches the text.
         qs = (

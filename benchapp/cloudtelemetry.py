@@ -15,9 +15,10 @@ import logging
 
 from django.db import transaction
 
-from benchapp import seriesstore
+from benchapp import measurestore, seriesstore
+from benchapp.measurestore import Value
 from benchapp.models import Artifact, Cell, CellSeries, CloudResource
-from runners import telemetry, verdict
+from runners import cellwatch, telemetry
 from runners.providers import Handle, get_provider
 from runners.providers.slots import variant_of
 
@@ -72,18 +73,33 @@ def _collect_cell(cell: Cell, row: CloudResource, context_of) -> int:
 
 def record(cell: Cell, series: dict) -> None:
     """Add the series (source "cloudwatch") and its summary to the cell's
-    telemetry, and judge the cell again with it."""
+    telemetry and measurements (runners.telemetry.summary_metrics), and
+    judge the cell again with it."""
     summary = telemetry.summarize(series)
     with transaction.atomic():
         current = Cell.objects.select_for_update().get(pk=cell.pk)
-        stored = CellSeries.objects.filter(cell=current, attempt=current.attempt, source=SOURCE)
-        stored.delete()
-        CellSeries.objects.bulk_create(
-            seriesstore.rows(current, current.attempt, series, source=SOURCE)
-        )
+        attempt = current.attempt
+        CellSeries.objects.filter(cell=current, attempt=attempt, source=SOURCE).delete()
+        CellSeries.objects.bulk_create(seriesstore.rows(current, attempt, series, source=SOURCE))
+        prefix = f"{telemetry.METRIC_PREFIX}{SOURCE}."
+        kept = [
+            v
+            for v in measurestore.read(cells=[current.pk], all_attempts=True)
+            if v.attempt == attempt and not v.metric.startswith(prefix)
+        ]
+        cloud = [
+            Value(current.run_id, current.pk, attempt, 0, "", name, value, unit_of(name))
+            for name, value in telemetry.summary_metrics({SOURCE: summary}).items()
+        ]
+        measurestore.write(current, attempt, kept + cloud)
         facts = dict(current.facts)
         summaries = {**facts.get("telemetry", {}), SOURCE: summary}
-        hosts = {s: v for s, v in summaries.items() if s not in ("db", SOURCE)}
         facts["telemetry"] = summaries
-        facts["verdict"] = verdict.judge(hosts, summaries.get("db"), summary)
+        facts["verdict"] = cellwatch.judge(
+            summaries, summary, client_throttled=facts.get("client_cpu_throttled")
+        )
         Cell.objects.filter(pk=current.pk).update(facts=facts)
+
+
+def unit_of(name: str) -> str:
+    return telemetry.metric(name).unit

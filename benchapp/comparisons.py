@@ -21,7 +21,17 @@ from runners.tools import direction as catalog_direction
 MIN_RUNS, MAX_RUNS = 2, 5
 
 # Facts that are per-cell noise or already shown elsewhere, not host facts.
-SKIP_FACTS = {"tool_errors", "warnings", "client_bound", "version", "client_cpu_busy_pct"}
+# The telemetry's summaries are measurements (the pivot compares them) and
+# the verdict is diffed as one row of headline codes ("what limited it").
+SKIP_FACTS = {
+    "tool_errors",
+    "warnings",
+    "client_bound",
+    "version",
+    "client_cpu_busy_pct",
+    "telemetry",
+    "verdict",
+}
 
 
 def comparison_runs(comparison: Comparison) -> list[Run]:
@@ -283,6 +293,8 @@ def diff(runs: list[Run], cells: dict) -> dict:
         i = position[cell.run_id]
         if cell.tool_version:
             versions[i].add(cell.tool_version)
+        if cell.verdict:
+            facts[i].setdefault("what limited it", set()).add(cell.verdict)
         for key, value in results._flatten_facts(cell.facts).items():
             if key.split(".")[0] not in SKIP_FACTS:
                 facts[i].setdefault(key, set()).add(str(value))

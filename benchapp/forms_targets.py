@@ -186,6 +186,7 @@ class TargetForm(forms.ModelForm):
             "via",
             "price_per_hour",
             "notes",
+            "telemetry",
         )
         labels = {
             "credential": "Database password",
@@ -206,6 +207,8 @@ class TargetForm(forms.ModelForm):
             "ssh_host": "Fill in to run the tool or read host facts over SSH.",
             "via": "e.g. haproxy, when host is a balancer in front of the nodes.",
             "price_per_hour": "For price-performance and cost estimates.",
+            "telemetry": "Sample this target's host and database once a second while a cell "
+            "measures (docs/telemetry.md); plans may still turn it off.",
         }
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 

@@ -151,6 +151,9 @@ class Target(models.Model):
     # to it): over SSH a path on that host; on the worker host it must lie in
     # one of data_dirs, the only places the sandbox lets a local tool write.
     directory = models.CharField(max_length=255, blank=True)
+    # Host and database telemetry while its cells measure (docs/telemetry.md):
+    # off for a host where even a once-a-second shell loop is unwelcome.
+    telemetry = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # The last "test connection": when, whether it connected, and its error.
     last_check_at = models.DateTimeField(null=True, blank=True)

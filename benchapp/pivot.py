@@ -40,7 +40,16 @@ class CellInfo:
             return self.repeat
         if name == "run":
             return self.run_label
+        if (
+            name == "verdict" and name not in self.axes
+        ):  # what limited the cell (runners.verdict), "none" when nothing
+            return self.verdict
         return self.axes.get(name)
+
+    @property
+    def verdict(self) -> str | None:
+        """The headline code of the cell's verdict (None without telemetry)."""
+        return (self.facts.get("verdict") or {}).get("limit")
 
 
 @dataclass
@@ -74,6 +83,8 @@ class Stats:
     # reported an error: ..."): a bucket of failures only has n = 0.
     errors: list = field(default_factory=list)
     client_bound: bool = False
+    # What limited the bucket's cells (their verdicts' headline codes, runners.verdict).
+    limits: list = field(default_factory=list)
     # The lowest and highest value the tool itself reported around this mean
     # (mysqlslap's min_s/max_s over its iterations), when it reports them.
     lo: float | None = None
@@ -98,6 +109,7 @@ class Stats:
                 "values",
                 "errors",
                 "client_bound",
+                "limits",
                 "lo",
                 "hi",
             )
@@ -275,6 +287,7 @@ def pivot(
             obs = sorted(obs, key=lambda o: (o.cell.run_id, o.cell.repeat))
             stats = describe([o.value for o in obs], threshold)
             stats.client_bound = any(o.cell.client_bound for o in obs)
+            stats.limits = sorted({o.cell.verdict for o in obs if o.cell.verdict})
             found = bounds.get((rk, ck), {})
             stats.lo = min(found["lo"]) if found.get("lo") else None
             stats.hi = max(found["hi"]) if found.get("hi") else None

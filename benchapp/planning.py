@@ -121,6 +121,8 @@ def target_document(target) -> dict:
         doc["provision"] = target.provision
     if target.price_per_hour is not None:
         doc["price_per_hour"] = float(target.price_per_hour)
+    if not target.telemetry:
+        doc["telemetry"] = False
     return doc
 
 

@@ -27,6 +27,7 @@ from benchapp import (
 from benchapp.measurestore import Value
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
 from benchapp.planning import sandbox_limits
+from runners import telemetry
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
@@ -252,6 +253,16 @@ def store_measurements(cell: Cell, attempt: int, rows: list[Value]) -> None:
     measurestore.write(cell, attempt, rows)
 
 
+def telemetry_rows(cell: Cell, attempt: int, facts: dict) -> list[Value]:
+    """Measurements of a cell's telemetry summaries (facts["telemetry"], by
+    runners.cellwatch), named "telemetry.<source>.<figure>.<stat>" so tables,
+    charts, comparisons and trends read them like the tool's own metrics."""
+    return [
+        Value(cell.run_id, cell.pk, attempt, 0, "", name, value, telemetry.metric(name).unit)
+        for name, value in telemetry.summary_metrics(facts.get("telemetry") or {}).items()
+    ]
+
+
 def series_rows(cell: Cell, attempt: int, result: Result | None) -> list[CellSeries]:
     """CellSeries rows of a Result's columnar series (runners.results.Series),
     one per metric (benchapp.seriesstore)."""
@@ -291,7 +302,8 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             cell,
             attempt,
             measurement_rows(cell, attempt, outcome.result)
-            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_"),
+            + measurement_rows(cell, attempt, outcome.stress_result, prefix="stress_")
+            + telemetry_rows(cell, attempt, outcome.facts),
         )
         CellSeries.objects.bulk_create(
             series_rows(cell, attempt, outcome.result)

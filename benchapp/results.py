@@ -20,7 +20,7 @@ from runners import tools
 from runners.tools import DERIVED
 
 # Dimensions every observation has besides the plan's axes.
-BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group")
+BUILTIN_DIMENSIONS = ("target", "repeat", "run", "metric", "group", "verdict")
 # ------------------------------------------------------------------ loading
 
 

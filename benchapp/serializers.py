@@ -118,6 +118,7 @@ class TargetSerializer(serializers.ModelSerializer):
             "notes",
             "allow_custom_scripts",
             "data_dirs",
+            "telemetry",
             "created_at",
         )
         read_only_fields = ("created_at",)

@@ -82,7 +82,12 @@ def display_rows(data: dict) -> list[dict]:
                 "n": stats.n,
                 "spread": spread(stats),
                 "client_bound": stats.client_bound,
+                "limits": stats.limits,
+                # shown under the figure only when a rule found a limit
+                "limited_by": ", ".join(code for code in stats.limits if code != "none"),
             }
+            if stats.limits:  # the verdict of the cells under this figure (runners.verdict)
+                cell["title"] += " · limited by: " + ", ".join(stats.limits)
             if stats.errors:  # some repeats failed: the mean is of the others
                 cell["errors"] = stats.errors
                 cell["title"] += " · failed: " + "; ".join(stats.errors)

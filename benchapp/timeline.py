@@ -6,6 +6,7 @@ from __future__ import annotations
 from benchapp.charts import downsample_arrays
 from benchapp.models import Cell, CellSeries
 from benchapp.seriesstore import TOOL, unpack
+from runners import telemetry
 
 # Points per series sent to the page: the chart is at most ~1,200 px wide.
 MAX_POINTS = 1200
@@ -43,54 +44,11 @@ def cell_timeline(cell: Cell) -> dict:
     return {"sources": sources, "tool": sorted(sources.get(TOOL, {})), "defaults": defaults}
 
 
-# The summary rows the cell page shows per source: (figure, label, unit).
-SUMMARY_FIGURES = (
-    ("cpu_busy_pct", "CPU busy", "%"),
-    ("cpu_iowait_pct", "CPU iowait", "%"),
-    ("cpu_steal_pct", "CPU steal", "%"),
-    ("load1", "load (1 min)", ""),
-    ("procs_running", "run queue", ""),
-    ("mem_used_mb", "memory used", "MB"),
-    ("swap_in_pages_s", "swap in", "pages/s"),
-    ("swap_out_pages_s", "swap out", "pages/s"),
-    ("ctxt_per_s", "context switches", "/s"),
-    ("questions_per_s", "queries", "/s"),
-    ("commits_per_s", "commits", "/s"),
-    ("hit_ratio_pct", "buffer/cache hit ratio", "%"),
-    ("buffer_pool_disk_reads_per_s", "buffer pool reads from disk", "/s"),
-    ("blocks_read_per_s", "blocks read from disk", "/s"),
-    ("row_lock_waits_per_s", "row lock waits", "/s"),
-    ("deadlocks_per_s", "deadlocks", "/s"),
-    ("threads_running", "threads running", ""),
-    ("active_backends", "active backends", ""),
-    ("waiting_locks", "waiting locks", ""),
-    # The cloud's monitoring of a managed target (CloudWatch, per minute).
-    ("cpu_pct", "CPU utilisation", "%"),
-    ("cpu_credit_balance", "CPU credit balance", "credits"),
-    ("cpu_credit_usage", "CPU credits used", "per minute"),
-    ("burst_balance_pct", "storage burst balance", "%"),
-    ("read_iops", "read IOPS", "/s"),
-    ("write_iops", "write IOPS", "/s"),
-    ("disk_queue_depth", "disk queue depth", ""),
-    ("freeable_memory_mb", "freeable memory", "MB"),
-)
-
-
 def summary_rows(facts: dict) -> list[dict]:
-    """[{"source", "label", "mean", "max", "unit"}] of a cell's telemetry summaries,
-    the busiest disk of each host included."""
-    rows = []
-    for source, summary in (facts.get("telemetry") or {}).items():
-        figures = list(SUMMARY_FIGURES)
-        disk = summary.get("busiest_disk")
-        if disk:
-            figures += [
-                (f"disk_{disk}_util_pct", f"disk {disk} utilisation", "%"),
-                (f"disk_{disk}_await_ms", f"disk {disk} await", "ms"),
-                (f"disk_{disk}_iops", f"disk {disk} IOPS", "/s"),
-            ]
-        for name, label, unit in figures:
-            entry = summary.get(name)
-            if isinstance(entry, dict):
-                rows.append({"source": source, "label": label, "unit": unit, **entry})
-    return rows
+    """[{"source", "label", "mean", "max", "unit"}] of a cell's telemetry
+    summaries (the figures of runners.telemetry.FIGURES)."""
+    return [
+        {"source": source, "label": label, "unit": telemetry.FIGURES[figure][1], **entry}
+        for source, summary in (facts.get("telemetry") or {}).items()
+        for figure, label, entry in telemetry.figure_rows(source, summary)
+    ]

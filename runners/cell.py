@@ -453,14 +453,18 @@ class _CellRun:
         sampler = CpuSampler()
         sampler.start(self.client)
         watch = self._watch(target)
+        execution = None
         try:
             execution = self._run("measure", self.client, command, check=False)
         finally:
             cpu = sampler.stop()
+            throttled = execution.cpu_throttled if execution is not None else None
+            if throttled is not None:
+                self.outcome.facts["client_cpu_throttled"] = throttled
             if watch is not None:
                 watch.stop()
                 self.outcome.telemetry = watch.series
-                self.outcome.facts.update(watch.facts())
+                self.outcome.facts.update(watch.facts(client_throttled=throttled))
                 self.outcome.warnings += watch.warnings
         self.outcome.facts.update(cpu)
         return execution, command

@@ -80,17 +80,13 @@ class CellWatch:
         else:
             self.warnings.append(f"telemetry {source}: no complete sample")
 
-    def facts(self) -> dict:
-        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts."""
+    def facts(self, client_throttled: float | None = None) -> dict:
+        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts;
+        client_throttled: the share of CPU periods the sandbox's quota stopped
+        the tool in (None when it ran without one)."""
         summaries = {source: telemetry.summarize(s) for source, s in self.series.items()}
-        hosts = {source: v for source, v in summaries.items() if source != "db"}
-        if self.more_clients:
-            # The verdict judges one client: the busiest (client-bound if any was).
-            clients = [s for s in hosts if s.startswith("client")]
-            hosts = {s: v for s, v in hosts.items() if s not in clients}
-            if clients:
-                hosts["client"] = max((summaries[s] for s in clients), key=_busy)
-        return {"telemetry": summaries, "verdict": verdict.judge(hosts, summaries.get("db"))}
+        found = judge(summaries, client_throttled=client_throttled)
+        return {"telemetry": summaries, "verdict": found}
 
 
 def _busy(summary: dict) -> float:
@@ -103,3 +99,18 @@ def _remove(executor, name: str) -> None:
         executor.remove(f"{executor.workdir}/{name}")
     except RunnerError:
         pass
+
+
+def judge(
+    summaries: dict[str, dict], cloud: dict | None = None, client_throttled: float | None = None
+) -> dict:
+    """The verdict of a cell's telemetry summaries ({source: summary}).
+
+    Several clients ("client", "client2", ...) are judged as one: the
+    busiest, so the cell is client-bound if any client was."""
+    hosts = {s: v for s, v in summaries.items() if s not in ("db", "cloudwatch")}
+    clients = [s for s in hosts if s.startswith("client")]
+    hosts = {s: v for s, v in hosts.items() if s not in clients}
+    if clients:
+        hosts["client"] = max((summaries[s] for s in clients), key=_busy)
+    return verdict.judge(hosts, summaries.get("db"), cloud, client_throttled=client_throttled)

@@ -84,6 +84,17 @@ class Group:
             )
         return None
 
+    def cpu_throttled(self) -> float | None:
+        """The share of the run's CPU scheduling periods in which its quota
+        stopped it (cpu.stat nr_throttled / nr_periods, the same in v1 and v2):
+        near 1, the quota, not the work, set the pace. None without a cpu group
+        or before a whole period ran."""
+        path = self.dirs.get("cpu")
+        periods = _counter(path, "cpu.stat", "nr_periods")
+        if not periods:
+            return None
+        return round(_counter(path, "cpu.stat", "nr_throttled") / periods, 3)
+
     def remove(self) -> None:
         """Delete the group's directories; kill what is left in them first."""
         for path in self.dirs.values():

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 HIGHER = "higher"  # more is better (throughput)
 LOWER = "lower"  # less is better (latency, errors)
 NEUTRAL = "neutral"  # declared: neither is better (a count fixed by the plan, a run time)
-KINDS = ("throughput", "latency", "count", "time", "parameter")
+KINDS = ("throughput", "latency", "count", "time", "parameter", "context")
 # A copy of a plan parameter the tool prints back (mysqlslap's clients): a
 # fact about the cell, never a measurement to alert on.
 PARAMETER = "parameter"
+# A figure that explains the tool's (a telemetry summary: target CPU busy):
+# shown, charted, compared with its direction, but never alerted on by itself
+# (the tool's figure is, when it moves).
+CONTEXT = "context"
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,9 @@ class Metric:
 
     @property
     def measured(self) -> bool:
-        """False for a copy of a parameter: never alerted on as a measurement."""
-        return self.kind != PARAMETER
+        """False for a copy of a parameter or a context figure: never alerted on
+        as a measurement."""
+        return self.kind not in (PARAMETER, CONTEXT)
 
     def better(self, delta: float) -> bool | None:
         """Whether a change of delta is an improvement (None: no direction)."""

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator
 
 from runners.command import Command
+from runners.metrics import CONTEXT, HIGHER, LOWER, NEUTRAL, Metric
 from runners.results import Series
 
 INTERVAL_S = 1
@@ -282,3 +283,113 @@ def summarize(series: Series) -> dict:
         disk = busiest[len("disk_") : -len("_util_pct")]
         out["busiest_disk"] = disk
     return out
+
+
+# ---------------------------------------------------------------- as metrics
+
+# A summary stored as a Measurement is named "telemetry.<source>.<figure>.<stat>"
+# ("telemetry.target.cpu_busy_pct.mean"), so the results table, charts,
+# comparisons and the trend page read it like any tool metric.
+METRIC_PREFIX = "telemetry."
+STATS = ("mean", "max", "min")  # min: only balances keep one (LOW_FIGURES)
+SOURCE_LABELS = {
+    "client": "client",
+    "target": "target",
+    "host": "host",
+    "db": "database",
+    "cloudwatch": "target (CloudWatch)",
+}
+
+# The figures stored and shown (the cell page's summary table): (label, unit,
+# direction). Most are neutral: a busier CPU is neither better nor worse, it
+# explains a number. A hit ratio, await, steal and swapping have a better side.
+FIGURES: dict[str, tuple[str, str, str]] = {
+    "cpu_busy_pct": ("CPU busy", "%", NEUTRAL),
+    "cpu_iowait_pct": ("CPU iowait", "%", NEUTRAL),
+    "cpu_steal_pct": ("CPU steal", "%", LOWER),
+    "load1": ("load (1 min)", "", NEUTRAL),
+    "procs_running": ("run queue", "", NEUTRAL),
+    "mem_used_mb": ("memory used", "MB", NEUTRAL),
+    "swap_in_pages_s": ("swap in", "pages/s", LOWER),
+    "swap_out_pages_s": ("swap out", "pages/s", LOWER),
+    "ctxt_per_s": ("context switches", "/s", NEUTRAL),
+    # The busiest disk of the host (summarize's "busiest_disk"), under one
+    # name whatever the device is called, so cells on vda and nvme0n1 compare.
+    "disk_util_pct": ("busiest disk utilisation", "%", NEUTRAL),
+    "disk_await_ms": ("busiest disk await", "ms", LOWER),
+    "disk_iops": ("busiest disk IOPS", "/s", NEUTRAL),
+    "questions_per_s": ("queries", "/s", NEUTRAL),
+    "commits_per_s": ("commits", "/s", NEUTRAL),
+    "hit_ratio_pct": ("buffer/cache hit ratio", "%", HIGHER),
+    "buffer_pool_disk_reads_per_s": ("buffer pool reads from disk", "/s", NEUTRAL),
+    "blocks_read_per_s": ("blocks read from disk", "/s", NEUTRAL),
+    "row_lock_waits_per_s": ("row lock waits", "/s", LOWER),
+    "deadlocks_per_s": ("deadlocks", "/s", LOWER),
+    "threads_running": ("threads running", "", NEUTRAL),
+    "active_backends": ("active backends", "", NEUTRAL),
+    "waiting_locks": ("waiting locks", "", LOWER),
+    # A managed target's cloud monitoring (CloudWatch, per minute).
+    "cpu_pct": ("CPU utilisation", "%", NEUTRAL),
+    "cpu_credit_balance": ("CPU credit balance", "credits", HIGHER),
+    "cpu_credit_usage": ("CPU credits used", "per minute", NEUTRAL),
+    "burst_balance_pct": ("storage burst balance", "%", HIGHER),
+    "read_iops": ("read IOPS", "/s", NEUTRAL),
+    "write_iops": ("write IOPS", "/s", NEUTRAL),
+    "disk_queue_depth": ("disk queue depth", "", NEUTRAL),
+    "freeable_memory_mb": ("freeable memory", "MB", NEUTRAL),
+}
+_BUSIEST_DISK = {"disk_util_pct": "util_pct", "disk_await_ms": "await_ms", "disk_iops": "iops"}
+
+
+def _figure(summary: dict, figure: str) -> dict | None:
+    """A summary's entry for a FIGURES name (the busiest disk's for disk_*)."""
+    if figure in _BUSIEST_DISK:
+        disk = summary.get("busiest_disk")
+        return summary.get(f"disk_{disk}_{_BUSIEST_DISK[figure]}") if disk else None
+    entry = summary.get(figure)
+    return entry if isinstance(entry, dict) else None
+
+
+def figure_rows(source: str, summary: dict) -> list[tuple[str, str, dict]]:
+    """(figure, label, entry) of a source's summary, in FIGURES order; the
+    busiest disk's label names the device."""
+    rows = []
+    for figure, (label, _unit, _direction) in FIGURES.items():
+        entry = _figure(summary, figure)
+        if entry is not None:
+            if figure in _BUSIEST_DISK:
+                label = label.replace("busiest disk", f"disk {summary['busiest_disk']}")
+            rows.append((figure, label, entry))
+    return rows
+
+
+def summary_metrics(summaries: dict[str, dict]) -> dict[str, float]:
+    """{"telemetry.<source>.<figure>.<stat>": value} of a cell's summaries
+    ({source: summarize(...)}): what recording stores as Measurements."""
+    return {
+        f"{METRIC_PREFIX}{source}.{figure}.{stat}": float(entry[stat])
+        for source, summary in summaries.items()
+        for figure, _label, entry in figure_rows(source, summary)
+        for stat in STATS
+        if isinstance(entry.get(stat), (int, float))
+    }
+
+
+def metric(name: str) -> Metric | None:
+    """The catalog row of a stored telemetry summary ("target CPU busy, mean"),
+    or None when the name is not one. Its kind is CONTEXT: the trend page
+    shows it, change detection alerts on the tool's figures only."""
+    if not name.startswith(METRIC_PREFIX):
+        return None
+    source, _, rest = name[len(METRIC_PREFIX) :].partition(".")
+    figure, _, stat = rest.rpartition(".")
+    if figure not in FIGURES or stat not in STATS or source not in SOURCE_LABELS:
+        return None
+    label, unit, direction = FIGURES[figure]
+    # A maximum is context, never judged: only the mean carries a direction.
+    return Metric(
+        f"{SOURCE_LABELS[source]} {label}, {stat}",
+        unit,
+        direction if stat == "mean" else NEUTRAL,
+        CONTEXT,
+    )

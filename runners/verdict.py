@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS
+from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S
 
 # The levels whose share of seconds telemetry.summarize counts are its own.
 CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
@@ -26,6 +26,10 @@ DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
 LOCK_WAITS_S = 1.0  # row lock waits per second, or any deadlock
 CPU_CREDITS_LOW = 1.0  # a burstable instance at or below this many CPU credits is throttled
 BURST_BALANCE_LOW_PCT = 10.0  # gp2/st1 storage burst balance at or below this share
+# The tool's CPU quota (a sandboxed local run, runners.cgroups) stopped it in
+# at least half its 100 ms scheduling periods: its pace was the quota's. A
+# tool with CPU to spare is throttled in few periods, if any.
+THROTTLED_SHARE = 0.5
 
 Finding = dict  # {"code", "text", "evidence": {figure: value}}
 
@@ -44,6 +48,17 @@ def _cpu_bound(summary: dict, role: str) -> Finding | None:
         "text": f"{who} CPU-bound: CPU {_pct(busy['mean'])} busy on average, at or above "
         f"{CPU_BUSY_PCT:g} % for {_pct(100 * busy['high_share'])} of the measured seconds",
         "evidence": {f"{role}.cpu_busy_pct.mean": busy["mean"], "share": busy["high_share"]},
+    }
+
+
+def _client_quota(throttled: float | None) -> Finding | None:
+    if throttled is None or throttled < THROTTLED_SHARE:
+        return None
+    return {
+        "code": "client_cpu",
+        "text": f"client CPU-bound: the tool's CPU quota stopped it in {_pct(100 * throttled)} "
+        "of its scheduling periods (the sandbox's limit, see the cell's limits)",
+        "evidence": {"client.cpu_throttled_share": throttled},
     }
 
 
@@ -165,16 +180,39 @@ DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
 # The cloud's own monitoring of a managed target (no SSH to it): burst first,
 # since an instance out of credits is also CPU-bound at its baseline.
 CLOUD_RULES: list[Callable[[dict], Finding | None]] = [_burst, _cloud_cpu]
+# Every code a verdict's "limit" can take (the archive searches by it).
+CODES = (
+    "client_cpu",
+    "host_cpu",
+    "target_cpu",
+    "cpu_steal",
+    "disk",
+    "memory",
+    "not_in_memory",
+    "locks",
+    "burst_credits",
+    "none",
+    "no_telemetry",
+)
 # Headline order: the client first (a client-bound figure says nothing of the
 # target), then the target's machine, then the database.
 ROLES = ("client", "host", "target")
 
 
-def judge(hosts: dict[str, dict], db: dict | None, cloud: dict | None = None) -> dict:
+def judge(
+    hosts: dict[str, dict],
+    db: dict | None,
+    cloud: dict | None = None,
+    client_throttled: float | None = None,
+) -> dict:
     """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}.
 
-    cloud: the summary of the target's cloud monitoring (CloudWatch), if read."""
+    cloud: the summary of the target's cloud monitoring (CloudWatch), if read;
+    client_throttled: the share of CPU periods the tool's quota stopped it in."""
     findings, checked = [], []
+    quota = _client_quota(client_throttled)
+    if quota:
+        findings.append(quota)
     for role in ROLES:
         if role in hosts and hosts[role].get("seconds"):
             checked.append(f"{role} host")
@@ -185,8 +223,18 @@ def judge(hosts: dict[str, dict], db: dict | None, cloud: dict | None = None) ->
     if db and db.get("seconds"):
         checked.append("database")
         findings += [f for rule in DB_RULES if (f := rule(db))]
+    if not findings and not checked:
+        # Not "no limit found": nothing was looked at (a measure shorter than
+        # two samples, or every sampler failed), so nothing can be ruled out.
+        return {
+            "limit": "no_telemetry",
+            "text": "no verdict: no complete telemetry sample (the measure lasted under "
+            f"{2 * INTERVAL_S} s, or sampling failed: see the cell's warnings)",
+            "findings": [],
+            "checked": [],
+        }
     if not findings:
-        looked = ", ".join(checked) if checked else "nothing (no telemetry)"
+        looked = ", ".join(checked)
         return {
             "limit": "none",
             "text": f"no limit found in the telemetry (looked at: {looked})",

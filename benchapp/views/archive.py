@@ -14,6 +14,7 @@ from benchapp import comparisons, formats, measurestore, pkb_import, uploads
 from benchapp.access import MEMBER, current_team, get_comparison, get_run, role_required
 from benchapp.middleware import safe_next
 from benchapp.models import Run
+from runners import verdict
 from runners.errors import ParseError
 from runners.tools import MEASURED_TOOLS
 
@@ -35,6 +36,11 @@ class SearchForm(forms.Form):
     target = forms.CharField(required=False)
     tag = forms.CharField(required=False)
     status = forms.ChoiceField(required=False, choices=[("", "any")] + Run.STATUSES)
+    limit = forms.ChoiceField(
+        required=False,
+        label="What limited a cell",
+        choices=[("", "any")] + [(code, code) for code in verdict.CODES],
+    )
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
@@ -53,6 +59,7 @@ class SearchForm(forms.Form):
             text=data.get("q", ""),
             since=data.get("since"),
             until=data.get("until"),
+            limit=data.get("limit", ""),
         )
 
 

@@ -39,6 +39,8 @@ class Execution:
     a process killed by a signal otherwise reports 128 + signal number.
     limit: the sandbox limit the process hit (runners/cgroups.py), as a
     cell error ("killed: memory limit 4096 MB ..."), or None.
+    cpu_throttled: the share of CPU periods the sandbox's CPU quota stopped
+    the process in (runners.cgroups.Group.cpu_throttled), or None.
     """
 
     exit_code: int | None
@@ -49,6 +51,7 @@ class Execution:
     timed_out: bool = False
     cancelled: bool = False
     limit: str | None = None
+    cpu_throttled: float | None = None
 
     @property
     def output(self) -> str:
@@ -100,6 +103,7 @@ class Background:
         self.cancelled = False
         self.error: RunnerError | None = None
         self.limit: str | None = None  # set by a sandboxing executor before finish()
+        self.cpu_throttled: float | None = None  # likewise
         self.done = threading.Event()
         self.stdout = _Stream("stdout", self)
         self.stderr = _Stream("stderr", self)
@@ -152,6 +156,7 @@ class Background:
             timed_out=self.timed_out,
             cancelled=self.cancelled,
             limit=self.limit,
+            cpu_throttled=self.cpu_throttled,
         )
 
 

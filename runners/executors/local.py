@@ -278,6 +278,7 @@ def _reap(
     group = getattr(bg, "group", None)
     if group is not None:
         bg.limit = group.breach(code)
+        bg.cpu_throttled = group.cpu_throttled()
         group.remove()
         filled = scratch is not None and not bg.scratch_was_full and scratch.full()
         if bg.limit is None and filled:

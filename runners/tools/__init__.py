@@ -32,6 +32,7 @@ Adding a tool: a module with that interface and one row below.
 import gc
 from types import ModuleType
 
+from runners import telemetry
 from runners.errors import ValidationError
 from runners.metrics import Metric, lookup
 from runners.results import Result
@@ -146,7 +147,11 @@ def default_tool(kind: str) -> str:
 def metric(tool: str, name: str, unit: str = "") -> Metric:
     """The catalog row of a tool's metric (see runners.metrics.lookup); an
     unknown tool or metric is a plain number whose direction, if any, comes
-    from its stored `unit`."""
+    from its stored `unit`. A telemetry summary ("telemetry.target.cpu_busy_pct.mean")
+    reads the telemetry catalog whatever the tool."""
+    found = telemetry.metric(name)
+    if found is not None:
+        return found
     module = TOOLS.get((tool or "").replace("-", "_"))
     return lookup(getattr(module, "METRICS", {}) if module else {}, name, unit)
 

@@ -149,6 +149,11 @@ def test_credentials_are_write_only(api, team):
     )
     assert response.status_code == 201, response.json()
     assert response.json()["credential"] == "db-pw"
+    assert response.json()["telemetry"] is True  # on unless turned off
+    url = f"/api/targets/{response.json()['id']}/"
+    turned_off = api.patch(url, {"telemetry": False}, format="json")
+    assert turned_off.status_code == 200, turned_off.json()
+    assert turned_off.json()["telemetry"] is False and turned_off.json()["credential"] == "db-pw"
     assert "s3cret" not in api.get("/api/targets/").content.decode()
 
 

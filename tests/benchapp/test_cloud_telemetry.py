@@ -14,6 +14,7 @@ from benchapp.models import Artifact, Cell, CellSeries, CloudResource
 from runners import verdict
 from runners.providers import Handle, ProvisionContext, get_provider
 from tests.benchapp.results_data import make_run
+from tests.support.measures import stored
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("moto_endpoint")]
@@ -120,8 +121,13 @@ def test_credits_running_out_during_the_cell_give_the_burst_verdict(team):
     assert "fell from 30 to 0" in cell.facts["verdict"]["text"]
     # The CPU was busy too, and says so as the second finding.
     assert [f["code"] for f in cell.facts["verdict"]["findings"]] == ["burst_credits", "target_cpu"]
-    stored = CellSeries.objects.filter(cell=cell, source="cloudwatch")
-    assert sorted(stored.values_list("metric", flat=True)) == ["cpu_credit_balance", "cpu_pct"]
+    series = CellSeries.objects.filter(cell=cell, source="cloudwatch")
+    assert sorted(series.values_list("metric", flat=True)) == ["cpu_credit_balance", "cpu_pct"]
+    # The summaries are measurements too (a results-page column), the tool's kept.
+    figures = {v.metric: v.value for v in stored(cells=[cell.pk])}
+    assert figures["telemetry.cloudwatch.cpu_credit_balance.min"] == 0.0
+    assert figures["telemetry.cloudwatch.cpu_pct.mean"] == 99.0
+    assert figures["qps"] == 900.0
 
 
 def test_credits_left_give_no_burst_verdict(team):

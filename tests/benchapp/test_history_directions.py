@@ -1,7 +1,7 @@
 """Alerts judge by the metric catalog's direction (runners.tools.direction):
 a mysqlslap slowdown (avg_s up) is worse and notified under "only changes
 for the worse", a speed-up is better and not; a copy of a parameter
-(clients) is never alerted on; a metric with no direction only "changed";
+(clients) and a telemetry summary are never alerted on; a metric with no direction only "changed";
 a plan edit between the runs is an event on the trend and on the alert."""
 
 import random
@@ -44,6 +44,8 @@ def slap_nights(team, plan, levels, clients=8, document=None):
                             "qps": 1000 / a,
                             "clients": float(clients * c),
                             "queries_per_client": 100.0,
+                            # a telemetry summary that steps with the clients
+                            "telemetry.client.cpu_busy_pct.mean": float(clients * c * 5),
                         },
                     )
                 )
@@ -71,6 +73,8 @@ def test_a_slower_mysqlslap_is_worse_and_notified_under_only_worse(team, plan):
         assert by_metric[(key, "min_s")].bad is True
     # a copy of a parameter is no measurement: never alerted
     assert not alerts.filter(metric__in=["clients", "queries_per_client"]).exists()
+    # telemetry explains the tool's figure; it is never alerted on by itself
+    assert not alerts.filter(metric__startswith="telemetry.").exists()
     assert all(a.start_run == runs[20] for a in alerts)
     notified = set(AlertDelivery.objects.values_list("alert__metric", "channel"))
     assert ("avg_s", AlertDelivery.EMAIL) in notified

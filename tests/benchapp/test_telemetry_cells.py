@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from benchapp import orchestration
-from benchapp.models import CellSeries
+from benchapp.models import CellSeries, Measurement
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
 
@@ -51,6 +51,13 @@ def test_a_cell_keeps_host_and_database_telemetry_and_a_verdict(team, owner_clie
     verdict = cell.facts["verdict"]
     assert verdict["text"] and verdict["checked"] == ["host host", "database"]
     assert cell.facts["telemetry"]["db"]["questions_per_s"]["mean"] > 0
+    # The summaries are measurements too (the results page's columns and charts).
+    stored = dict(Measurement.objects.filter(cell=cell).values_list("metric", "value"))
+    assert (
+        stored["telemetry.db.questions_per_s.mean"]
+        == cell.facts["telemetry"]["db"]["questions_per_s"]["mean"]
+    )
+    assert "telemetry.host.cpu_busy_pct.max" in stored and "avg_s" in stored
 
     page = owner_client.get(reverse("cell_artifacts", args=[run.pk, cell.pk])).content.decode()
     assert 'data-role="verdict"' in page and verdict["text"].split(":")[0] in page

@@ -67,6 +67,28 @@ def test_target_create(owner_client, team):
     assert (target.host, target.port, str(target.price_per_hour)) == ("127.0.0.1", 3306, "0.2500")
 
 
+def test_target_telemetry_can_be_turned_off_and_plans_carry_it(owner_client, team):
+    from benchapp.planning import resolve_stored_targets
+    from runners.plan import load_plan
+
+    post = target_post()
+    del post["telemetry"]  # the box unticked: a browser sends nothing
+    owner_client.post("/targets/new/", post)
+    target = Target.objects.get(team=team, name="db1")
+    assert target.telemetry is False
+    page = owner_client.get(f"/targets/{target.pk}/").content.decode()
+    assert 'data-role="telemetry-off"' in page
+    doc = resolve_stored_targets({"name": "p", "tool": "mysqlslap", "targets": ["db1"]}, team)
+    assert doc["targets"][0]["telemetry"] is False
+    assert load_plan(doc).targets[0].telemetry is False
+
+    owner_client.post(f"/targets/{target.pk}/edit/", target_post())
+    target.refresh_from_db()
+    assert target.telemetry is True
+    doc = resolve_stored_targets({"name": "p", "tool": "mysqlslap", "targets": ["db1"]}, team)
+    assert "telemetry" not in doc["targets"][0]
+
+
 def test_target_create_errors_inline(owner_client, target):
     response = owner_client.post("/targets/new/", target_post(name="local-mariadb", host=""))
     html = response.content.decode()

@@ -45,6 +45,7 @@ def target_post(**fields) -> dict:
         "port": "3306",
         "user": "root",
         "ssh_port": "22",
+        "telemetry": "on",  # a checkbox checked by default
         **dict.fromkeys(blank, ""),
     }
     return {**data, **fields}

@@ -14,6 +14,7 @@ import pytest
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
 from runners.context import CellContext
+from runners.limits import Limits
 from runners.plan import expand, load_plan
 from tests.support.private_services import mariadb_server
 from tests.support.sshd import sshd  # noqa: F401
@@ -251,3 +252,46 @@ def test_telemetry_false_samples_nothing(tmp_path):
         }
     )
     assert outcome.telemetry == {} and "verdict" not in outcome.facts
+
+
+def _cpu_cell(cpus: float, threads: int):
+    (outcome,) = _run(
+        {
+            "tool": "sysbench",
+            "targets": [{"name": "box", "kind": "host"}],
+            "prepare": False,  # a CPU test has no data to prepare
+            "params": {"test": "cpu", "threads": threads, "time": 4},
+        },
+        limits=Limits(cpus=cpus),
+    )
+    assert outcome.status == "succeeded", outcome.error
+    return outcome
+
+
+def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
+    """Four sysbench CPU threads under a quarter-core quota, nothing else to
+    wait for (the target is the idle host itself): the quota stopped them in
+    most periods, and the verdict says the client was the limit. (Four threads,
+    so that the quota is reached within each period even when other work
+    shares the machine's two cores.) One thread with two cores of quota is
+    hardly ever stopped."""
+    held = _cpu_cell(0.25, threads=4)
+    assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
+    assert held.facts["verdict"]["limit"] == "client_cpu"
+    assert "CPU quota stopped it in" in held.facts["verdict"]["text"]
+
+    free = _cpu_cell(2.0, threads=1)
+    throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
+    print(f"share of CPU periods throttled: 0.25-core quota {throttled[0]}, 2 cores {throttled[1]}")
+    assert free.facts["client_cpu_throttled"] < verdict.THROTTLED_SHARE
+    assert not any(
+        "client.cpu_throttled_share" in f["evidence"] for f in free.facts["verdict"]["findings"]
+    )
+
+
+def test_no_sample_is_no_verdict_not_no_limit():
+    """A measure shorter than two samples (the S5 quick preset's cells last
+    under a second): nothing was looked at, so nothing is ruled out."""
+    found = verdict.judge({"host": telemetry.summarize({"t": []})}, None)
+    assert found["limit"] == "no_telemetry" and found["checked"] == []
+    assert found["text"].startswith("no verdict: no complete telemetry sample")
