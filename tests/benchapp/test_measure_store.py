@@ -13,8 +13,8 @@ from benchapp.models import CellMeasurements, RunMetric
 from tests.benchapp.results_data import make_run
 from tests.support.measures import stored
 
-BEFORE = ("benchapp", "0010_directions_plan_edits")
-AFTER = ("benchapp", "0011_packed_measurements")
+BEFORE = ("benchapp", "0012_telemetry_measurements")
+AFTER = ("benchapp", "0013_packed_measurements")
 
 
 def _values(cell, attempt, rows):

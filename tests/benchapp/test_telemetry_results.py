@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
 from benchapp import archive, comparisons, recording, results
-from benchapp.models import Cell, Measurement
+from benchapp.models import Cell, MeasureKey
 from runners import telemetry, tools
 from runners.metrics import HIGHER, NEUTRAL
 from tests.benchapp.results_data import make_run
@@ -51,7 +51,7 @@ def test_summaries_become_catalogued_metrics():
     longest = max(
         len(f"telemetry.{s}.{f}.mean") for s in telemetry.SOURCE_LABELS for f in telemetry.FIGURES
     )
-    assert longest <= Measurement._meta.get_field("metric").max_length
+    assert longest <= MeasureKey._meta.get_field("metric").max_length
 
     hit = tools.metric("sysbench", "telemetry.db.hit_ratio_pct.mean")
     assert (hit.label, hit.unit, hit.direction) == (
@@ -147,6 +147,8 @@ def test_migration_adds_the_summaries_of_cells_recorded_before(team):
     OldCell.objects.create(run=run, index=2, key="b", repeat=1, axes={}, facts={})
     executor = MigrationExecutor(connection)
     executor.migrate([AFTER])
+    # Measurements were rows of their own then (packed by a later migration).
+    Measurement = executor.loader.project_state([AFTER]).apps.get_model("benchapp", "Measurement")
     stored = dict(Measurement.objects.filter(cell_id=watched.pk).values_list("metric", "unit"))
     assert stored == {
         name: telemetry.metric(name).unit for name in telemetry.summary_metrics(FACTS["telemetry"])

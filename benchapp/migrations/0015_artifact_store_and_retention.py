@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchapp', '0012_registry_derived_choices'),
+        ('benchapp', '0014_registry_derived_choices'),
     ]
 
     operations = [

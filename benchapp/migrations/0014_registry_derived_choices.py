@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchapp', '0011_packed_measurements'),
+        ('benchapp', '0013_packed_measurements'),
     ]
 
     operations = [

@@ -101,7 +101,7 @@ def unpack_measurements(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("benchapp", "0010_directions_plan_edits")]
+    dependencies = [("benchapp", "0012_telemetry_measurements")]
 
     operations = [
         migrations.CreateModel(
