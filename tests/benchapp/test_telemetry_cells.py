@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from benchapp import orchestration
-from benchapp.models import CellSeries, Measurement
+from benchapp.models import CellSeries
+from tests.support import measures
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
 
@@ -52,7 +53,7 @@ def test_a_cell_keeps_host_and_database_telemetry_and_a_verdict(team, owner_clie
     assert verdict["text"] and verdict["checked"] == ["host host", "database"]
     assert cell.facts["telemetry"]["db"]["questions_per_s"]["mean"] > 0
     # The summaries are measurements too (the results page's columns and charts).
-    stored = dict(Measurement.objects.filter(cell=cell).values_list("metric", "value"))
+    stored = {v.metric: v.value for v in measures.stored(cells=[cell.pk])}
     assert (
         stored["telemetry.db.questions_per_s.mean"]
         == cell.facts["telemetry"]["db"]["questions_per_s"]["mean"]
