@@ -154,7 +154,9 @@ CODES = (
 ROLES = ("client", "host", "target")
 
 
-def judge(hosts: dict[str, dict], db: dict | None, client_throttled: float | None = None) -> dict:
+def judge(
+    hosts: dict[str, dict], db: dict | None, *, client_throttled: float | None = None
+) -> dict:
     """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]};
     client_throttled: the share of CPU periods the tool's quota stopped it in."""
     findings, checked = [], []
