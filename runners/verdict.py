@@ -203,6 +203,7 @@ def judge(
     hosts: dict[str, dict],
     db: dict | None,
     cloud: dict | None = None,
+    *,
     client_throttled: float | None = None,
 ) -> dict:
     """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}.
