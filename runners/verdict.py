@@ -149,7 +149,7 @@ def _burst(cloud: dict) -> Finding | None:
         return {
             "code": "burst_credits",
             "text": f"storage burst balance exhausted: it fell from {burst['first']:g} % to "
-            f"{burst['min']:g} % during the cell (CloudWatch); the volume runs at its baseline IOPS",
+            f"{burst['min']:g} % during the cell (CloudWatch); the storage then runs at its baseline IOPS",
             "evidence": {
                 "cloudwatch.burst_balance_pct.first": burst["first"],
                 "cloudwatch.burst_balance_pct.min": burst["min"],
