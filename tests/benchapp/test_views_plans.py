@@ -10,7 +10,7 @@ from benchapp.forms import PlanForm, TemplateForm, initial_from_document
 from benchapp.models import Plan, Run
 from benchapp.planning import save_plan, validate_document
 from benchapp.templates_plans import get_template, plan_templates
-from runners.plan import count_cells, load_plan
+from runners.plan import count_cells, expand, load_plan
 from tests.benchapp.ui_data import DEMO, assert_no_canary, form_data, make_credential, make_target
 
 pytestmark = pytest.mark.django_db
@@ -341,6 +341,18 @@ def test_template_study_preset_binds_to_your_targets(team, stored, disk, templat
     document = bound(team, template, "study", **roles)
     assert count_cells(validate_document(document, team)) == STUDY_CELLS[template["slug"]]
     assert document["name"] == f"{template['document']['name']}-study"
+
+
+@pytest.mark.parametrize("preset", ["quick", "study"])
+@pytest.mark.parametrize("slug", ["s1-rds-classes-mysqlslap", "s5-myisam-update"])
+def test_mysqlslap_templates_run_in_scratch_schemas(team, stored, slug, preset):
+    """mysqlslap drops its schema before and after a run: never its default
+    (`mysqlslap`), never the target's database."""
+    template = get_template(slug)
+    document = bound(team, template, preset, **{r["name"]: stored.pk for r in template["roles"]})
+    spec = validate_document(document, team)
+    schemas = {cell.params["create_schema"] for cell in expand(spec)}
+    assert schemas and all(s.startswith("bb_s") for s in schemas)
 
 
 def test_template_one_target_in_two_roles_becomes_a_named_copy(owner_client, team, stored):
