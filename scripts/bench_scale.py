@@ -399,12 +399,15 @@ def _packed(connection, log) -> dict:
             '"values") FROM STDIN (FORMAT BINARY)'
         )
         s_sql = (
-            'COPY benchapp_cellseries (cell_id, attempt, source, metric, count, t, "values") '
+            "COPY benchapp_cellseries "
+            '(cell_id, attempt, source, metric, count, t, "values", bin_seconds) '
             "FROM STDIN (FORMAT BINARY)"
         )
         with write_m.cursor().copy(m_sql) as m_copy, write_s.cursor().copy(s_sql) as s_copy:
             m_copy.set_types(["int8", "int8", "int4", "int4", "bytea", "bytea", "bytea"])
-            s_copy.set_types(["int8", "int4", "varchar", "varchar", "int4", "bytea", "bytea"])
+            s_copy.set_types(
+                ["int8", "int4", "varchar", "varchar", "int4", "bytea", "bytea", "int4"]
+            )
             totals = _Totals(write_t)
             while batch := cells.fetchmany(COPY_BATCH):
                 _write_batch(batch, keys, rng, m_copy, s_copy, totals, made)
@@ -437,7 +440,7 @@ def _write_batch(batch, keys, rng, m_copy, s_copy, totals, made) -> None:
         m_copy.write_row((run_id, cell_id, 1, len(metrics), packed, b"", row.tobytes()))
         for j, metric in enumerate(study.series):
             blob = series[study_no][i, j].tobytes()
-            s_copy.write_row((cell_id, 1, "tool", metric, SERIES_SECONDS, times, blob))
+            s_copy.write_row((cell_id, 1, "tool", metric, SERIES_SECONDS, times, blob, 0))
         totals.add(run_id, plan_id, created, key, groups, metrics, study, row)
         made["measurements"] += len(metrics)
         made["series_values"] += len(study.series) * SERIES_SECONDS

@@ -73,6 +73,8 @@ def test_run_leases_the_hosts_runs_and_releases_them(team, start_worker):
     assert (run.status, run.error) == (Run.SUCCEEDED, "")
     assert sorted(c.status for c in run.cells.all()) == ["succeeded", "succeeded"]
     rows = CloudResource.objects.filter(run=run).order_by("token")
+    # Teardown is a task sent when the run ends: wait for it, as a user would.
+    wait_for(lambda: not rows.exclude(state="deleted").exists(), timeout=60)
     assert [(r.kind, r.cloud_id, r.state) for r in rows] == [
         ("cluster_host", "lab/0/127.0.0.1", "deleted"),
         ("cluster_host", "lab/1/localhost", "deleted"),
