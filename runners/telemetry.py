@@ -363,12 +363,21 @@ def figure_rows(source: str, summary: dict) -> list[tuple[str, str, dict]]:
     return rows
 
 
+def source_label(source: str) -> str | None:
+    """ "client 2" for the second of several clients ("client2"), the
+    SOURCE_LABELS entry otherwise, None for a source not stored as metrics."""
+    if re.fullmatch(r"client[2-9]|client[1-9][0-9]", source):
+        return f"client {source[len('client'):]}"
+    return SOURCE_LABELS.get(source)
+
+
 def summary_metrics(summaries: dict[str, dict]) -> dict[str, float]:
     """{"telemetry.<source>.<figure>.<stat>": value} of a cell's summaries
     ({source: summarize(...)}): what recording stores as Measurements."""
     return {
         f"{METRIC_PREFIX}{source}.{figure}.{stat}": float(entry[stat])
         for source, summary in summaries.items()
+        if source_label(source)
         for figure, _label, entry in figure_rows(source, summary)
         for stat in STATS
         if isinstance(entry.get(stat), (int, float))
@@ -383,12 +392,12 @@ def metric(name: str) -> Metric | None:
         return None
     source, _, rest = name[len(METRIC_PREFIX) :].partition(".")
     figure, _, stat = rest.rpartition(".")
-    if figure not in FIGURES or stat not in STATS or source not in SOURCE_LABELS:
+    if figure not in FIGURES or stat not in STATS or not source_label(source):
         return None
     label, unit, direction = FIGURES[figure]
     # A maximum is context, never judged: only the mean carries a direction.
     return Metric(
-        f"{SOURCE_LABELS[source]} {label}, {stat}",
+        f"{source_label(source)} {label}, {stat}",
         unit,
         direction if stat == "mean" else NEUTRAL,
         CONTEXT,

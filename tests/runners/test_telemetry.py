@@ -295,3 +295,13 @@ def test_no_sample_is_no_verdict_not_no_limit():
     found = verdict.judge({"host": telemetry.summarize({"t": []})}, None)
     assert found["limit"] == "no_telemetry" and found["checked"] == []
     assert found["text"].startswith("no verdict: no complete telemetry sample")
+
+
+def test_summaries_of_several_clients_are_metrics_named_per_client():
+    busy = {"cpu_busy_pct": {"mean": 95.0, "max": 99.0}, "seconds": 5}
+    names = telemetry.summary_metrics({"client": busy, "client2": busy, "odd": busy})
+    assert "telemetry.client2.cpu_busy_pct.mean" in names
+    assert not any(".odd." in name for name in names)  # an unknown source is not stored
+    assert (
+        telemetry.metric("telemetry.client2.cpu_busy_pct.mean").label == "client 2 CPU busy, mean"
+    )
