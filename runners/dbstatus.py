@@ -11,12 +11,13 @@ PGPASSFILE, never in argv) and prints the counters a DBA reads:
     @@ end
 
 MySQL/MariaDB: SHOW GLOBAL STATUS (questions, commits, rows, buffer pool
-reads vs read requests, data reads/writes, row lock waits and time,
+reads vs read requests, MyISAM key cache reads vs read requests, data reads/writes, row lock waits and time,
 deadlocks, threads, temporary disk tables). PostgreSQL: pg_stat_database of
 the target's database (commits, rollbacks, blocks read vs hit, tuples,
 deadlocks, temp bytes), active backends and waiting locks. `parse_samples`
 gives a columnar series: per-second rates of the counters, the gauges as
-read, and the buffer/cache hit ratio of each second.
+read, and the buffer/cache hit ratio of each second (MySQL: the InnoDB buffer
+pool's, hit_ratio_pct, and the MyISAM key cache's, key_cache_hit_ratio_pct).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ MYSQL_COUNTERS = {
     "Innodb_row_lock_time": "row_lock_time_ms_per_s",
     "Innodb_deadlocks": "deadlocks_per_s",
     "Created_tmp_disk_tables": "tmp_disk_tables_per_s",
+    # MyISAM keeps only its indexes in a cache of its own (the key buffer;
+    # data rows are left to the OS page cache): index blocks asked for, and
+    # of those the ones read from a file because the key buffer lacked them.
+    "Key_read_requests": "key_read_requests_per_s",
+    "Key_reads": "key_reads_per_s",
 }
 MYSQL_GAUGES = {"Threads_running": "threads_running", "Threads_connected": "threads_connected"}
 POSTGRES_COUNTERS = {
@@ -64,10 +70,13 @@ POSTGRES_COUNTERS = {
     "temp_bytes": "temp_bytes_per_s",
 }
 POSTGRES_GAUGES = {"active_backends": "active_backends", "waiting_locks": "waiting_locks"}
-# The hit ratio of a second: (logical reads, of which from disk).
-HIT_RATIO = {
-    "mysql": ("Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads"),
-    "postgres": ("blks_hit", "blks_read"),
+# The hit ratios of a second: figure -> (logical reads, of which from disk).
+HIT_RATIOS = {
+    "mysql": {
+        "hit_ratio_pct": ("Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads"),
+        "key_cache_hit_ratio_pct": ("Key_read_requests", "Key_reads"),
+    },
+    "postgres": {"hit_ratio_pct": ("blks_hit", "blks_read")},
 }
 
 _MYSQL_QUERY = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(
@@ -139,20 +148,23 @@ def parse_samples(kind: str, text: str) -> tuple[Series, list[str]]:
         for name, label in gauges.items():
             if name in cur:
                 row[label] = cur[name]
-        logical, physical = HIT_RATIO[kind]
-        if all(n in cur and n in prev for n in (logical, physical)):
-            row.update(
-                _hit_ratio(kind, cur[logical] - prev[logical], cur[physical] - prev[physical])
-            )
+        for figure, (logical, physical) in HIT_RATIOS[kind].items():
+            if all(n in cur and n in prev for n in (logical, physical)):
+                ratio = _hit_ratio(
+                    kind, cur[logical] - prev[logical], cur[physical] - prev[physical]
+                )
+                if ratio is not None:
+                    row[figure] = ratio
         rows.append(row)
     names = list(dict.fromkeys(name for row in rows for name in row))
     return {name: [row.get(name) for row in rows] for name in names}, errors[:5]
 
 
-def _hit_ratio(kind: str, logical: float, physical: float) -> dict[str, float]:
-    """MySQL counts every logical read (disk reads included); PostgreSQL counts
-    hits and reads apart."""
+def _hit_ratio(kind: str, logical: float, physical: float) -> float | None:
+    """The share of reads served from memory, in %; None for a second without
+    reads. MySQL counts every logical read (disk reads included); PostgreSQL
+    counts hits and reads apart."""
     total = logical if kind == "mysql" else logical + physical
     if total <= 0:
-        return {}
-    return {"hit_ratio_pct": 100.0 * (1.0 - physical / total)}
+        return None
+    return 100.0 * (1.0 - physical / total)

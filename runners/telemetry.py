@@ -323,6 +323,8 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "hit_ratio_pct": ("buffer/cache hit ratio", "%", HIGHER),
     "buffer_pool_disk_reads_per_s": ("buffer pool reads from disk", "/s", NEUTRAL),
     "blocks_read_per_s": ("blocks read from disk", "/s", NEUTRAL),
+    "key_cache_hit_ratio_pct": ("MyISAM key cache hit ratio", "%", HIGHER),
+    "key_reads_per_s": ("MyISAM key blocks read from files", "/s", NEUTRAL),
     "row_lock_waits_per_s": ("row lock waits", "/s", LOWER),
     "deadlocks_per_s": ("deadlocks", "/s", LOWER),
     "threads_running": ("threads running", "", NEUTRAL),

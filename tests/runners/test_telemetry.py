@@ -242,6 +242,58 @@ def test_many_threads_updating_the_same_rows_is_lock_contention(tiny_pool_mariad
     assert outcome.facts["telemetry"]["db"]["row_lock_waits_per_s"]["mean"] >= 1
 
 
+@pytest.fixture
+def tiny_key_cache_mariadb(tmp_path):
+    """A private mariadbd whose MyISAM key cache is 64 KB (resizable online)."""
+    server = mariadb_server(tmp_path, "--key-buffer-size=64K")
+    yield server
+    server.stop()
+    shutil.rmtree(tmp_path / "mariadb", ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key_cache_mariadb):
+    port = tiny_key_cache_mariadb.port
+    # 300 000 rows: a 6 MB index on k, a hundred times the key cache.
+    _sql(
+        port,
+        "CREATE DATABASE kc; CREATE TABLE kc.t (id INT PRIMARY KEY, k INT, KEY (k)) "
+        "ENGINE=MyISAM; INSERT INTO kc.t SELECT seq, seq * 7919 % 1000003 FROM kc.seq_1_to_300000",
+    )
+    # Range scans of 3 % of the index (~200 KB each): about 1.5 s per 1000
+    # queries here, so 3000 measure for more than the two samples a verdict needs.
+    scan = {
+        "tool": "mysqlslap",
+        "targets": [_mysql_target(port, "kc")],
+        "params": {
+            "auto_generate_sql": False,
+            # Without create statements mysqlslap only runs in the schema.
+            "create_schema": "kc",
+            "no_drop": True,
+            "query": "SELECT COUNT(*) FROM kc.t WHERE k BETWEEN 1000 AND 30000",
+            "concurrency": 2,
+            "number_of_queries": 3000,
+        },
+    }
+    (small,) = _run(scan)
+    assert small.status == "succeeded", small.error
+    db = small.facts["telemetry"]["db"]
+    (finding,) = [f for f in small.facts["verdict"]["findings"] if f["code"] == "not_in_memory"]
+    assert "MyISAM key cache hit ratio" in finding["text"], finding
+    assert (
+        finding["evidence"]["db.key_cache_hit_ratio_pct.mean"]
+        == db["key_cache_hit_ratio_pct"]["mean"]
+    )
+    assert db["key_cache_hit_ratio_pct"]["mean"] < 99
+    assert db["key_reads_per_s"]["mean"] >= 50
+    # The same scans with a key cache that holds the index, loaded first.
+    _sql(port, "SET GLOBAL key_buffer_size = 64*1024*1024; LOAD INDEX INTO CACHE kc.t")
+    (large,) = _run(scan)
+    assert large.status == "succeeded", large.error
+    assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
+    assert large.facts["telemetry"]["db"]["key_cache_hit_ratio_pct"]["mean"] >= 99
+
+
 def test_telemetry_false_samples_nothing(tmp_path):
     (outcome,) = _run(
         {
