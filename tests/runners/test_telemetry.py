@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from benchapp.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
 from runners.context import CellContext
 from runners.limits import Limits
 from runners.plan import expand, load_plan
-from tests.support.private_services import mariadb_server
+from tests.support.private_services import mariadb_server, private_mariadb  # noqa: F401
 from tests.support.sshd import sshd  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -292,6 +293,24 @@ def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key
     assert large.status == "succeeded", large.error
     assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
     assert large.facts["telemetry"]["db"]["key_cache_hit_ratio_pct"]["mean"] >= 99
+
+
+@pytest.mark.slow
+def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb):
+    """S5's quick cells once measured under 2 s: no sample, no verdict."""
+    template = get_template("s5-myisam-update")
+    document = bind(template, "quick", {"m2-4xlarge": PROVISION})
+    document["targets"] = [{**_mysql_target(private_mariadb.port), "name": "m2-4xlarge"}]
+    document["repeat"] = 1  # one cell per write number is enough here
+    outcomes = _run(document)
+    assert len(outcomes) == 2
+    for outcome in outcomes:
+        assert outcome.status == "succeeded", outcome.error
+        assert outcome.facts["telemetry"]["db"]["seconds"] >= 4, outcome.facts["telemetry"]
+        assert outcome.facts["verdict"]["limit"] != "no_telemetry"
+        # "Is it in memory?" for MyISAM: its key cache was read.
+        assert "key_cache_hit_ratio_pct" in outcome.facts["telemetry"]["db"]
+        print(outcome.facts["verdict"]["text"])  # shown with -s: what S5 quick finds here
 
 
 def test_telemetry_false_samples_nothing(tmp_path):
