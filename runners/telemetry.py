@@ -330,6 +330,12 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "threads_running": ("threads running", "", NEUTRAL),
     "active_backends": ("active backends", "", NEUTRAL),
     "waiting_locks": ("waiting locks", "", LOWER),
+    "ops_per_s": ("Redis commands", "/s", NEUTRAL),
+    "keyspace_hit_ratio_pct": ("Redis keyspace hit ratio", "%", HIGHER),
+    "keyspace_misses_per_s": ("Redis keyspace misses", "/s", NEUTRAL),
+    "evicted_keys_per_s": ("Redis evicted keys", "/s", LOWER),
+    "used_memory_mb": ("Redis used memory", "MB", NEUTRAL),
+    "connected_clients": ("Redis connected clients", "", NEUTRAL),
     # A managed target's cloud monitoring (CloudWatch, per minute).
     "cpu_pct": ("CPU utilisation", "%", NEUTRAL),
     "cpu_credit_balance": ("CPU credit balance", "credits", HIGHER),

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import redis
 
 from benchapp.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
+from runners.command import Endpoint
 from runners.context import CellContext
+from runners.executors.local import LocalExecutor
 from runners.limits import Limits
 from runners.plan import expand, load_plan
-from tests.support.private_services import mariadb_server, private_mariadb  # noqa: F401
+from tests.support.private_services import mariadb_server, private_mariadb, redis_server  # noqa: F401
 from tests.support.sshd import sshd  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -311,6 +315,60 @@ def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
         # "Is it in memory?" for MyISAM: its key cache was read.
         assert "key_cache_hit_ratio_pct" in outcome.facts["telemetry"]["db"]
         print(outcome.facts["verdict"]["text"])  # shown with -s: what S5 quick finds here
+
+
+def _sample_redis(endpoint: Endpoint, load) -> tuple[dict, list[str]]:
+    """The Redis sampler run locally while load() runs, read by parse_samples."""
+    executor = LocalExecutor()
+    try:
+        background = executor.start(dbstatus.sampler_command(endpoint))
+        time.sleep(1.2)
+        load()
+        time.sleep(1.2)
+        return dbstatus.parse_samples("redis", executor.stop(background, grace=1.0).stdout)
+    finally:
+        executor.close()
+
+
+def test_redis_info_is_sampled_with_the_password_out_of_argv(tmp_path):
+    password = "tele-metry-pw-7"
+    # 4 MB at most, least recently used keys evicted: writing 8 MB evicts.
+    server = redis_server(
+        tmp_path,
+        "--requirepass",
+        password,
+        "--maxmemory",
+        "4mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    )
+    client = redis.Redis(port=server.port, password=password)
+    endpoint = Endpoint(kind="redis", host="127.0.0.1", port=server.port, password=password)
+    command = dbstatus.sampler_command(endpoint)
+    assert not any(password in arg for arg in command.argv)
+    assert not any(password in value for value in command.env.values())
+
+    def load():
+        for i in range(8000):
+            client.set(f"k{i}", b"x" * 1024)
+            client.get(f"k{i}")  # a hit
+            client.get(f"absent{i}")  # a miss
+
+    try:
+        series, errors = _sample_redis(endpoint, load)
+        assert errors == []
+        assert max(series["ops_per_s"]) > 1000  # 24 000 commands in a few seconds
+        ratios = [r for r in series["keyspace_hit_ratio_pct"] if r is not None]
+        assert ratios and all(40 <= r <= 60 for r in ratios if r)  # one miss per hit
+        assert sum(series["evicted_keys_per_s"]) > 0
+        assert 1 < max(series["used_memory_mb"]) <= 5
+        assert min(series["connected_clients"]) >= 1
+        # Without the password, the server's refusal is the sampler's error.
+        _, refused = _sample_redis(replace(endpoint, password=None), lambda: None)
+        assert refused and "NOAUTH" in refused[0]
+    finally:
+        client.close()
+        server.stop()
 
 
 def test_telemetry_false_samples_nothing(tmp_path):
