@@ -21,7 +21,12 @@ from runners.context import CellContext
 from runners.executors.local import LocalExecutor
 from runners.limits import Limits
 from runners.plan import expand, load_plan
-from tests.support.private_services import mariadb_server, private_mariadb, redis_server  # noqa: F401
+from tests.support.private_services import (  # noqa: F401
+    mariadb_server,
+    private_mariadb,
+    private_redis,
+    redis_server,
+)
 from tests.support.sshd import sshd  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -369,6 +374,24 @@ def test_redis_info_is_sampled_with_the_password_out_of_argv(tmp_path):
     finally:
         client.close()
         server.stop()
+
+
+def test_a_redis_benchmark_cell_keeps_the_servers_info_figures(private_redis):
+    (outcome,) = _run(
+        {
+            "tool": "redis_benchmark",
+            "targets": [
+                {"name": "cache", "kind": "redis", "host": "127.0.0.1", "port": private_redis.port}
+            ],
+            # About 3 s of SET and GET here (2 cores): two complete samples at least.
+            "params": {"tests": ["set", "get"], "requests": 100000, "clients": 4},
+        }
+    )
+    assert outcome.status == "succeeded", outcome.error
+    db = outcome.facts["telemetry"]["db"]
+    assert db["ops_per_s"]["mean"] > 1000, db
+    assert db["connected_clients"]["max"] >= 4
+    assert "telemetry.db.ops_per_s.mean" in telemetry.summary_metrics({"db": db})
 
 
 def test_telemetry_false_samples_nothing(tmp_path):
