@@ -13,6 +13,7 @@ A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
     pswpin 0                                (/proc/vmstat)
     253 0 vda 59551 0 492200 1299 520 ...   /proc/diskstats
     eth0: 214489060 331180 0 0 ...          /proc/net/dev
+    speed eth0 1000                         /sys/class/net/eth0/speed, Mb/s (read once)
 
 Nothing is installed on the host: sh, grep, cat and sleep. It runs through
 the cell's executor like any command (locally in the sandbox, whose /proc
@@ -35,9 +36,14 @@ from runners.results import Series
 INTERVAL_S = 1
 MARK = "@@"
 # Only these /proc/stat lines: the "intr" line alone can be thousands of numbers.
+# Each interface's link speed (Mb/s; -1 when the driver has none, as for lo
+# or a virtual NIC, or the link is down) is read once and printed in every sample.
 _SCRIPT = (
+    "speeds=$(for d in /sys/class/net/*; do "
+    'echo "speed ${d##*/} $(cat $d/speed 2>/dev/null || echo -1)"; done); '
     "while :; do "
     f"echo {MARK} $(cat /proc/uptime); "
+    'echo "$speeds"; '
     "grep -E '^(cpu|ctxt|procs_)' /proc/stat; "
     "echo load $(cat /proc/loadavg); "
     "grep -E '^(MemTotal|MemAvailable|Cached|Dirty|SwapTotal|SwapFree):' /proc/meminfo; "
@@ -102,6 +108,8 @@ def _counters(lines: list[str]) -> dict[str, float]:
             elif head == "disk" and len(fields) >= 15:
                 for i, value in enumerate(fields[4:15]):
                     out[f"disk.{fields[3]}.{i}"] = float(value)
+            elif head == "speed" and len(fields) == 3:
+                out[f"speed.{fields[1]}"] = float(fields[2])
             elif head == "net" and len(fields) >= 11:
                 for i, value in enumerate(fields[2:12]):
                     out[f"net.{fields[1]}.{i}"] = float(value)
@@ -192,12 +200,18 @@ def _net_row(prev: dict, cur: dict, dt: float, net: str) -> dict[str, float]:
     def delta(i: int) -> float:
         return cur.get(f"net.{net}.{i}", 0.0) - prev.get(f"net.{net}.{i}", 0.0)
 
-    return {
+    row = {
         f"net_{net}_rx_mb_s": delta(0) / MB / dt,
         f"net_{net}_tx_mb_s": delta(8) / MB / dt,
         f"net_{net}_rx_pkts_s": delta(1) / dt,
         f"net_{net}_tx_pkts_s": delta(9) / dt,
     }
+    speed_mbit = cur.get(f"speed.{net}", -1.0)
+    if speed_mbit > 0:  # -1 or missing: the line rate is unknown, no share of it
+        line_mb_s = speed_mbit * 1_000_000 / 8 / MB
+        busiest = max(row[f"net_{net}_rx_mb_s"], row[f"net_{net}_tx_mb_s"])
+        row[f"net_{net}_line_pct"] = 100.0 * busiest / line_mb_s
+    return row
 
 
 def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
@@ -253,6 +267,9 @@ HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_pct": 90.0}
 # that throttle the instance when they run out.
 LOW_FIGURES = ("cpu_credit_balance", "burst_balance_pct")
 DISK_UTIL_HIGH = 90.0
+# An interface moving this share of its link speed, received or sent (full
+# duplex: each direction has the whole rate), is at its line rate.
+NET_LINE_HIGH = 90.0
 
 
 def summarize(series: Series) -> dict:
@@ -273,6 +290,8 @@ def summarize(series: Series) -> dict:
         level = HIGH_LEVELS.get(name)
         if level is None and name.endswith("_util_pct"):
             level = DISK_UTIL_HIGH
+        if level is None and name.endswith("_line_pct"):
+            level = NET_LINE_HIGH
         if level is not None:
             entry["high_share"] = round(sum(v >= level for v in numbers) / len(numbers), 3)
         out[name] = entry

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S
+from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S, NET_LINE_HIGH
 
 # The levels whose share of seconds telemetry.summarize counts are its own.
 CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
 CPU_BUSY_SHARE = 0.8  # ... for this share of the measured seconds
 STEAL_PCT = 10.0  # mean steal: the hypervisor gave the time to a neighbour
 DISK_UTIL_SHARE = 0.5  # the busiest disk at >= 90 % utilisation for this share
+NET_LINE_SHARE = 0.5  # an interface at >= 90 % of its link speed for this share
 SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
 HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
 DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
@@ -86,6 +87,28 @@ def _disk_bound(summary: dict, role: str) -> Finding | None:
         "text": f"disk-bound on the {role}: {disk} at or above {DISK_UTIL_HIGH:g} % utilisation for "
         f"{_pct(100 * util['high_share'])} of the seconds (await {wait:.1f} ms, queue {queue:.1f})",
         "evidence": {f"{role}.disk_{disk}_util_pct.mean": util["mean"], "await_ms": wait},
+    }
+
+
+def _network_bound(summary: dict, role: str) -> Finding | None:
+    lines = {
+        name[len("net_") : -len("_line_pct")]: entry
+        for name, entry in summary.items()
+        if name.startswith("net_") and name.endswith("_line_pct")
+    }
+    saturated = {net: e for net, e in lines.items() if e.get("high_share", 0) >= NET_LINE_SHARE}
+    if not saturated:
+        return None
+    net = max(saturated, key=lambda n: saturated[n]["high_share"])
+    share = saturated[net]["high_share"]
+    rx = summary.get(f"net_{net}_rx_mb_s", {}).get("mean", 0.0)
+    tx = summary.get(f"net_{net}_tx_mb_s", {}).get("mean", 0.0)
+    return {
+        "code": "network",
+        "text": f"network-bound on the {role}: {net} at or above {NET_LINE_HIGH:g} % of its link "
+        f"speed for {_pct(100 * share)} of the seconds (received {rx:.1f} MB/s, "
+        f"sent {tx:.1f} MB/s on average)",
+        "evidence": {f"{role}.net_{net}_line_pct.mean": saturated[net]["mean"], "share": share},
     }
 
 
@@ -185,6 +208,7 @@ HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
     _cpu_bound,
     _steal,
     _disk_bound,
+    _network_bound,
     _swapping,
 ]
 DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
@@ -198,6 +222,7 @@ CODES = (
     "target_cpu",
     "cpu_steal",
     "disk",
+    "network",
     "memory",
     "not_in_memory",
     "locks",

@@ -104,6 +104,57 @@ def test_database_client_errors_are_reported_once():
     assert series == {"t": [1.0, 2.0]}  # the seconds are there, with no figure
 
 
+def _net_samples(speeds: dict[str, int], received_mb: dict[str, list[float]]) -> str:
+    """Sampler text of cumulative /proc/net/dev counters: received_mb[if][i]
+    MB arrive in second i; nothing else moves."""
+    seconds = len(next(iter(received_mb.values())))
+    total = dict.fromkeys(received_mb, 0)
+    out = []
+    for i in range(seconds + 1):
+        out.append(f"@@ {100 + i}.00 50.00")
+        out += [f"speed {net} {speed}" for net, speed in speeds.items()]
+        for net in received_mb:
+            out.append(f"net {net} {total[net]} 10 0 0 0 0 0 0 0 5 0 0 0 0 0 0")
+            if i < seconds:
+                total[net] += int(received_mb[net][i] * 1_000_000)
+        out.append("@@ end")
+    return "\n".join(out) + "\n"
+
+
+def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
+    # 1000 Mb/s = 125 MB/s: 120 MB/s is 96 %; lo has no speed (-1).
+    text = _net_samples(
+        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120], "lo": [900, 900, 900, 900]}
+    )
+    summary = telemetry.summarize(telemetry.parse_samples(text))
+    assert summary["net_eth0_line_pct"]["max"] == pytest.approx(96.0)
+    assert summary["net_eth0_line_pct"]["high_share"] == 0.75
+    assert "net_lo_line_pct" not in summary  # unknown speed: no share of it
+    found = verdict.judge({"client": summary}, None)
+    assert found["limit"] == "network"
+    assert "eth0 at or above 90 % of its link speed for 75 % of the seconds" in found["text"]
+
+
+def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
+    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10]})  # 1 second in 4
+    summary = telemetry.summarize(telemetry.parse_samples(text))
+    assert summary["net_eth0_line_pct"]["high_share"] == 0.25
+    assert verdict.judge({"client": summary}, None)["limit"] == "none"
+
+
+def test_the_host_sampler_prints_each_interfaces_link_speed():
+    executor = LocalExecutor()
+    try:
+        background = executor.start(telemetry.sampler_command())
+        time.sleep(1.5)
+        text = executor.stop(background, grace=1.0).stdout
+    finally:
+        executor.close()
+    (_, lines), *_ = telemetry.samples(text)
+    # lo has no link speed: reading it fails, and the sampler says -1.
+    assert "speed lo -1" in lines
+
+
 def test_no_limit_found_when_nothing_is_saturated():
     calm = telemetry.summarize(
         {"t": [1.0, 2.0, 3.0], "cpu_busy_pct": [20.0, 25.0, 22.0], "cpu_steal_pct": [0.0] * 3}
