@@ -301,6 +301,10 @@ def summarize(series: Series) -> dict:
         busiest = max(utils, key=lambda k: utils[k]["mean"])
         disk = busiest[len("disk_") : -len("_util_pct")]
         out["busiest_disk"] = disk
+    lines = {k: v for k, v in out.items() if k.startswith("net_") and k.endswith("_line_pct")}
+    if lines:
+        busiest = max(lines, key=lambda k: lines[k]["mean"])
+        out["busiest_net"] = busiest[len("net_") : -len("_line_pct")]
     return out
 
 
@@ -337,6 +341,8 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "disk_util_pct": ("busiest disk utilisation", "%", NEUTRAL),
     "disk_await_ms": ("busiest disk await", "ms", LOWER),
     "disk_iops": ("busiest disk IOPS", "/s", NEUTRAL),
+    # Likewise the interface nearest its link speed (of those whose speed is known).
+    "net_line_pct": ("busiest interface's share of its link speed", "%", NEUTRAL),
     "questions_per_s": ("queries", "/s", NEUTRAL),
     "commits_per_s": ("commits", "/s", NEUTRAL),
     "hit_ratio_pct": ("buffer/cache hit ratio", "%", HIGHER),
@@ -365,14 +371,22 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "disk_queue_depth": ("disk queue depth", "", NEUTRAL),
     "freeable_memory_mb": ("freeable memory", "MB", NEUTRAL),
 }
-_BUSIEST_DISK = {"disk_util_pct": "util_pct", "disk_await_ms": "await_ms", "disk_iops": "iops"}
+# FIGURES name -> (the summary key naming the busiest device, its figure's
+# summary name as a pattern, how its label names the device).
+_BUSIEST = {
+    "disk_util_pct": ("busiest_disk", "disk_{}_util_pct", "busiest disk"),
+    "disk_await_ms": ("busiest_disk", "disk_{}_await_ms", "busiest disk"),
+    "disk_iops": ("busiest_disk", "disk_{}_iops", "busiest disk"),
+    "net_line_pct": ("busiest_net", "net_{}_line_pct", "busiest interface"),
+}
 
 
 def _figure(summary: dict, figure: str) -> dict | None:
-    """A summary's entry for a FIGURES name (the busiest disk's for disk_*)."""
-    if figure in _BUSIEST_DISK:
-        disk = summary.get("busiest_disk")
-        return summary.get(f"disk_{disk}_{_BUSIEST_DISK[figure]}") if disk else None
+    """A summary's entry for a FIGURES name (the busiest device's for disk_*, net_*)."""
+    if figure in _BUSIEST:
+        key, pattern, _ = _BUSIEST[figure]
+        device = summary.get(key)
+        return summary.get(pattern.format(device)) if device else None
     entry = summary.get(figure)
     return entry if isinstance(entry, dict) else None
 
@@ -384,8 +398,9 @@ def figure_rows(source: str, summary: dict) -> list[tuple[str, str, dict]]:
     for figure, (label, _unit, _direction) in FIGURES.items():
         entry = _figure(summary, figure)
         if entry is not None:
-            if figure in _BUSIEST_DISK:
-                label = label.replace("busiest disk", f"disk {summary['busiest_disk']}")
+            if figure in _BUSIEST:
+                key, _, words = _BUSIEST[figure]
+                label = label.replace(words, f"{words.split()[1]} {summary[key]}")
             rows.append((figure, label, entry))
     return rows
 

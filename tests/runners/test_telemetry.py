@@ -130,6 +130,12 @@ def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
     assert summary["net_eth0_line_pct"]["max"] == pytest.approx(96.0)
     assert summary["net_eth0_line_pct"]["high_share"] == 0.75
     assert "net_lo_line_pct" not in summary  # unknown speed: no share of it
+    assert ("net_line_pct", "interface eth0's share of its link speed") in [
+        (figure, label) for figure, label, _ in telemetry.figure_rows("client", summary)
+    ]
+    assert telemetry.summary_metrics({"client": summary})[
+        "telemetry.client.net_line_pct.mean"
+    ] == pytest.approx(summary["net_eth0_line_pct"]["mean"])
     found = verdict.judge({"client": summary}, None)
     assert found["limit"] == "network"
     assert "eth0 at or above 90 % of its link speed for 75 % of the seconds" in found["text"]
