@@ -13,6 +13,7 @@ A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
     pswpin 0                                (/proc/vmstat)
     253 0 vda 59551 0 492200 1299 520 ...   /proc/diskstats
     eth0: 214489060 331180 0 0 ...          /proc/net/dev
+    speed eth0 1000                         /sys/class/net/eth0/speed, Mb/s (read once)
 
 Nothing is installed on the host: sh, grep, cat and sleep. It runs through
 the cell's executor like any command (locally in the sandbox, whose /proc
@@ -35,9 +36,14 @@ from runners.results import Series
 INTERVAL_S = 1
 MARK = "@@"
 # Only these /proc/stat lines: the "intr" line alone can be thousands of numbers.
+# Each interface's link speed (Mb/s; -1 when the driver has none, as for lo
+# or a virtual NIC, or the link is down) is read once and printed in every sample.
 _SCRIPT = (
+    "speeds=$(for d in /sys/class/net/*; do "
+    'echo "speed ${d##*/} $(cat $d/speed 2>/dev/null || echo -1)"; done); '
     "while :; do "
     f"echo {MARK} $(cat /proc/uptime); "
+    'echo "$speeds"; '
     "grep -E '^(cpu|ctxt|procs_)' /proc/stat; "
     "echo load $(cat /proc/loadavg); "
     "grep -E '^(MemTotal|MemAvailable|Cached|Dirty|SwapTotal|SwapFree):' /proc/meminfo; "
@@ -102,6 +108,8 @@ def _counters(lines: list[str]) -> dict[str, float]:
             elif head == "disk" and len(fields) >= 15:
                 for i, value in enumerate(fields[4:15]):
                     out[f"disk.{fields[3]}.{i}"] = float(value)
+            elif head == "speed" and len(fields) == 3:
+                out[f"speed.{fields[1]}"] = float(fields[2])
             elif head == "net" and len(fields) >= 11:
                 for i, value in enumerate(fields[2:12]):
                     out[f"net.{fields[1]}.{i}"] = float(value)
@@ -192,12 +200,18 @@ def _net_row(prev: dict, cur: dict, dt: float, net: str) -> dict[str, float]:
     def delta(i: int) -> float:
         return cur.get(f"net.{net}.{i}", 0.0) - prev.get(f"net.{net}.{i}", 0.0)
 
-    return {
+    row = {
         f"net_{net}_rx_mb_s": delta(0) / MB / dt,
         f"net_{net}_tx_mb_s": delta(8) / MB / dt,
         f"net_{net}_rx_pkts_s": delta(1) / dt,
         f"net_{net}_tx_pkts_s": delta(9) / dt,
     }
+    speed_mbit = cur.get(f"speed.{net}", -1.0)
+    if speed_mbit > 0:  # -1 or missing: the line rate is unknown, no share of it
+        line_mb_s = speed_mbit * 1_000_000 / 8 / MB
+        busiest = max(row[f"net_{net}_rx_mb_s"], row[f"net_{net}_tx_mb_s"])
+        row[f"net_{net}_line_pct"] = 100.0 * busiest / line_mb_s
+    return row
 
 
 def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
@@ -253,6 +267,9 @@ HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_pct": 90.0}
 # that throttle the instance when they run out.
 LOW_FIGURES = ("cpu_credit_balance", "burst_balance_pct")
 DISK_UTIL_HIGH = 90.0
+# An interface moving this share of its link speed, received or sent (full
+# duplex: each direction has the whole rate), is at its line rate.
+NET_LINE_HIGH = 90.0
 
 
 def summarize(series: Series) -> dict:
@@ -273,6 +290,8 @@ def summarize(series: Series) -> dict:
         level = HIGH_LEVELS.get(name)
         if level is None and name.endswith("_util_pct"):
             level = DISK_UTIL_HIGH
+        if level is None and name.endswith("_line_pct"):
+            level = NET_LINE_HIGH
         if level is not None:
             entry["high_share"] = round(sum(v >= level for v in numbers) / len(numbers), 3)
         out[name] = entry
@@ -282,6 +301,10 @@ def summarize(series: Series) -> dict:
         busiest = max(utils, key=lambda k: utils[k]["mean"])
         disk = busiest[len("disk_") : -len("_util_pct")]
         out["busiest_disk"] = disk
+    lines = {k: v for k, v in out.items() if k.startswith("net_") and k.endswith("_line_pct")}
+    if lines:
+        busiest = max(lines, key=lambda k: lines[k]["mean"])
+        out["busiest_net"] = busiest[len("net_") : -len("_line_pct")]
     return out
 
 
@@ -318,16 +341,26 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "disk_util_pct": ("busiest disk utilisation", "%", NEUTRAL),
     "disk_await_ms": ("busiest disk await", "ms", LOWER),
     "disk_iops": ("busiest disk IOPS", "/s", NEUTRAL),
+    # Likewise the interface nearest its link speed (of those whose speed is known).
+    "net_line_pct": ("busiest interface's share of its link speed", "%", NEUTRAL),
     "questions_per_s": ("queries", "/s", NEUTRAL),
     "commits_per_s": ("commits", "/s", NEUTRAL),
     "hit_ratio_pct": ("buffer/cache hit ratio", "%", HIGHER),
     "buffer_pool_disk_reads_per_s": ("buffer pool reads from disk", "/s", NEUTRAL),
     "blocks_read_per_s": ("blocks read from disk", "/s", NEUTRAL),
+    "key_cache_hit_ratio_pct": ("MyISAM key cache hit ratio", "%", HIGHER),
+    "key_reads_per_s": ("MyISAM key blocks read from files", "/s", NEUTRAL),
     "row_lock_waits_per_s": ("row lock waits", "/s", LOWER),
     "deadlocks_per_s": ("deadlocks", "/s", LOWER),
     "threads_running": ("threads running", "", NEUTRAL),
     "active_backends": ("active backends", "", NEUTRAL),
     "waiting_locks": ("waiting locks", "", LOWER),
+    "ops_per_s": ("Redis commands", "/s", NEUTRAL),
+    "keyspace_hit_ratio_pct": ("Redis keyspace hit ratio", "%", HIGHER),
+    "keyspace_misses_per_s": ("Redis keyspace misses", "/s", NEUTRAL),
+    "evicted_keys_per_s": ("Redis evicted keys", "/s", LOWER),
+    "used_memory_mb": ("Redis used memory", "MB", NEUTRAL),
+    "connected_clients": ("Redis connected clients", "", NEUTRAL),
     # A managed target's cloud monitoring (CloudWatch, per minute).
     "cpu_pct": ("CPU utilisation", "%", NEUTRAL),
     "cpu_credit_balance": ("CPU credit balance", "credits", HIGHER),
@@ -338,14 +371,22 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "disk_queue_depth": ("disk queue depth", "", NEUTRAL),
     "freeable_memory_mb": ("freeable memory", "MB", NEUTRAL),
 }
-_BUSIEST_DISK = {"disk_util_pct": "util_pct", "disk_await_ms": "await_ms", "disk_iops": "iops"}
+# FIGURES name -> (the summary key naming the busiest device, its figure's
+# summary name as a pattern, how its label names the device).
+_BUSIEST = {
+    "disk_util_pct": ("busiest_disk", "disk_{}_util_pct", "busiest disk"),
+    "disk_await_ms": ("busiest_disk", "disk_{}_await_ms", "busiest disk"),
+    "disk_iops": ("busiest_disk", "disk_{}_iops", "busiest disk"),
+    "net_line_pct": ("busiest_net", "net_{}_line_pct", "busiest interface"),
+}
 
 
 def _figure(summary: dict, figure: str) -> dict | None:
-    """A summary's entry for a FIGURES name (the busiest disk's for disk_*)."""
-    if figure in _BUSIEST_DISK:
-        disk = summary.get("busiest_disk")
-        return summary.get(f"disk_{disk}_{_BUSIEST_DISK[figure]}") if disk else None
+    """A summary's entry for a FIGURES name (the busiest device's for disk_*, net_*)."""
+    if figure in _BUSIEST:
+        key, pattern, _ = _BUSIEST[figure]
+        device = summary.get(key)
+        return summary.get(pattern.format(device)) if device else None
     entry = summary.get(figure)
     return entry if isinstance(entry, dict) else None
 
@@ -357,8 +398,9 @@ def figure_rows(source: str, summary: dict) -> list[tuple[str, str, dict]]:
     for figure, (label, _unit, _direction) in FIGURES.items():
         entry = _figure(summary, figure)
         if entry is not None:
-            if figure in _BUSIEST_DISK:
-                label = label.replace("busiest disk", f"disk {summary['busiest_disk']}")
+            if figure in _BUSIEST:
+                key, _, words = _BUSIEST[figure]
+                label = label.replace(words, f"{words.split()[1]} {summary[key]}")
             rows.append((figure, label, entry))
     return rows
 

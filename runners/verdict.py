@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S
+from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S, NET_LINE_HIGH
 
 # The levels whose share of seconds telemetry.summarize counts are its own.
 CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
 CPU_BUSY_SHARE = 0.8  # ... for this share of the measured seconds
 STEAL_PCT = 10.0  # mean steal: the hypervisor gave the time to a neighbour
 DISK_UTIL_SHARE = 0.5  # the busiest disk at >= 90 % utilisation for this share
+NET_LINE_SHARE = 0.5  # an interface at >= 90 % of its link speed for this share
 SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
 HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
 DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
@@ -89,6 +90,28 @@ def _disk_bound(summary: dict, role: str) -> Finding | None:
     }
 
 
+def _network_bound(summary: dict, role: str) -> Finding | None:
+    lines = {
+        name[len("net_") : -len("_line_pct")]: entry
+        for name, entry in summary.items()
+        if name.startswith("net_") and name.endswith("_line_pct")
+    }
+    saturated = {net: e for net, e in lines.items() if e.get("high_share", 0) >= NET_LINE_SHARE}
+    if not saturated:
+        return None
+    net = max(saturated, key=lambda n: saturated[n]["high_share"])
+    share = saturated[net]["high_share"]
+    rx = summary.get(f"net_{net}_rx_mb_s", {}).get("mean", 0.0)
+    tx = summary.get(f"net_{net}_tx_mb_s", {}).get("mean", 0.0)
+    return {
+        "code": "network",
+        "text": f"network-bound on the {role}: {net} at or above {NET_LINE_HIGH:g} % of its link "
+        f"speed for {_pct(100 * share)} of the seconds (received {rx:.1f} MB/s, "
+        f"sent {tx:.1f} MB/s on average)",
+        "evidence": {f"{role}.net_{net}_line_pct.mean": saturated[net]["mean"], "share": share},
+    }
+
+
 def _swapping(summary: dict, role: str) -> Finding | None:
     swapped = sum(
         summary.get(k, {}).get("mean", 0.0) for k in ("swap_in_pages_s", "swap_out_pages_s")
@@ -102,17 +125,28 @@ def _swapping(summary: dict, role: str) -> Finding | None:
     }
 
 
+# What the not_in_memory rule reads: (cache, its hit ratio figure, its reads
+# from disk per second). InnoDB and PostgreSQL cache data and indexes; MyISAM's
+# key cache holds only indexes (its rows are the OS page cache's).
+_CACHES = (
+    ("buffer/cache", "hit_ratio_pct", ("buffer_pool_disk_reads_per_s", "blocks_read_per_s")),
+    ("MyISAM key cache", "key_cache_hit_ratio_pct", ("key_reads_per_s",)),
+)
+
+
 def _not_in_memory(db: dict) -> Finding | None:
-    hit = db.get("hit_ratio_pct")
-    reads = db.get("buffer_pool_disk_reads_per_s") or db.get("blocks_read_per_s")
-    if not hit or not reads or hit["mean"] >= HIT_RATIO_PCT or reads["mean"] < DISK_READS_S:
-        return None
-    return {
-        "code": "not_in_memory",
-        "text": f"data not in memory: buffer/cache hit ratio {hit['mean']:.1f} %, "
-        f"{reads['mean']:.0f} reads per second from disk",
-        "evidence": {"db.hit_ratio_pct.mean": hit["mean"], "db.disk_reads_per_s": reads["mean"]},
-    }
+    for cache, ratio, read_figures in _CACHES:
+        hit = db.get(ratio)
+        reads = next((db[name] for name in read_figures if db.get(name)), None)
+        if not hit or not reads or hit["mean"] >= HIT_RATIO_PCT or reads["mean"] < DISK_READS_S:
+            continue
+        return {
+            "code": "not_in_memory",
+            "text": f"data not in memory: {cache} hit ratio {hit['mean']:.1f} %, "
+            f"{reads['mean']:.0f} reads per second from disk",
+            "evidence": {f"db.{ratio}.mean": hit["mean"], "db.disk_reads_per_s": reads["mean"]},
+        }
+    return None
 
 
 def _locks(db: dict) -> Finding | None:
@@ -174,6 +208,7 @@ HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
     _cpu_bound,
     _steal,
     _disk_bound,
+    _network_bound,
     _swapping,
 ]
 DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
@@ -187,6 +222,7 @@ CODES = (
     "target_cpu",
     "cpu_steal",
     "disk",
+    "network",
     "memory",
     "not_in_memory",
     "locks",

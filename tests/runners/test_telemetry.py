@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import redis
 
+from benchapp.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
+from runners.command import Endpoint
 from runners.context import CellContext
+from runners.executors.local import LocalExecutor
 from runners.limits import Limits
 from runners.plan import expand, load_plan
-from tests.support.private_services import mariadb_server
+from tests.support.private_services import (  # noqa: F401
+    mariadb_server,
+    private_mariadb,
+    private_redis,
+    redis_server,
+)
 from tests.support.sshd import sshd  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
@@ -92,6 +102,63 @@ def test_database_client_errors_are_reported_once():
     series, errors = dbstatus.parse_samples("mysql", text)
     assert errors == ["ERROR 1045 (28000): Access denied"]
     assert series == {"t": [1.0, 2.0]}  # the seconds are there, with no figure
+
+
+def _net_samples(speeds: dict[str, int], received_mb: dict[str, list[float]]) -> str:
+    """Sampler text of cumulative /proc/net/dev counters: received_mb[if][i]
+    MB arrive in second i; nothing else moves."""
+    seconds = len(next(iter(received_mb.values())))
+    total = dict.fromkeys(received_mb, 0)
+    out = []
+    for i in range(seconds + 1):
+        out.append(f"@@ {100 + i}.00 50.00")
+        out += [f"speed {net} {speed}" for net, speed in speeds.items()]
+        for net in received_mb:
+            out.append(f"net {net} {total[net]} 10 0 0 0 0 0 0 0 5 0 0 0 0 0 0")
+            if i < seconds:
+                total[net] += int(received_mb[net][i] * 1_000_000)
+        out.append("@@ end")
+    return "\n".join(out) + "\n"
+
+
+def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
+    # 1000 Mb/s = 125 MB/s: 120 MB/s is 96 %; lo has no speed (-1).
+    text = _net_samples(
+        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120], "lo": [900, 900, 900, 900]}
+    )
+    summary = telemetry.summarize(telemetry.parse_samples(text))
+    assert summary["net_eth0_line_pct"]["max"] == pytest.approx(96.0)
+    assert summary["net_eth0_line_pct"]["high_share"] == 0.75
+    assert "net_lo_line_pct" not in summary  # unknown speed: no share of it
+    assert ("net_line_pct", "interface eth0's share of its link speed") in [
+        (figure, label) for figure, label, _ in telemetry.figure_rows("client", summary)
+    ]
+    assert telemetry.summary_metrics({"client": summary})[
+        "telemetry.client.net_line_pct.mean"
+    ] == pytest.approx(summary["net_eth0_line_pct"]["mean"])
+    found = verdict.judge({"client": summary}, None)
+    assert found["limit"] == "network"
+    assert "eth0 at or above 90 % of its link speed for 75 % of the seconds" in found["text"]
+
+
+def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
+    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10]})  # 1 second in 4
+    summary = telemetry.summarize(telemetry.parse_samples(text))
+    assert summary["net_eth0_line_pct"]["high_share"] == 0.25
+    assert verdict.judge({"client": summary}, None)["limit"] == "none"
+
+
+def test_the_host_sampler_prints_each_interfaces_link_speed():
+    executor = LocalExecutor()
+    try:
+        background = executor.start(telemetry.sampler_command())
+        time.sleep(1.5)
+        text = executor.stop(background, grace=1.0).stdout
+    finally:
+        executor.close()
+    (_, lines), *_ = telemetry.samples(text)
+    # lo has no link speed: reading it fails, and the sampler says -1.
+    assert "speed lo -1" in lines
 
 
 def test_no_limit_found_when_nothing_is_saturated():
@@ -240,6 +307,148 @@ def test_many_threads_updating_the_same_rows_is_lock_contention(tiny_pool_mariad
     codes = [f["code"] for f in outcome.facts["verdict"]["findings"]]
     assert "locks" in codes, outcome.facts["telemetry"]["db"]
     assert outcome.facts["telemetry"]["db"]["row_lock_waits_per_s"]["mean"] >= 1
+
+
+@pytest.fixture
+def tiny_key_cache_mariadb(tmp_path):
+    """A private mariadbd whose MyISAM key cache is 64 KB (resizable online)."""
+    server = mariadb_server(tmp_path, "--key-buffer-size=64K")
+    yield server
+    server.stop()
+    shutil.rmtree(tmp_path / "mariadb", ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key_cache_mariadb):
+    port = tiny_key_cache_mariadb.port
+    # 300 000 rows: a 6 MB index on k, a hundred times the key cache.
+    _sql(
+        port,
+        "CREATE DATABASE kc; CREATE TABLE kc.t (id INT PRIMARY KEY, k INT, KEY (k)) "
+        "ENGINE=MyISAM; INSERT INTO kc.t SELECT seq, seq * 7919 % 1000003 FROM kc.seq_1_to_300000",
+    )
+    # Range scans of 3 % of the index (~200 KB each): about 1.5 s per 1000
+    # queries here, so 3000 measure for more than the two samples a verdict needs.
+    scan = {
+        "tool": "mysqlslap",
+        "targets": [_mysql_target(port, "kc")],
+        "params": {
+            "auto_generate_sql": False,
+            # Without create statements mysqlslap only runs in the schema.
+            "create_schema": "kc",
+            "no_drop": True,
+            "query": "SELECT COUNT(*) FROM kc.t WHERE k BETWEEN 1000 AND 30000",
+            "concurrency": 2,
+            "number_of_queries": 3000,
+        },
+    }
+    (small,) = _run(scan)
+    assert small.status == "succeeded", small.error
+    db = small.facts["telemetry"]["db"]
+    (finding,) = [f for f in small.facts["verdict"]["findings"] if f["code"] == "not_in_memory"]
+    assert "MyISAM key cache hit ratio" in finding["text"], finding
+    assert (
+        finding["evidence"]["db.key_cache_hit_ratio_pct.mean"]
+        == db["key_cache_hit_ratio_pct"]["mean"]
+    )
+    assert db["key_cache_hit_ratio_pct"]["mean"] < 99
+    assert db["key_reads_per_s"]["mean"] >= 50
+    # The same scans with a key cache that holds the index, loaded first.
+    _sql(port, "SET GLOBAL key_buffer_size = 64*1024*1024; LOAD INDEX INTO CACHE kc.t")
+    (large,) = _run(scan)
+    assert large.status == "succeeded", large.error
+    assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
+    assert large.facts["telemetry"]["db"]["key_cache_hit_ratio_pct"]["mean"] >= 99
+
+
+@pytest.mark.slow
+def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb):
+    """S5's quick cells once measured under 2 s: no sample, no verdict."""
+    template = get_template("s5-myisam-update")
+    document = bind(template, "quick", {"m2-4xlarge": PROVISION})
+    document["targets"] = [{**_mysql_target(private_mariadb.port), "name": "m2-4xlarge"}]
+    document["repeat"] = 1  # one cell per write number is enough here
+    outcomes = _run(document)
+    assert len(outcomes) == 2
+    for outcome in outcomes:
+        assert outcome.status == "succeeded", outcome.error
+        assert outcome.facts["telemetry"]["db"]["seconds"] >= 4, outcome.facts["telemetry"]
+        assert outcome.facts["verdict"]["limit"] != "no_telemetry"
+        # "Is it in memory?" for MyISAM: its key cache was read.
+        assert "key_cache_hit_ratio_pct" in outcome.facts["telemetry"]["db"]
+        print(outcome.facts["verdict"]["text"])  # shown with -s: what S5 quick finds here
+
+
+def _sample_redis(endpoint: Endpoint, load) -> tuple[dict, list[str]]:
+    """The Redis sampler run locally while load() runs, read by parse_samples."""
+    executor = LocalExecutor()
+    try:
+        background = executor.start(dbstatus.sampler_command(endpoint))
+        time.sleep(1.2)
+        load()
+        time.sleep(1.2)
+        return dbstatus.parse_samples("redis", executor.stop(background, grace=1.0).stdout)
+    finally:
+        executor.close()
+
+
+def test_redis_info_is_sampled_with_the_password_out_of_argv(tmp_path):
+    password = "tele-metry-pw-7"
+    # 4 MB at most, least recently used keys evicted: writing 8 MB evicts.
+    server = redis_server(
+        tmp_path,
+        "--requirepass",
+        password,
+        "--maxmemory",
+        "4mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    )
+    client = redis.Redis(port=server.port, password=password)
+    endpoint = Endpoint(kind="redis", host="127.0.0.1", port=server.port, password=password)
+    command = dbstatus.sampler_command(endpoint)
+    assert not any(password in arg for arg in command.argv)
+    assert not any(password in value for value in command.env.values())
+
+    def load():
+        for i in range(8000):
+            client.set(f"k{i}", b"x" * 1024)
+            client.get(f"k{i}")  # a hit
+            client.get(f"absent{i}")  # a miss
+
+    try:
+        series, errors = _sample_redis(endpoint, load)
+        assert errors == []
+        assert max(series["ops_per_s"]) > 1000  # 24 000 commands in a few seconds
+        ratios = [r for r in series["keyspace_hit_ratio_pct"] if r is not None]
+        assert ratios and all(40 <= r <= 60 for r in ratios if r)  # one miss per hit
+        assert sum(series["evicted_keys_per_s"]) > 0
+        assert 1 < max(series["used_memory_mb"]) <= 5
+        assert min(series["connected_clients"]) >= 1
+        # Without the password, the server's refusal is the sampler's error.
+        _, refused = _sample_redis(replace(endpoint, password=None), lambda: None)
+        assert refused and "NOAUTH" in refused[0]
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_redis_benchmark_cell_keeps_the_servers_info_figures(private_redis):
+    (outcome,) = _run(
+        {
+            "tool": "redis_benchmark",
+            "targets": [
+                {"name": "cache", "kind": "redis", "host": "127.0.0.1", "port": private_redis.port}
+            ],
+            # About 3 s of SET and GET here (2 cores): two complete samples at least.
+            "params": {"tests": ["set", "get"], "requests": 100000, "clients": 4},
+        }
+    )
+    assert outcome.status == "succeeded", outcome.error
+    db = outcome.facts["telemetry"]["db"]
+    assert db["ops_per_s"]["mean"] > 1000, db
+    assert db["connected_clients"]["max"] >= 4
+    assert "telemetry.db.ops_per_s.mean" in telemetry.summary_metrics({"db": db})
 
 
 def test_telemetry_false_samples_nothing(tmp_path):
