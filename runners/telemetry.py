@@ -409,7 +409,7 @@ def source_label(source: str) -> str | None:
     """ "client 2" for the second of several clients ("client2"), the
     SOURCE_LABELS entry otherwise, None for a source not stored as metrics."""
     if re.fullmatch(r"client[2-9]|client[1-9][0-9]", source):
-        return f"client {source[len('client'):]}"
+        return f"client {source[len('client') :]}"
     return SOURCE_LABELS.get(source)
 
 
