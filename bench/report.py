@@ -110,6 +110,8 @@ def print_table(results: dict, written_to) -> None:
         print_parsers(results["parsers"])
     if results.get("series_storage"):
         print_series_storage(results["series_storage"])
+    if results.get("telemetry_cost"):
+        print_telemetry_cost(results["telemetry_cost"])
     if results.get("pages"):
         print_server_pages(results["pages"])
     if results.get("year"):
@@ -117,6 +119,19 @@ def print_table(results: dict, written_to) -> None:
     if results.get("browser_pages", {}).get("pages"):
         print_browser_pages(results["browser_pages"])
     print(f"written to {written_to}")
+
+
+def print_telemetry_cost(figures: dict) -> None:
+    """The host sampler's CPU and the tool's throughput with it on and off (with spread)."""
+    on, off = figures["eps_on"], figures["eps_off"]
+    spread = max(
+        statistics.stdev(on) / statistics.mean(on), statistics.stdev(off) / statistics.mean(off)
+    )
+    print(
+        f"telemetry sampler: {figures['sampler_core_pct']:.2f} % of one core  goal <= 1 %; "
+        f"sysbench cpu with it on/off {figures['on_over_off']:.3f} (rounds' spread up to "
+        f"{100 * spread:.0f} %: a difference smaller than that is not shown)"
+    )
 
 
 def print_series_storage(figures: dict) -> None:

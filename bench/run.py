@@ -331,6 +331,9 @@ def main() -> int:
     results["parsers"] = script_figures("bench_parsers.py")
     log("series storage per value, one row per value vs the series store:")
     results["series_storage"] = script_figures("bench_storage.py")
+    log("telemetry sampling cost (the sampler alone; sysbench cpu with it on and off):")
+    seconds = "20" if quick else "60"
+    results["telemetry_cost"] = script_figures("bench_sampler.py", "--seconds", seconds)
     if not args.skip_pages:
         log("results pages at 20k/100k/1M measurements:")
         results["pages"] = {
