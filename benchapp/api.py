@@ -30,7 +30,7 @@ from benchapp import (
 )
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.models import Alert, Cell, CellMeasurements, Notifier, RunSummary
+from benchapp.models import Alert, Cell, CellMeasurements, Notifier
 from benchapp.planning import PlanRefused
 
 TEAM_PARAM = OpenApiParameter(
@@ -158,15 +158,10 @@ class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
         confidence interval."""
         plan = self.get_object()
         plan_ids = history.history_plans(plan)
-        pairs = set(
-            RunSummary.objects.filter(plan_id__in=plan_ids)
-            .values_list("metric", "cell_key")
-            .distinct()
-        )
-        metrics = sorted({m for m, _ in pairs})
-        metric = request.query_params.get("metric") or (metrics[0] if metrics else "")
-        keys = sorted({k for m, k in pairs if m == metric})
-        wanted = [k for k in request.query_params.get("keys", "").split("|") if k in keys]
+        try:
+            metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.query_params)
+        except queryparams.BadParameter as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from exc
         series = history.load_series(plan_ids, [metric], wanted or keys).values()
         return Response(
             {

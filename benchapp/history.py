@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Window
 from django.db.models.functions import Lag
 
-from benchapp import measurestore
+from benchapp import measurestore, queryparams
 from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
 from benchapp.models_history import PlanRevision
 from runners import changepoint, levels, tools
@@ -59,6 +59,25 @@ def history_plans(plan: Plan) -> list[int]:
     return list(
         Plan.objects.filter(team_id=plan.team_id, study=plan.study).values_list("pk", flat=True)
     )
+
+
+def trend_choices(plan_ids: list[int], query) -> tuple[str, list[str], list[str], list[str]]:
+    """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
+    query (a page's GET or the API's query_params): the metric and keys it
+    asks for, refused (queryparams.BadParameter) when the history has no such
+    metric or cell key. `keys` is "|"-separated."""
+    pairs = set(
+        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
+    )
+    metrics = sorted({m for m, _ in pairs})
+    queryparams.check(query, {"metric": metrics})
+    metric = query.get("metric") or (metrics[0] if metrics else "")
+    keys = sorted({k for m, k in pairs if m == metric})
+    wanted = [k for k in query.get("keys", "").split("|") if k]
+    for key in wanted:
+        if key not in keys:
+            raise queryparams.BadParameter("keys", key, keys)
+    return metric, metrics, keys, wanted
 
 
 def run_points(run: Run) -> list[RunSummary]:

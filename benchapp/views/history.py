@@ -7,9 +7,9 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from benchapp import confirmation, history, queryparams
+from benchapp import confirmation, history
 from benchapp.access import MEMBER, current_team, get_plan, require_role
-from benchapp.models import Alert, RunSummary
+from benchapp.models import Alert
 from benchapp.planning import PlanRefused
 from benchapp.views.results import refuses_bad_query
 from runners import tools
@@ -21,29 +21,11 @@ MAX_POINTS = 200
 DEFAULT_LINES = 10
 
 
-def trend_choices(plan_ids: list[int], request) -> tuple[str, list[str], list[str], list[str]]:
-    """(metric, metrics, keys of that metric, chosen keys) of a trend: the
-    metric and keys the URL asks for, refused (queryparams.BadParameter) when
-    the history has no such metric or cell key. `keys` is "|"-separated."""
-    pairs = set(
-        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
-    )
-    metrics = sorted({m for m, _ in pairs})
-    queryparams.check(request.GET, {"metric": metrics})
-    metric = request.GET.get("metric") or (metrics[0] if metrics else "")
-    keys = sorted({k for m, k in pairs if m == metric})
-    wanted = [k for k in request.GET.get("keys", "").split("|") if k]
-    for key in wanted:
-        if key not in keys:
-            raise queryparams.BadParameter("keys", key, keys)
-    return metric, metrics, keys, wanted
-
-
 @refuses_bad_query
 @login_required
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
-    trend_choices(history.history_plans(plan), request)
+    history.trend_choices(history.history_plans(plan), request.GET)
     alerts = list(Alert.objects.filter(plan=plan).select_related("plan", "start_run")[:50])
     return render(request, "history/trend.html", {"plan": plan, "alerts": alerts})
 
@@ -84,7 +66,7 @@ def _line(s, change: int | None) -> dict:
 def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
     plan_ids = history.history_plans(plan)
-    metric, metrics, keys, wanted = trend_choices(plan_ids, request)
+    metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.GET)
     chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES]).values()
     alerts = {
         (a.cell_key, a.group): a  # the latest alert of a series wins

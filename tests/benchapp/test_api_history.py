@@ -123,8 +123,11 @@ def test_trend_is_the_plans_history_series(viewer, alert, plan):
     runs = list(plan.runs.order_by("created_at").values_list("pk", flat=True))
     assert line["key"] == "rw=read" and line["runs"] == runs
     assert line["mean"] == [100, 50] and line["low"] == [99, 49] and line["high"] == [101, 51]
-    empty = api(viewer).get(f"/api/plans/{plan.pk}/trend/", {"metric": "bw"}).json()
-    assert empty["lines"] == []
+    # A metric or cell key the history does not have is refused, as on the trend page.
+    unknown = api(viewer).get(f"/api/plans/{plan.pk}/trend/", {"metric": "bw"})
+    assert unknown.status_code == 400 and "iops" in unknown.json()["metric"][0]
+    unknown = api(viewer).get(f"/api/plans/{plan.pk}/trend/", {"keys": "rw=write"})
+    assert unknown.status_code == 400 and "rw=read" in unknown.json()["keys"][0]
 
 
 @pytest.mark.parametrize("persona", ["viewer", "member"])
