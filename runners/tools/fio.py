@@ -258,11 +258,20 @@ def _latency_histograms(jobs: list[dict]) -> dict[str, Any]:
         for job in jobs:
             bins = _dict(_dict(_dict(job.get(direction)).get("clat_ns")).get("bins"))
             for ns, count in bins.items():
-                us = _us(float(ns), 1000.0)
-                counts[us] = counts.get(us, 0) + int(count)
+                us, n = _bin(ns, count)
+                counts[us] = counts.get(us, 0) + n
         if counts:
             histograms[f"{direction}_clat_us"] = [[us, counts[us]] for us in sorted(counts)]
     return {"latency_histograms": histograms} if histograms else {}
+
+
+def _bin(ns: str, count) -> tuple[float, int]:
+    """A json+ latency bin as (us, count); ParseError when either is not a
+    number (a bin that cannot be read must not pass for an empty one)."""
+    try:
+        return _us(float(ns), 1000.0), int(count)
+    except (TypeError, ValueError):
+        raise ParseError(f"fio json+: unreadable latency bin {ns!r}: {count!r}") from None
 
 
 def _text_result(text: str, jobs, directions, facts, errors, warnings) -> Result:
