@@ -1,5 +1,7 @@
 """A cell's timeline: the tool's per-second series and the telemetry of the
-machines and the database it used, on one time axis (the cell page's chart)."""
+machines and the database it used, on one time axis (the cell page's chart):
+seconds from the measure's start, so the warmup's and the stress start's
+telemetry are at negative times, and the phases' boundaries are marked."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ DEFAULT_TELEMETRY = ("cpu_busy_pct", "hit_ratio_pct", "commits_per_s")
 
 def cell_timeline(cell: Cell) -> dict:
     """{"sources": {source: {metric: {"x", "y", "total"[, "low", "high"]}}}, "tool": [...],
-    "defaults": [...]}
+    "defaults": [...], "phases": [{"phase", "start", "end"}]}
     of the cell's latest attempt; per-core CPU series are left out (the
-    summary keeps them)."""
+    summary keeps them). phases: warmup, stress and measure as sampled
+    (runners.cell.phase_times), in seconds on the chart's axis; [] for a cell
+    recorded without telemetry or before the phases were kept."""
     rows = CellSeries.objects.filter(cell=cell, attempt=cell.attempt).values_list(
         "source", "metric", "t", "values", "lows", "highs"
     )
@@ -41,7 +45,12 @@ def cell_timeline(cell: Cell) -> dict:
         for metric in DEFAULT_TELEMETRY
         if metric in metrics
     ]
-    return {"sources": sources, "tool": sorted(sources.get(TOOL, {})), "defaults": defaults}
+    return {
+        "sources": sources,
+        "tool": sorted(sources.get(TOOL, {})),
+        "defaults": defaults,
+        "phases": (cell.facts or {}).get("telemetry_phases") or [],
+    }
 
 
 def summary_rows(facts: dict) -> list[dict]:

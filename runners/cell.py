@@ -8,6 +8,9 @@
     warmup    the tool with the plan's warmup params (S4: 16 threads read-only)
     stress    stress-ng started in the background on the target's machine
     measure   the tool, with the client's CPU sampled around it
+              (telemetry is sampled from the warmup, or the stress start, or
+              the measure, whichever comes first, to the measure's end:
+              runners.cellwatch; its summaries read the measured seconds)
     stress    stopped (always, in a finally)
     collect   parse, host facts, db facts, tool version
     cleanup   sysbench cleanup when prepare was per cell (always, in a finally)
@@ -158,6 +161,8 @@ class _CellRun:
         self.stress = None  # (executor, Background) while stress-ng runs
         self.stress_breach = None  # the sandbox limit stress-ng hit, if any
         self.needs_cleanup = False
+        self.watch = None  # the telemetry samplers (runners.cellwatch) while they run
+        self.marks: dict[str, list[float]] = {}  # phase -> [start, end] wall clock
 
     # -- the sequence ------------------------------------------------------
 
@@ -173,6 +178,7 @@ class _CellRun:
             if exc.output:
                 self.outcome.warnings.append("partial output: " + one_line(exc.output[-500:]))
         finally:
+            self._stop_watch()  # a warmup that failed: its samples, no verdict
             self._stop_stress()
             self._cleanup()
             self.outcome.finished = time.time()
@@ -194,6 +200,7 @@ class _CellRun:
         ]
         self._prepare(target)
         self._check_data(target)
+        self.watch = self._watch(target)
         self._warmup()
         self._start_stress(target)
         self._sample_nodes(target)
@@ -394,7 +401,13 @@ class _CellRun:
             return
         self.on_phase("warmup")
         params = _phase_params(self.plan, self.tool, self.plan.warmup, self.cell.params)
-        self._run("warmup", self.client, self.tool.build(params, self.endpoint, "run"), tool=True)
+        self._mark("warmup")
+        try:
+            self._run(
+                "warmup", self.client, self.tool.build(params, self.endpoint, "run"), tool=True
+            )
+        finally:
+            self._mark("warmup", end=True)
 
     def _start_stress(self, target: TargetSpec) -> None:
         if not wants_stress(self.cell.stress):
@@ -404,6 +417,7 @@ class _CellRun:
         executor = self.ctx.executor(self.ctx.host_ssh(target))
         safety = self.plan.timeout or STRESS_SAFETY_S
         command = stress.build(stress_params(self.cell.stress, safety), None)
+        self._mark("stress")
         self.stress = (executor, executor.start(command), command)
         time.sleep(STRESS_SETTLE_S)
         if self.stress[1].done.is_set():
@@ -419,6 +433,7 @@ class _CellRun:
         executor, background, command = self.stress
         self.stress = None
         self.on_phase("stress_stop")
+        self._mark("stress", end=True)
         try:
             execution = executor.stop(background)
         except RunnerError as exc:
@@ -454,20 +469,17 @@ class _CellRun:
         self.outcome.command = masked(command)
         sampler = CpuSampler()
         sampler.start(self.client)
-        watch = self._watch(target)
         execution = None
         try:
+            self._mark("measure")
             execution = self._run("measure", self.client, command, check=False)
         finally:
+            self._mark("measure", end=True)
             cpu = sampler.stop()
             throttled = execution.cpu_throttled if execution is not None else None
             if throttled is not None:
                 self.outcome.facts["client_cpu_throttled"] = throttled
-            if watch is not None:
-                watch.stop()
-                self.outcome.telemetry = watch.series
-                self.outcome.facts.update(watch.facts(client_throttled=throttled))
-                self.outcome.warnings += watch.warnings
+            self._stop_watch(client_throttled=throttled)
         self.outcome.facts.update(cpu)
         return execution, command
 
@@ -489,16 +501,13 @@ class _CellRun:
         samplers = [CpuSampler() for _ in executors]
         for sampler, executor in zip(samplers, executors):
             sampler.start(executor)
-        watch = self._watch(target)
         try:
+            self._mark("measure")
             runs = run_together(executors, commands, timeout=self._timeout("measure"))
         finally:
+            self._mark("measure", end=True)
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
-            if watch is not None:
-                watch.stop()
-                self.outcome.telemetry = watch.series
-                self.outcome.facts.update(watch.facts())
-                self.outcome.warnings += watch.warnings
+            self._stop_watch()
         self.outcome.facts["clients_cpu_busy_pct"] = busy
         # The busiest client decides whether the load was limited by a client.
         self.outcome.facts["client_cpu_busy_pct"] = max(busy)
@@ -507,6 +516,33 @@ class _CellRun:
                 record = _record(f"measure:client={run.index}", command, run.execution)
                 self.outcome.phases.append(record)
         return runs
+
+    def _mark(self, phase: str, end: bool = False) -> None:
+        """The wall clock of a phase's start (or end), for the telemetry's timeline."""
+        if end:
+            if phase in self.marks:
+                self.marks[phase][1] = time.time()
+        else:
+            now = time.time()
+            self.marks[phase] = [now, now]
+
+    def _stop_watch(self, client_throttled: float | None = None) -> None:
+        """Stop the telemetry samplers (once); keep their series on the
+        measure's time axis, the phases' boundaries, and, when the measure
+        ran, the summaries and verdict of its seconds."""
+        watch, self.watch = self.watch, None
+        if watch is None:
+            return
+        measure = self.marks.get("measure")
+        origin = measure[0] if measure else None
+        watch.stop(origin)
+        self.outcome.telemetry = watch.series
+        self.outcome.warnings += watch.warnings
+        zero = origin if origin is not None else min(watch.started.values(), default=0.0)
+        self.outcome.facts["telemetry_phases"] = phase_times(self.marks, zero)
+        if measure:
+            measure_s = measure[1] - measure[0]
+            self.outcome.facts.update(watch.facts(measure_s, client_throttled=client_throttled))
 
     def _watch(self, target: TargetSpec):
         """The telemetry samplers of this cell, started (None when turned off)."""
@@ -709,6 +745,19 @@ class _CellRun:
             self.outcome.warnings.append(
                 reported_failure("cleanup", self.outcome.phases[-1], errors)
             )
+
+
+def phase_times(marks: dict[str, list[float]], zero: float) -> list[dict]:
+    """[{"phase", "start", "end"}] in seconds from zero (the measure's start),
+    in the order the phases started: the cell's facts["telemetry_phases"].
+    The stress phase, stopped after the samplers, ends at the measure's end
+    when it was still running then."""
+    out = []
+    for phase, (start, end) in sorted(marks.items(), key=lambda item: item[1][0]):
+        if phase == "stress" and end == start and "measure" in marks:
+            end = marks["measure"][1]
+        out.append({"phase": phase, "start": round(start - zero, 2), "end": round(end - zero, 2)})
+    return out
 
 
 def _safely(read: Callable[[], dict]) -> dict:

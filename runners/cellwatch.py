@@ -1,5 +1,12 @@
-"""The telemetry of one cell's measure: host samplers on every machine it
-uses and the database's counters, started before the tool and stopped after.
+"""The telemetry of one cell: host samplers on every machine it uses and the
+database's counters, started before the warmup (or the stress start, or the
+measure: whichever of them comes first) and stopped after the measure.
+
+Every series's t is in seconds from the measure's start: the warmup's and
+the stress start's samples are at negative times, the measure's from 0, on
+the same axis as the tool's own series. The phase boundaries (the cell's
+facts["telemetry_phases"]) say which second was which; the summaries and
+the verdict read the measured seconds only (`measured`).
 
 Sources: "client" (the machine the tool runs on), "target" (the database or
 storage host, reached over the target's own SSH), "host" when client and
@@ -11,13 +18,16 @@ output cannot be read is a warning on the cell, never its failure.
 
 from __future__ import annotations
 
+import time
+
 from runners import dbstatus, telemetry, verdict
 from runners.errors import RunnerError
 from runners.planspec import TargetSpec
 
 
 class CellWatch:
-    """start() before the measure, stop() after; then series, summaries, verdict."""
+    """start() before the first sampled phase, stop(origin) after the measure;
+    then series, summaries, verdict."""
 
     def __init__(
         self, ctx, target: TargetSpec, client, client_ssh, endpoint, more_clients=()
@@ -27,6 +37,8 @@ class CellWatch:
         self.more_clients = list(more_clients)  # executors of clients 2, 3, ...
         self.running: list[tuple[str, object, object, object]] = []  # (source, ex, bg, cmd)
         self.series: dict[str, dict] = {}
+        self.started: dict[str, float] = {}  # source -> wall clock of its first sample
+        self.first: dict[str, float] = {}  # source -> its first sample's t (from origin)
         self.warnings: list[str] = []
 
     def _hosts(self) -> list[tuple[str, object]]:
@@ -49,13 +61,21 @@ class CellWatch:
         if db_command is not None:
             starts.append(("db", self.client, db_command))
         for source, executor, command in starts:
+            before = time.time()
             try:
                 self.running.append((source, executor, executor.start(command), command))
             except RunnerError as exc:
                 self.warnings.append(f"telemetry {source}: {exc.message}")
+                continue
+            # The loop prints its first sample as soon as it starts: between
+            # these two clocks (a few ms locally, one round trip over SSH).
+            self.started[source] = (before + time.time()) / 2
 
-    def stop(self) -> None:
-        """Stop every sampler and read what it printed."""
+    def stop(self, origin: float | None = None) -> None:
+        """Stop every sampler and read what it printed; origin: the wall clock
+        that becomes t = 0 (the measure's start; default the first sampler's)."""
+        if origin is None:
+            origin = min(self.started.values(), default=0.0)
         for source, executor, background, command in self.running:
             try:
                 execution = executor.stop(background, grace=1.0)
@@ -65,10 +85,10 @@ class CellWatch:
             finally:
                 for upload in command.uploads:
                     _remove(executor, upload.name)
-            self._read(source, execution.stdout)
+            self._read(source, execution.stdout, self.started[source] - origin)
         self.running = []
 
-    def _read(self, source: str, text: str) -> None:
+    def _read(self, source: str, text: str, shift: float = 0.0) -> None:
         if source == "db":
             series, errors = dbstatus.parse_samples(self.endpoint.kind, text)
             if errors:
@@ -76,17 +96,44 @@ class CellWatch:
         else:
             series = telemetry.parse_samples(text)
         if series:
-            self.series[source] = series
+            self.series[source] = _shifted(series, shift)
+            self.first[source] = shift
         else:
             self.warnings.append(f"telemetry {source}: no complete sample")
 
-    def facts(self, client_throttled: float | None = None) -> dict:
-        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts;
+    def facts(self, measure_s: float, client_throttled: float | None = None) -> dict:
+        """{"telemetry": {source: summary}, "verdict": {...}} for the cell's facts,
+        of the measured seconds only (0 to measure_s, see `measured`);
         client_throttled: the share of CPU periods the sandbox's quota stopped
         the tool in (None when it ran without one)."""
-        summaries = {source: telemetry.summarize(s) for source, s in self.series.items()}
+        summaries = {
+            source: telemetry.summarize(measured(s, 0.0, measure_s, self.first.get(source)))
+            for source, s in self.series.items()
+        }
         found = judge(summaries, client_throttled=client_throttled)
         return {"telemetry": summaries, "verdict": found}
+
+
+def _shifted(series: dict, shift: float) -> dict:
+    """series with shift seconds added to every t."""
+    return {**series, "t": [round(t + shift, 2) for t in series["t"]]}
+
+
+def measured(series: dict, start: float, end: float, first: float | None = None) -> dict:
+    """The rows of series whose second lies within [start, end]: a row is the
+    interval between two samples (first: the time of the sample before the
+    first row; default a second before it), and its middle decides, so a
+    second that straddles the warmup's end and the measure's start counts for
+    at most half a second of the warmup. Summaries and verdicts read these rows only."""
+    times = series.get("t", [])
+    if first is None:
+        first = times[0] - 1.0 if times else 0.0
+    keep = [
+        i
+        for i, (t, before) in enumerate(zip(times, [first, *times]))
+        if start <= (t + before) / 2 <= end
+    ]
+    return {name: [values[i] for i in keep] for name, values in series.items()}
 
 
 def _busy(summary: dict) -> float:

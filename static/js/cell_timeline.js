@@ -1,6 +1,7 @@
 // Cell page: the tool's per-second series above, the hosts' and the
 // database's telemetry below, on one time axis. The chosen series and the
-// zoomed range live in the URL (?tool=tps&tele=client:cpu_busy_pct&x0=3&x1=9).
+// zoomed range live in the URL (?tool=tps&tele=client:cpu_busy_pct&x0=3&x1=9); the x axis is
+// seconds from the measure's start, with the warmup and stress start before 0.
 (function () {
   "use strict";
   var div = document.getElementById("cell-timeline");
@@ -38,6 +39,33 @@
     });
   }
 
+  // The phases sampled (warmup, stress, measure: seconds from the measure's
+  // start) as shaded spans across both panels, each named at its start.
+  var PHASE_COLOURS = { warmup: "rgba(120, 120, 120, 0.14)", stress: "rgba(214, 96, 77, 0.12)", measure: "rgba(0, 0, 0, 0)" };
+  var PHASE_LABELS = { warmup: "warmup", stress: "stress start", measure: "measure" };
+
+  function phaseShapes() {
+    return (data.phases || []).map(function (p) {
+      var measure = p.phase === "measure";
+      return {
+        type: "rect", xref: "x", yref: "paper", x0: p.start, x1: p.end, y0: 0, y1: 1,
+        fillcolor: PHASE_COLOURS[p.phase] || "rgba(0, 0, 0, 0.06)", layer: "below",
+        line: measure ? { width: 1, color: "#444", dash: "dot" } : { width: 0 },
+        name: p.phase,
+      };
+    });
+  }
+
+  function phaseLabels() {
+    return (data.phases || []).map(function (p, i) {
+      return {
+        xref: "x", yref: "paper", x: p.start, y: 1, yanchor: "bottom", xanchor: "left",
+        yshift: i % 2 ? 12 : 0, showarrow: false, text: PHASE_LABELS[p.phase] || p.phase,
+        font: { size: 11, color: "#555" },
+      };
+    });
+  }
+
   function draw() {
     var s = state();
     var traces = [];
@@ -60,6 +88,7 @@
       yaxis: { domain: [0.55, 1], title: { text: s.tool || "tool" } },
       yaxis2: { domain: [0, 0.45], title: { text: "telemetry" } },
       legend: { orientation: "h" },
+      shapes: phaseShapes(), annotations: phaseLabels(),
     };
     return Plotly.react(div, traces, layout, { displaylogo: false, responsive: true }).then(function () {
       div.dataset.ready = "1";
