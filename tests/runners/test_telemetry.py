@@ -379,6 +379,29 @@ def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
         print(outcome.facts["verdict"]["text"])  # shown with -s: what S5 quick finds here
 
 
+@pytest.mark.slow
+def test_the_s1_quick_preset_measures_long_enough_for_a_verdict(private_mariadb):
+    """S1's quick cells once measured 2-3 s: one or two samples. Each of its
+    ten cells (both roles on one MariaDB, the client the worker) now has at
+    least five measured seconds of host and database telemetry."""
+    template = get_template("s1-rds-classes-mysqlslap")
+    roles = {"micro": PROVISION, "m2-4xlarge-iops": PROVISION}
+    document = bind(template, "quick", roles)
+    document["targets"] = [{**_mysql_target(private_mariadb.port), "name": name} for name in roles]
+    document.pop("client")  # the provisioned client: here the worker itself
+    document["repeat"] = 1
+    outcomes = _run(document)
+    assert len(outcomes) == 10
+    seconds = []
+    for outcome in outcomes:
+        assert outcome.status == "succeeded", outcome.error
+        summaries = outcome.facts["telemetry"]
+        seconds.append(min(summaries[source]["seconds"] for source in ("host", "db")))
+        assert outcome.facts["verdict"]["limit"] != "no_telemetry"
+    print("measured seconds per S1 quick cell:", seconds)  # shown with -s
+    assert min(seconds) >= 5, seconds
+
+
 def _sample_redis(endpoint: Endpoint, load) -> tuple[dict, list[str]]:
     """The Redis sampler run locally while load() runs, read by parse_samples."""
     executor = LocalExecutor()
