@@ -149,8 +149,8 @@ def prepare_section() -> list[str]:
         "",
         "| key | meaning |",
         "|---|---|",
-        "| `telemetry: false` | no host or database telemetry during the measure (on by "
-        "default: see docs/telemetry.md) |",
+        "| `telemetry: false` | no host or database telemetry during the warmup, stress start "
+        "and measure (on by default: see docs/telemetry.md) |",
         "| `targets: [{..., telemetry: false}]` | none for the cells of this target (neither "
         "its hosts nor its database are sampled) |",
         "",
