@@ -11,16 +11,22 @@ from runners.cell import phase_times, run_cell
 from runners.cellwatch import measured
 from runners.context import CellContext
 from runners.plan import expand, load_plan
+from tests.support.sshd import sshd  # noqa: F401
 
 
 def test_a_second_counts_for_the_phase_its_middle_falls_in():
     series = {"t": [-1.6, -0.6, 0.4, 1.4, 2.4], "cpu_busy_pct": [100.0, 100.0, 10.0, 20.0, 30.0]}
     # Rows are the intervals (-2.6, -1.6], ..., (1.4, 2.4]: the one ending at
     # 0.4 began at -0.6, its middle is -0.1: warmup, not measure; the one
-    # ending at 2.4 has its middle at 1.9, after a measure that ended at 1.8.
-    kept = measured(series, 0.0, 1.8, first=-2.6)
-    assert kept == {"t": [1.4], "cpu_busy_pct": [20.0]}
+    # ending at 2.4 has its middle at 1.9: in a measure that ended at 2.0,
+    # not in one that ended at 1.8.
+    kept = measured(series, 0.0, 2.0, first=-2.6)
+    assert kept == {"t": [1.4, 2.4], "cpu_busy_pct": [20.0, 30.0]}
+    assert measured(series, 0.0, 1.8, first=-2.6)["t"] == [1.4]
     assert measured(series, -3.0, 0.0, first=-2.6)["t"] == [-1.6, -0.6, 0.4]
+    # The warmup's 100 % seconds change neither the mean nor the max.
+    busy = telemetry.summarize(kept)["cpu_busy_pct"]
+    assert (busy["mean"], busy["max"]) == (25.0, 30.0)
 
 
 def test_phase_times_are_seconds_from_the_measure_in_start_order():
@@ -33,10 +39,35 @@ def test_phase_times_are_seconds_from_the_measure_in_start_order():
     ]
 
 
-def _run(plan_doc: dict):
+def _run(plan_doc: dict, **ctx):
     plan = load_plan({"name": "t", "timeout": 300, **plan_doc})
-    with CellContext(plan) as context:
+    with CellContext(plan, **ctx) as context:
         return [run_cell(plan, cell, context) for cell in expand(plan)]
+
+
+def _check_phases(outcome, source: str, warmup_s: float) -> None:
+    """The warmup's seconds sampled inside its span, the summary exactly
+    that of the measured seconds."""
+    phases = {p["phase"]: p for p in outcome.facts["telemetry_phases"]}
+    assert list(phases) == ["warmup", "stress", "measure"]
+    warmup, stress, measure = phases["warmup"], phases["stress"], phases["measure"]
+    assert measure["start"] == 0.0 < measure["end"]
+    assert warmup["start"] < warmup["end"] <= stress["start"] < 0.0
+    assert warmup["end"] - warmup["start"] >= warmup_s - 0.5
+    assert stress["end"] == measure["end"]
+
+    series = outcome.telemetry[source]
+    times = series["t"]
+    in_warmup = [t for t in times if warmup["start"] < t - 0.5 < warmup["end"]]
+    assert len(in_warmup) >= warmup_s - 1, times  # the warmup's seconds were sampled
+    assert times[-1] >= measure["end"] - 1.5  # ... and the measure's, to its end
+
+    summary = outcome.facts["telemetry"][source]
+    only_measured = [t for t in times if 0.0 <= t - 0.5 <= measure["end"]]
+    assert summary["seconds"] == len(only_measured)
+    assert summary["seconds"] < len(times)
+    expected = telemetry.summarize(measured(series, 0.0, measure["end"], times[0] - 1.0))
+    assert summary == expected
 
 
 @pytest.mark.slow
@@ -56,25 +87,40 @@ def test_warmup_and_stress_are_sampled_and_marked_but_not_summarised():
         }
     )
     assert outcome.status == "succeeded", outcome.error
-    phases = {p["phase"]: p for p in outcome.facts["telemetry_phases"]}
-    assert list(phases) == ["warmup", "stress", "measure"]
-    warmup, stress, measure = phases["warmup"], phases["stress"], phases["measure"]
-    assert measure["start"] == 0.0 and 4.5 <= measure["end"] <= 7.0
-    assert warmup["start"] < warmup["end"] <= stress["start"] < 0.0
-    assert warmup["end"] - warmup["start"] >= 2.5
-    assert stress["end"] == measure["end"]
-
+    assert 4.5 <= outcome.facts["telemetry_phases"][-1]["end"] <= 7.0
+    _check_phases(outcome, "host", warmup_s=3)
     series = outcome.telemetry["host"]
-    times = series["t"]
-    in_warmup = [t for t in times if warmup["start"] < t - 0.5 < warmup["end"]]
-    assert len(in_warmup) >= 2, times  # the warmup's seconds were sampled
-    assert times[-1] >= measure["end"] - 1.5  # ... and the measure's, to its end
+    assert telemetry.summarize(series)["seconds"] == len(series["t"])  # the whole would differ
 
-    summary = outcome.facts["telemetry"]["host"]
-    only_measured = [t for t in times if 0.0 <= t - 0.5 <= measure["end"]]
-    assert summary["seconds"] == len(only_measured)
-    assert summary["seconds"] < len(times)
-    first = times[0] - 1.0
-    expected = telemetry.summarize(measured(series, 0.0, measure["end"], first))
-    assert summary == expected
-    assert telemetry.summarize(series)["seconds"] == len(times)  # the whole would differ
+
+@pytest.mark.slow
+def test_warmup_over_ssh_is_sampled_on_the_measures_time_axis(sshd, tmp_path):  # noqa: F811
+    """The same over the test suite's sshd (client on the target): the host
+    sampler runs over the pooled SSH connection from the warmup on, and its
+    samples are placed on the measure's axis by the start's wall clock."""
+    target = {
+        "name": "box",
+        "kind": "host",
+        "host": sshd.host,
+        "ssh": {
+            "host": sshd.host,
+            "port": sshd.port,
+            "user": sshd.user,
+            "credential": "box-key",
+            "known_host_key": sshd.host_key,
+        },
+    }
+    (outcome,) = _run(
+        {
+            "tool": "fio",
+            "targets": [target],
+            "client": {"on": "target"},
+            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 4, "time_based": True},
+            "warmup": {"runtime": 3},
+            "stress": {"cpu": 1, "cpu_load": 50},
+        },
+        resolve_secret={"box-key": sshd.client_key}.__getitem__,
+    )
+    assert outcome.status == "succeeded", outcome.error
+    assert list(outcome.telemetry) == ["host"]
+    _check_phases(outcome, "host", warmup_s=3)
