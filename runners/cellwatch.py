@@ -68,7 +68,7 @@ class CellWatch:
                 self.warnings.append(f"telemetry {source}: {exc.message}")
                 continue
             # The loop prints its first sample as soon as it starts: between
-            # these two clocks (a few ms locally, one round trip over SSH).
+            # these two clocks.
             self.started[source] = (before + time.time()) / 2
 
     def stop(self, origin: float | None = None) -> None:
