@@ -1,6 +1,8 @@
-"""The cloud's own monitoring of provisioned targets, added to each cell's
+"""The cloud's own monitoring of managed targets, added to each cell's
 telemetry after the run (CloudWatch for RDS: credits, CPU, IOPS, queue,
-memory; runners.providers.Provider.metrics says what each provider reads).
+memory; runners.providers.Provider.metrics says what each provider reads):
+the targets the run provisioned (collect) and the targets that name an
+existing cloud resource, `cloud_instance` (collect_watched).
 
 A managed database has no SSH to sample it from, so its provider's
 monitoring is the only view of the target's machine. It is read once,
@@ -17,8 +19,9 @@ from django.db import transaction
 
 from benchapp import measurestore, seriesstore
 from benchapp.measurestore import Value
-from benchapp.models import Artifact, Cell, CellSeries, CloudResource
+from benchapp.models import Artifact, Cell, CellSeries, CloudResource, Run
 from runners import cellwatch, telemetry
+from runners.plan import load_plan
 from runners.providers import Handle, get_provider
 from runners.providers.slots import variant_of
 
@@ -51,7 +54,48 @@ def _cells_of(run_id: int, slot: dict, target_name: str) -> list[Cell]:
     return [c for c in cells if not variant or variant_of(slot.get("spec", {}), c.axes) == variant]
 
 
+def collect_watched(run_id: int, context_of) -> int:
+    """Read the monitoring of the existing cloud resources the run's targets
+    name (cloud_instance) over each of their cells' measured windows;
+    context_of(team_id, provider, spec) gives the ProvisionContext (the
+    team's credential the spec names). Returns the cells updated."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return 0
+    try:
+        targets = load_plan(run.document).targets
+    except Exception as exc:  # noqa: BLE001 - a plan that no longer loads watches nothing
+        log.warning("run %s: plan not readable, no cloud monitoring read: %s", run_id, exc)
+        return 0
+    updated = 0
+    for target in targets:
+        spec = target.cloud_instance
+        if not spec:
+            continue
+        try:
+            provider = get_provider(spec["provider"])
+            handle, context = provider.watched(spec), context_of(run.team_id, provider, spec)
+        except Exception as exc:  # noqa: BLE001 - context, never the run's failure
+            log.warning("target %s: cloud monitoring not read: %s", target.name, exc)
+            continue
+        cells = Cell.objects.filter(run_id=run_id, target_name=target.name)
+        for cell in cells.exclude(status__in=(Cell.QUEUED, Cell.RUNNING)):
+            try:
+                updated += _read_cell(cell, provider, handle, context)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("cell %s: cloud monitoring not read: %s", cell.pk, type(exc).__name__)
+    return updated
+
+
 def _collect_cell(cell: Cell, row: CloudResource, context_of) -> int:
+    provider = get_provider(row.provider)
+    return _read_cell(cell, provider, Handle.from_dict(row.handle), lambda: context_of(row))
+
+
+def _read_cell(cell: Cell, provider, handle: Handle, context) -> int:
+    """Add the monitoring of handle over the cell's measure to the cell (1),
+    or nothing (0) when its telemetry is off, it has no measure or no data.
+    context: a ProvisionContext, or a function making one."""
     if "telemetry" not in cell.facts:  # telemetry turned off for this cell
         return 0
     window = (
@@ -63,8 +107,7 @@ def _collect_cell(cell: Cell, row: CloudResource, context_of) -> int:
     )
     if window is None:
         return 0
-    provider = get_provider(row.provider)
-    series = provider.metrics(Handle.from_dict(row.handle), *window, context_of(row))
+    series = provider.metrics(handle, *window, context() if callable(context) else context)
     if not series:
         return 0
     record(cell, series)

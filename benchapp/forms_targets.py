@@ -152,6 +152,14 @@ class TargetForm(forms.ModelForm):
     nodes = forms.CharField(
         required=False, help_text="Cluster nodes behind `host`, comma-separated."
     )
+    cloud_instance = forms.CharField(
+        required=False,
+        label="Cloud instance",
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text="Optional, as YAML: the existing managed instance this target is, to read "
+        "its cloud monitoring over each cell, e.g. {provider: NAME, <its id field>: ID, "
+        "region: REGION} and the provider's credential field (docs/telemetry.md).",
+    )
     allow_custom_scripts = forms.BooleanField(
         required=False,
         label="Allow custom scripts",
@@ -187,6 +195,7 @@ class TargetForm(forms.ModelForm):
             "price_per_hour",
             "notes",
             "telemetry",
+            "link_mbit",
         )
         labels = {
             "credential": "Database password",
@@ -196,6 +205,7 @@ class TargetForm(forms.ModelForm):
             "ssh_user": "SSH user",
             "via": "Reached via",
             "price_per_hour": "Price per hour",
+            "link_mbit": "Link speed (Mb/s)",
         }
         help_texts = {
             "name": "Plans refer to it by this name.",
@@ -209,6 +219,9 @@ class TargetForm(forms.ModelForm):
             "price_per_hour": "For price-performance and cost estimates.",
             "telemetry": "Sample this target's host and database once a second while a cell "
             "measures (docs/telemetry.md); plans may still turn it off.",
+            "link_mbit": "The network speed of the target's host, if its interfaces report "
+            "none or not the real one (a virtual NIC, a shaped or cloud link): the "
+            "network-bound verdict measures traffic against it.",
         }
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
@@ -225,6 +238,9 @@ class TargetForm(forms.ModelForm):
                 _yaml(self.instance.provision) if self.instance.provision else ""
             )
             self.initial["nodes"] = ", ".join(self.instance.nodes)
+            self.initial["cloud_instance"] = (
+                _yaml(self.instance.cloud_instance) if self.instance.cloud_instance else ""
+            )
         self.may = {
             "allow_custom_scripts": may_allow_custom_scripts(user, team),
             "data_dirs": bool(user and user.is_staff),
@@ -283,6 +299,12 @@ class TargetForm(forms.ModelForm):
             raise forms.ValidationError("Expected a mapping such as {provider: NAME, ...}.")
         return value
 
+    def clean_cloud_instance(self):
+        value = _parse_yaml(self.cleaned_data["cloud_instance"], "cloud_instance") or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Expected a mapping such as {provider: NAME, ...}.")
+        return value
+
     def clean_nodes(self):
         return [n.strip() for n in self.cleaned_data["nodes"].split(",") if n.strip()]
 
@@ -315,9 +337,11 @@ class TargetForm(forms.ModelForm):
                 }
             )
         except ValidationError as exc:
-            field = exc.param.split(".")[-1].split("[")[0]
-            field = {"credential": "credential"}.get(field, field)
-            self.add_error(field if field in self.fields else None, exc.message)
+            # The innermost form field the culprit lies in (cloud_instance for
+            # targets[0].cloud_instance.region).
+            parts = [part.split("[")[0] for part in exc.param.split(".")]
+            field = next((part for part in reversed(parts) if part in self.fields), None)
+            self.add_error(field, exc.message)
         return data
 
     def save(self, commit=True):
@@ -325,6 +349,7 @@ class TargetForm(forms.ModelForm):
         target.team = self.team
         target.provision = self.cleaned_data["provision"]
         target.nodes = self.cleaned_data["nodes"]
+        target.cloud_instance = self.cleaned_data["cloud_instance"]
         target.allow_custom_scripts = self.cleaned_data["allow_custom_scripts"]
         target.data_dirs = self.cleaned_data["data_dirs"]
         if commit:
@@ -357,6 +382,8 @@ _TARGET_FIELDS = {
     "provision",
     "nodes",
     "directory",
+    "link_mbit",
+    "cloud_instance",
 }
 
 

@@ -154,6 +154,13 @@ class Target(models.Model):
     # Host and database telemetry while its cells measure (docs/telemetry.md):
     # off for a host where even a once-a-second shell loop is unwelcome.
     telemetry = models.BooleanField(default=True)
+    # The link speed of the target's host (Mb/s), declared for the network
+    # rule when its interfaces report none or not the real one (a veth says
+    # 10000, a virtio NIC nothing; a cloud sells "up to" a rate).
+    link_mbit = models.PositiveIntegerField(null=True, blank=True)
+    # An existing cloud resource this target is, for its monitoring
+    # ({provider, its id, region, credential}; runners.planspec.read_cloud_instance).
+    cloud_instance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # The last "test connection": when, whether it connected, and its error.
     last_check_at = models.DateTimeField(null=True, blank=True)

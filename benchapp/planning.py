@@ -123,6 +123,10 @@ def target_document(target) -> dict:
         doc["price_per_hour"] = float(target.price_per_hour)
     if not target.telemetry:
         doc["telemetry"] = False
+    if target.link_mbit:
+        doc["link_mbit"] = target.link_mbit
+    if target.cloud_instance:
+        doc["cloud_instance"] = target.cloud_instance
     return doc
 
 

@@ -421,6 +421,9 @@ def teardown_run(run_id: int) -> int:
     resource of the run may remain."""
     rows = CloudResource.objects.filter(run_id=run_id).exclude(state="deleted")
     count = rows.count()
+    # Every run ends here: its targets naming an existing cloud resource
+    # (cloud_instance) get that resource's monitoring, as provisioned ones do.
+    cloudtelemetry.collect_watched(run_id, _watched_context)
     if count:
         cloudtelemetry.collect(run_id, PRIMARY_KINDS, _row_context)
     if count:
@@ -439,6 +442,14 @@ def _row_context(row: CloudResource) -> ProvisionContext:
         row.provider,
         stored_credential(row.handle),
     )
+
+
+def _watched_context(team_id: int, provider, spec: dict) -> ProvisionContext:
+    """The context of reading a target's cloud_instance: the team's
+    credential it names (the provider's credential field) and its region."""
+    credential = spec.get(provider.CREDENTIAL_FIELD) if provider.CREDENTIAL_FIELD else None
+    region = spec.get("region") or provider.default_region()
+    return _context(team_id, "watch", region, provider.name, credential)
 
 
 def teardown_rows(rows: list[CloudResource]) -> None:

@@ -119,6 +119,8 @@ class TargetSerializer(serializers.ModelSerializer):
             "allow_custom_scripts",
             "data_dirs",
             "telemetry",
+            "link_mbit",
+            "cloud_instance",
             "created_at",
         )
         read_only_fields = ("created_at",)
@@ -152,6 +154,8 @@ class TargetSerializer(serializers.ModelSerializer):
             json.dumps(merged.get("provision") or {}) if merged.get("provision") else ""
         )
         data["nodes"] = ", ".join(merged.get("nodes") or [])
+        cloud = merged.get("cloud_instance")
+        data["cloud_instance"] = json.dumps(cloud) if cloud else ""
         data["allow_custom_scripts"] = bool(merged.get("allow_custom_scripts"))
         data["data_dirs"] = ", ".join(merged.get("data_dirs") or [])
         form = forms_targets.TargetForm(

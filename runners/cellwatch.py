@@ -94,7 +94,9 @@ class CellWatch:
             if errors:
                 self.warnings.append("telemetry db: " + errors[0][:200])
         else:
-            series = telemetry.parse_samples(text)
+            # The target's declared link speed is its host's ("host": one machine).
+            link = self.target.link_mbit if source in ("target", "host") else None
+            series = telemetry.parse_samples(text, link_mbit=link)
         if series:
             self.series[source] = _shifted(series, shift)
             self.first[source] = shift

@@ -153,6 +153,13 @@ def prepare_section() -> list[str]:
         "and measure (on by default: see docs/telemetry.md) |",
         "| `targets: [{..., telemetry: false}]` | none for the cells of this target (neither "
         "its hosts nor its database are sampled) |",
+        "| `targets: [{..., link_mbit: 1000}]` | the target host's link speed in Mb/s, declared: "
+        "the network-bound rule measures that host's interfaces (all but `lo`) against it "
+        'instead of the speed their drivers report (docs/telemetry.md, "Link speed") |',
+        "| `targets: [{..., cloud_instance: {provider: NAME, ...}}]` | the existing managed "
+        "instance the target is (its id under the provider's id field, `region`, the "
+        "provider's credential field): its cloud monitoring joins each cell's telemetry when "
+        "the run ends (docs/telemetry.md); not with `provision`, whose instance is read anyway |",
         "",
     ]
 

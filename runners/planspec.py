@@ -261,11 +261,46 @@ class TargetSpec:
     # for web/API plans the stored Target's data_dirs count, see runners/sandbox.py).
     data_dirs: tuple[str, ...] = ()
     telemetry: bool = True  # sample this target's host and database during the measure
+    # The link speed of the target's host in Mb/s, declared: the network rule
+    # reads it instead of what the interfaces' drivers report (docs/telemetry.md).
+    link_mbit: int | None = None
+    # An existing cloud resource the target is (an RDS instance by its
+    # identifier): its monitoring joins each cell's telemetry after the run.
+    cloud_instance: dict[str, Any] | None = None
 
     @property
     def is_local(self) -> bool:
         """True when the target is this machine (no SSH, loopback or no host)."""
         return self.ssh is None and self.provision is None and self.host in LOCAL_HOSTS
+
+
+def read_cloud_instance(doc: Doc, provision: dict | None) -> dict | None:
+    """An optional cloud_instance: {provider, its resource's id, region,
+    the provider's credential field}, checked by the provider (watched)."""
+    spec = doc.mapping("cloud_instance")
+    if spec is None:
+        return None
+    where = doc.where("cloud_instance")
+    if provision is not None:
+        raise ValidationError(where, "a provisioned target's own resource is monitored already")
+    provider = PROVIDERS.get(spec.get("provider"))
+    if provider is None:
+        raise ValidationError(f"{where}.provider", f"required: one of {', '.join(PROVIDERS)}")
+    try:
+        provider.watched(spec)
+    except ValidationError as exc:
+        raise ValidationError(f"{where}.{exc.param}", exc.message) from None
+    fields = Doc(spec, where)
+    for key in ("provider", provider.PRIMARY_ID):
+        fields.get(key)
+    fields.text("region")
+    if provider.CREDENTIAL_FIELD:
+        fields.text(provider.CREDENTIAL_FIELD)
+    unknown = [key for key in spec if key not in fields.known]
+    if unknown:
+        expected = ", ".join(fields.known)
+        raise ValidationError(f"{where}.{unknown[0]}", f"unknown key: expected {expected}")
+    return spec
 
 
 def read_ssh(doc: Doc, key: str = "ssh", default_host: str | None = None) -> SSHSpec | None:
@@ -335,6 +370,8 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         currency=doc.text("currency", default="USD", pattern=CURRENCY),
         data_dirs=doc.text_list("data_dirs", pattern=ABS_PATH),
         telemetry=doc.boolean("telemetry", default=True),
+        link_mbit=doc.integer("link_mbit", lo=1, hi=10_000_000),
+        cloud_instance=read_cloud_instance(doc, provision),
     )
     if any(
         ".." in d.split("/") or d.rstrip("/") in FORBIDDEN_DIRS | {""} for d in target.data_dirs

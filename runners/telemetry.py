@@ -149,7 +149,9 @@ def _cpu_pcts(prev: dict, cur: dict, cpu: str) -> dict[str, float] | None:
     }
 
 
-def _interval_row(prev: dict, cur: dict, dt: float, disks, nets, cpus) -> dict[str, float]:
+def _interval_row(
+    prev: dict, cur: dict, dt: float, disks, nets, cpus, link_mbit: float | None = None
+) -> dict[str, float]:
     row: dict[str, float] = {}
     for cpu in cpus:
         pcts = _cpu_pcts(prev, cur, cpu)
@@ -175,7 +177,7 @@ def _interval_row(prev: dict, cur: dict, dt: float, disks, nets, cpus) -> dict[s
     for disk in disks:
         row.update(_disk_row(prev, cur, dt, disk))
     for net in nets:
-        row.update(_net_row(prev, cur, dt, net))
+        row.update(_net_row(prev, cur, dt, net, link_mbit))
     return row
 
 
@@ -196,7 +198,9 @@ def _disk_row(prev: dict, cur: dict, dt: float, disk: str) -> dict[str, float]:
     }
 
 
-def _net_row(prev: dict, cur: dict, dt: float, net: str) -> dict[str, float]:
+def _net_row(
+    prev: dict, cur: dict, dt: float, net: str, link_mbit: float | None = None
+) -> dict[str, float]:
     def delta(i: int) -> float:
         return cur.get(f"net.{net}.{i}", 0.0) - prev.get(f"net.{net}.{i}", 0.0)
 
@@ -207,6 +211,10 @@ def _net_row(prev: dict, cur: dict, dt: float, net: str) -> dict[str, float]:
         f"net_{net}_tx_pkts_s": delta(9) / dt,
     }
     speed_mbit = cur.get(f"speed.{net}", -1.0)
+    if link_mbit and net != "lo":
+        # The declared link speed wins over the driver's: a veth says
+        # 10000 Mb/s and a virtio NIC -1, whatever the link is shaped to.
+        speed_mbit = link_mbit
     if speed_mbit > 0:  # -1 or missing: the line rate is unknown, no share of it
         line_mb_s = speed_mbit * 1_000_000 / 8 / MB
         busiest = max(row[f"net_{net}_rx_mb_s"], row[f"net_{net}_tx_mb_s"])
@@ -226,10 +234,13 @@ def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
     ]
 
 
-def parse_samples(text: str) -> Series:
+def parse_samples(text: str, link_mbit: float | None = None) -> Series:
     """The sampler's output as a columnar series: t (seconds since the first
     sample), one column per figure; per-second rates
     come from consecutive samples, so n samples give n - 1 rows.
+
+    link_mbit: the host's declared link speed (the target's `link_mbit`),
+    used for every interface but lo instead of the speed its driver reports.
 
     Disks and interfaces that did nothing during the window are left out,
     as are partitions (their disk is there) and loop/ram devices."""
@@ -248,7 +259,8 @@ def parse_samples(text: str) -> Series:
         dt = t1 - t0
         if dt <= 0:
             continue
-        rows.append({"t": round(t1 - origin, 2), **_interval_row(prev, cur, dt, disks, nets, cpus)})
+        row = _interval_row(prev, cur, dt, disks, nets, cpus, link_mbit)
+        rows.append({"t": round(t1 - origin, 2), **row})
     names = list(dict.fromkeys(name for row in rows for name in row))
     return {name: [row.get(name) for row in rows] for name in names}
 

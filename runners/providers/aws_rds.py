@@ -37,6 +37,8 @@ STORAGE_TYPES = ("standard", "gp2", "gp3", "io1", "io2")
 ALLOWED_PARAMETER = re.compile(r"^(max_connections|innodb_[a-z0-9_]+)$")
 PARAMETER_VALUE = re.compile(r"^[A-Za-z0-9_.{}*/+-]+$")
 INSTANCE_CLASS = re.compile(r"^db\.[a-z0-9]+\.[a-z0-9]+$")
+# RDS's rule for a DB instance identifier (case-insensitive).
+DB_INSTANCE_ID = r"[A-Za-z](?:-?[A-Za-z0-9]){0,62}"
 
 
 def storage_type(spec: dict) -> str:
@@ -320,6 +322,21 @@ class AwsRdsProvider(AwsProvider):
             return False
         (rds,) = aws.clients(ctx, handle.extra.get("region"), "rds")
         return aws.describe_db_instance(rds, identifier) is not None
+
+    def watched(self, spec: dict) -> Handle:
+        """An existing DB instance by its identifier (db_instance), never
+        provisioned nor torn down by a run: only its CloudWatch figures are read."""
+        identifier = spec.get(self.PRIMARY_ID)
+        if not isinstance(identifier, str) or not re.fullmatch(DB_INSTANCE_ID, identifier):
+            raise ValidationError(
+                self.PRIMARY_ID,
+                "required: the DB instance identifier (a letter, then up to 62 letters, "
+                "digits or single hyphens)",
+            )
+        region = spec.get("region") or self.default_region()
+        return Handle(
+            provider=self.name, ids={self.PRIMARY_ID: identifier}, extra={"region": region}
+        )
 
     def metrics(self, handle: Handle, start, end, ctx: ProvisionContext) -> dict:
         """The DB instance's CloudWatch figures over [start, end] (see CLOUDWATCH)."""

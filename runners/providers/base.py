@@ -259,6 +259,13 @@ class Provider:
         """Whether anything handle names still exists."""
         raise NotImplementedError
 
+    def watched(self, spec: dict) -> Handle:
+        """The handle of an existing resource a stored target names for its
+        monitoring (the target's `cloud_instance`: {provider, the resource's
+        id, region, credential}), which metrics() then reads; ValidationError
+        for a spec naming none, or a provider with no monitoring to read."""
+        raise ValidationError("provider", f"{self.name} has no monitoring to read")
+
     def metrics(self, handle: Handle, start: datetime, end: datetime, ctx) -> dict:
         """The cloud's own monitoring of what handle names between start and
         end, as a columnar series (t: seconds since start; one column per

@@ -10,7 +10,8 @@ import boto3
 import pytest
 
 from benchapp import cloudtelemetry, provisioning
-from benchapp.models import Artifact, Cell, CellSeries, CloudResource
+from benchapp.models import Artifact, Cell, CellSeries, CloudResource, Credential, Target
+from benchapp.planning import resolve_stored_targets
 from runners import verdict
 from runners.providers import Handle, ProvisionContext, get_provider
 from tests.benchapp.results_data import make_run
@@ -160,3 +161,64 @@ def test_storage_burst_balance_rule():
     assert "storage burst balance" in finding["text"]
     kept = {"burst_balance_pct": {"mean": 90.0, "max": 100.0, "min": 80.0, "first": 100.0}}
     assert verdict.judge({}, None, {**kept, "seconds": 5})["limit"] == "none"
+
+
+def stored_rds_cell(team, start, end, **cloud) -> Cell:
+    """A cell of a run on a stored target that names an existing RDS instance
+    (its plan entry as the plan builder resolves it), measured over start-end."""
+    cred = Credential(team=team, name="team-aws", kind="aws", username="AKIDTEAMKEY")
+    cred.set_secret("team-secret")
+    cred.save()
+    spec = {"provider": "aws_rds", "db_instance": DB, "region": REGION, **cloud}
+    Target.objects.create(
+        team=team, name="shop", kind="mysql", host="shop.example", cloud_instance=spec
+    )
+    plan = {"params": {"concurrency": 4}, "axes": {"target": ["shop"]}, "targets": ["shop"]}
+    document = resolve_stored_targets(plan, team)
+    run = make_run(
+        team, tool="mysqlslap", cells=[({"target": "shop"}, 1, {"qps": 700.0})], document=document
+    )
+    cell = run.cells.get()
+    cell.facts = {"telemetry": {"client": {"seconds": 300}}, "verdict": {"limit": "none"}}
+    cell.save()
+    Artifact.objects.create(
+        cell=cell, attempt=1, phase="measure", started_at=start, finished_at=end
+    )
+    return cell
+
+
+def test_a_stored_target_naming_its_rds_instance_gets_its_cloudwatch_verdict(team):
+    start, end = window()
+    put_minutes(start, "CPUUtilization", [98.0] * 6)
+    put_minutes(start, "CPUCreditBalance", [12.0, 6.0, 2.5, 0.9, 0.2, 0.0])
+    put_minutes(start, "BurstBalance", [100.0, 99.0, 98.0, 97.0, 96.0, 95.0], unit="Percent")
+    cell = stored_rds_cell(team, start, end, aws_credential="team-aws")
+
+    # Nothing was provisioned: the run's end (teardown) still reads the instance's monitoring.
+    assert not CloudResource.objects.filter(run=cell.run).exists()
+    provisioning.teardown_run(cell.run_id)
+
+    cell.refresh_from_db()
+    cloud = cell.facts["telemetry"]["cloudwatch"]
+    assert cloud["cpu_credit_balance"]["first"] == 12.0
+    assert cloud["burst_balance_pct"]["min"] == 95.0
+    assert cell.facts["verdict"]["limit"] == "burst_credits"
+    assert "fell from 12 to 0" in cell.facts["verdict"]["text"]
+    assert [f["code"] for f in cell.facts["verdict"]["findings"]] == ["burst_credits", "target_cpu"]
+    figures = {v.metric: v.value for v in stored(cells=[cell.pk])}
+    assert figures["telemetry.cloudwatch.cpu_pct.mean"] == 98.0
+    assert figures["qps"] == 700.0
+
+
+def test_a_stored_targets_instance_is_read_with_the_teams_credential(team):
+    start, end = window()
+    put_minutes(start, "CPUCreditBalance", [0.0] * 6)
+    cell = stored_rds_cell(team, start, end, aws_credential="no-such-credential")
+
+    # An unknown credential: nothing read, the run's end goes on (telemetry is context).
+    provisioning.teardown_run(cell.run_id)
+
+    cell.refresh_from_db()
+    assert "cloudwatch" not in cell.facts["telemetry"]
+    assert cell.facts["verdict"]["limit"] == "none"
+    assert not CellSeries.objects.filter(cell=cell, source="cloudwatch").exists()

@@ -326,3 +326,67 @@ def test_api_creates_a_host_target_with_its_directory(owner_client, team, tmp_pa
     )
     assert refused.status_code == 400
     assert "an operator (staff) has allowed it" in str(refused.json())
+
+
+def test_target_link_speed_and_cloud_instance_round_trip_into_plans(owner_client, team):
+    from benchapp.planning import resolve_stored_targets
+    from runners.plan import load_plan
+
+    cloud = "{provider: aws_rds, db_instance: shop-db-1, region: eu-west-1, aws_credential: aws}"
+    response = owner_client.post("/targets/new/", target_post(link_mbit="50", cloud_instance=cloud))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    target = Target.objects.get(team=team, name="db1")
+    assert target.link_mbit == 50
+    assert target.cloud_instance["db_instance"] == "shop-db-1"
+    page = owner_client.get(f"/targets/{target.pk}/").content.decode()
+    assert "50 Mb/s" in page and "shop-db-1" in page
+    assert "shop-db-1" in owner_client.get(f"/targets/{target.pk}/edit/").content.decode()
+    doc = resolve_stored_targets({"name": "p", "tool": "mysqlslap", "targets": ["db1"]}, team)
+    spec = load_plan(doc).targets[0]
+    assert spec.link_mbit == 50
+    assert spec.cloud_instance == {
+        "provider": "aws_rds",
+        "db_instance": "shop-db-1",
+        "region": "eu-west-1",
+        "aws_credential": "aws",
+    }
+
+
+@pytest.mark.parametrize(
+    "cloud, message",
+    [
+        ("{provider: aws_rds}", "the DB instance identifier"),
+        ("{provider: aws_rds, db_instance: db-1, zone: a}", "unknown key"),
+        ("{provider: static, db_instance: db-1}", "static has no monitoring to read"),
+        ("{provider: nowhere}", "required: one of"),
+        ("[aws_rds]", "Expected a mapping"),
+    ],
+)
+def test_target_cloud_instance_is_refused_with_its_reason(owner_client, team, cloud, message):
+    response = owner_client.post("/targets/new/", target_post(cloud_instance=cloud))
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert not Target.objects.filter(team=team, name="db1").exists()
+
+
+def test_api_sets_a_targets_cloud_instance_and_link_speed(owner_client, team):
+    from rest_framework.test import APIClient
+
+    from benchapp.models import Membership
+
+    client = APIClient()
+    client.force_authenticate(Membership.objects.filter(team=team).first().user)
+    body = {"name": "shop", "kind": "mysql", "host": "shop.example", "link_mbit": 1000}
+    cloud = {"provider": "aws_rds", "db_instance": "shop-db-1"}
+    created = client.post("/api/targets/", {**body, "cloud_instance": cloud}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["cloud_instance"] == cloud
+    assert created.json()["link_mbit"] == 1000
+    refused = client.patch(
+        f"/api/targets/{created.json()['id']}/",
+        {"cloud_instance": {"provider": "aws_rds", "db_instance": "1-bad"}},
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "DB instance identifier" in str(refused.json())
+    assert Target.objects.get(name="shop").cloud_instance == cloud

@@ -37,7 +37,7 @@ def target_post(**fields) -> dict:
     """The target form's POST as a browser sends it: every field, blank unless
     given (by default a MariaDB target at 127.0.0.1:3306)."""
     blank = ("database", "directory", "credential", "ssh_host", "ssh_user", "ssh_credential")
-    blank += ("via", "price_per_hour", "notes", "provision", "nodes")
+    blank += ("via", "price_per_hour", "notes", "provision", "nodes", "link_mbit", "cloud_instance")
     data = {
         "name": "db1",
         "kind": "mysql",

@@ -16,11 +16,13 @@ import redis
 from benchapp.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
+from runners.cellwatch import CellWatch
 from runners.command import Endpoint
 from runners.context import CellContext
 from runners.executors.local import LocalExecutor
 from runners.limits import Limits
 from runners.plan import expand, load_plan
+from runners.planspec import TargetSpec
 from tests.support.private_services import (  # noqa: F401
     mariadb_server,
     private_mariadb,
@@ -146,6 +148,26 @@ def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
     summary = telemetry.summarize(telemetry.parse_samples(text))
     assert summary["net_eth0_line_pct"]["high_share"] == 0.25
     assert verdict.judge({"client": summary}, None)["limit"] == "none"
+
+
+def test_a_declared_link_speed_is_the_target_hosts_not_the_clients():
+    # A veth's nominal 10000 Mb/s: 6 MB/s is 0.5 % of it, but 96 % of a declared 50 Mb/s.
+    text = _net_samples({"veth0": 10000, "lo": -1}, {"veth0": [6.0] * 4, "lo": [900] * 4})
+    watch = CellWatch(
+        None, TargetSpec(name="t", kind="redis", host="10.0.0.1", link_mbit=50), None, None, None
+    )
+    for role in ("target", "host", "client"):
+        watch._read(role, text)
+    lines = {role: watch.series[role].get("net_veth0_line_pct") for role in watch.series}
+    assert lines["target"] == lines["host"] == [pytest.approx(96.0)] * 4
+    assert lines["client"] == [pytest.approx(0.48)] * 4  # the client keeps its driver's speed
+    assert "net_lo_line_pct" not in watch.series["target"]  # lo is never judged
+    findings = watch.facts()["verdict"]["findings"]
+    # The host and target roles both found it; the client's 0.5 % did not.
+    assert [(f["code"], f["text"].split(":")[0]) for f in findings] == [
+        ("network", "network-bound on the host"),
+        ("network", "network-bound on the target"),
+    ]
 
 
 def test_the_host_sampler_prints_each_interfaces_link_speed():
