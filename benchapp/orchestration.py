@@ -50,7 +50,7 @@ from benchapp.heartbeat import Heartbeat
 from benchapp.models import Cell, CellLock, Plan, Run, Team
 from benchapp.planning import PlanRefused, check_plan, validate_document
 from runners.frozen import freeze
-from runners.plan import expand, load_plan
+from runners.plan import expand
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def rerun_cells(
         raise PlanRefused(
             "axes", f"run #{source.pk} kept no frozen cells of {missing}: nothing to re-run"
         )
-    spec = load_plan(source.document)
+    spec = source.spec
     check_plan(spec)
     provisioning.check_budget(source.team, spec)
     rows = [
@@ -208,7 +208,7 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
     if run.status == Run.PROVISIONING:
         return []  # provisioning.provision_run sets RUNNING and dispatches when ready
     if run.status == Run.QUEUED:
-        if provisioning.needs_provisioning(load_plan(run.document)):
+        if provisioning.needs_provisioning(run.spec):
             return []  # the provision_run task has not started yet
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now()
@@ -511,5 +511,5 @@ def _resend_lost_provisioning(now) -> None:
         status=Run.QUEUED, cancel_requested=False, created_at__lt=now - timedelta(seconds=60)
     )
     for run in stale.only("pk", "document"):
-        if provisioning.needs_provisioning(load_plan(run.document)):
+        if provisioning.needs_provisioning(run.spec):
             _enqueue_provision(run.pk)

@@ -45,7 +45,7 @@ from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
 from benchapp.planning import PlanRefused
 from runners.errors import RunnerError, ValidationError
-from runners.plan import CellSpec, load_plan
+from runners.plan import CellSpec
 from runners.plan import Plan as PlanSpec
 from runners.planspec import ClientSpec, SSHSpec
 from runners.providers import (
@@ -260,7 +260,7 @@ def provision_run(run_id: int) -> None:
     watcher = _CancelWatcher(run_id)
     watcher.start()
     try:
-        plan = load_plan(run.document)
+        plan = run.spec
         expires_at = _expiry(plan)
         for slot in planned_slots(plan):
             _provision_slot(run, slot, expires_at, watcher.event)

@@ -32,7 +32,7 @@ from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
 from runners.frozen import thaw
-from runners.plan import CellSpec, expand, load_plan
+from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
 from runners.planspec import read_target
 from runners.results import Result
@@ -93,7 +93,7 @@ def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
     """
     if cell.spec:
         return thaw(cell.spec)
-    plan = load_plan(cell.run.document)
+    plan = cell.run.spec
     for spec in expand(plan):
         if spec.key == cell.key and spec.repeat == cell.repeat:
             return plan, spec

@@ -168,7 +168,7 @@ def estimate(spec, cells) -> dict:
 def plan_detail(request, pk):
     plan = get_plan(request, pk)
     try:
-        cells, error = count_cells(load_plan(plan.document)), ""
+        cells, error = count_cells(plan.spec), ""
     except ValidationError as exc:
         cells, error = None, str(exc)
     return render(
