@@ -59,7 +59,7 @@ from runners.providers import (
 )
 from runners.providers.base import resource_name
 from runners.providers.endpoints import on_worker, pick, ssh_of, target_spec
-from runners.providers.slots import CLIENT, Slot, counted_resources, needs_provisioning, variant_of  # noqa: F401 - the names callers use
+from runners.providers.slots import CLIENT, Slot, counted_resources, needs_provisioning, variant_of
 
 log = logging.getLogger(__name__)
 

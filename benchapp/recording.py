@@ -35,6 +35,7 @@ from runners.frozen import thaw
 from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
 from runners.planspec import read_target
+from runners.providers.base import resource_name
 from runners.results import Result
 
 MASK = "****"
@@ -136,7 +137,7 @@ def cell_context(
 
 def _generated_prefix(run: Run) -> str:
     """The names of the secrets provisioning generates for run begin with this."""
-    return provisioning.resource_name(provisioning.run_tag(run)) + "-"
+    return resource_name(provisioning.run_tag(run)) + "-"
 
 
 def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):
