@@ -30,7 +30,17 @@ from benchapp import (
 )
 from benchapp import serializers as s
 from benchapp.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.models import Alert, Cell, CellMeasurements, Notifier
+from benchapp.models import (
+    Alert,
+    Cell,
+    CellMeasurements,
+    Comparison,
+    Credential,
+    Notifier,
+    Plan,
+    Run,
+    Target,
+)
 from benchapp.planning import PlanRefused
 
 TEAM_PARAM = OpenApiParameter(
@@ -127,21 +137,21 @@ class TeamScoped:
 class CredentialViewSet(TeamScoped, viewsets.ModelViewSet):
     """Credentials: the secret is write-only; reads show its fingerprint."""
 
-    queryset = s.Credential.objects.order_by("name")
+    queryset = Credential.objects.order_by("name")
     serializer_class = s.CredentialSerializer
     write_role = ADMIN
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
-    queryset = s.Target.objects.select_related("credential", "ssh_credential")
+    queryset = Target.objects.select_related("credential", "ssh_credential")
     serializer_class = s.TargetSerializer
     write_role = ADMIN
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
-    queryset = s.Plan.objects.all()
+    queryset = Plan.objects.all()
     serializer_class = s.PlanSerializer
 
     @extend_schema(
@@ -234,7 +244,7 @@ class AlertViewSet(TeamScoped, viewsets.ReadOnlyModelViewSet):
             run = confirmation.start([alert], user=request.user)
         except PlanRefused as exc:
             raise ValidationError({"detail": f"Cannot re-run {alert.cell_key}: {exc}"}) from None
-        run = s.Run.objects.annotate(cells_total=Count("cells")).get(pk=run.pk)
+        run = Run.objects.annotate(cells_total=Count("cells")).get(pk=run.pk)
         context = self.get_serializer_context()
         return Response(s.RunSerializer(run, context=context).data, status=201)
 
@@ -269,7 +279,7 @@ class RunViewSet(
 ):
     """Runs. POST starts one (orchestration.start_run); PATCH edits tags and notes."""
 
-    queryset = s.Run.objects.annotate(cells_total=Count("cells"))
+    queryset = Run.objects.annotate(cells_total=Count("cells"))
     serializer_class = s.RunSerializer
     http_method_names = ("get", "post", "patch", "head", "options")
 
@@ -346,7 +356,7 @@ class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
-    queryset = s.Comparison.objects.prefetch_related("runs")
+    queryset = Comparison.objects.prefetch_related("runs")
     serializer_class = s.ComparisonSerializer
 
     @extend_schema(request=None, responses=s.ShareSerializer)

@@ -295,7 +295,7 @@ def diff(runs: list[Run], cells: dict) -> dict:
             versions[i].add(cell.tool_version)
         if cell.verdict:
             facts[i].setdefault("what limited it", set()).add(cell.verdict)
-        for key, value in results._flatten_facts(cell.facts).items():
+        for key, value in results.flatten_facts(cell.facts).items():
             if key.split(".")[0] not in SKIP_FACTS:
                 facts[i].setdefault(key, set()).add(str(value))
     return {

@@ -17,18 +17,18 @@ from benchapp import pricing
 from benchapp.models import Run
 from runners.errors import ValidationError
 from runners.metrics import HIGHER
-from runners.plan import load_plan
 from runners.tools import direction as catalog_direction
 from runners.tools import metric as catalog_metric
 
 
 def has_price(run: Run) -> bool:
     """Whether the plan names anything with a price (no query)."""
-    doc = run.document if isinstance(run.document, dict) else {}
-    targets = [t for t in doc.get("targets") or [] if isinstance(t, dict)]
-    clients = doc.get("client") if isinstance(doc.get("client"), list) else [doc.get("client")]
-    return any(isinstance(c, dict) and "provision" in c for c in clients) or any(
-        "provision" in t or t.get("price_per_hour") or t.get("price_per_month") for t in targets
+    try:
+        plan = run.spec
+    except ValidationError:
+        return False  # a stored document this version cannot read: no figure
+    return any(c.provision for c in plan.clients) or any(
+        t.provision or t.price_per_hour or t.price_per_month for t in plan.targets
     )
 
 
@@ -64,7 +64,7 @@ def run_costs(run: Run, shown: list[str], available: list[str]) -> dict | None:
     hours = billed_hours(run)
     try:
         economics = pricing.run_economics(run)
-        plan = load_plan(run.document)
+        plan = run.spec
         total = pricing.estimate_plan(plan, hours=hours)["total"] if hours else None
     except (ValidationError, KeyError, TypeError, ValueError):
         return None  # a stored document this version cannot read: no figure beats a wrong one

@@ -29,7 +29,6 @@ from benchapp.recording import SecretBook, cell_context, frozen_cell
 from runners.cell import CLEANUP_TIMEOUT_S, cleanup_target, wants_final_cleanup
 from runners.errors import RunnerError, ValidationError
 from runners.phases import one_line
-from runners.plan import load_plan
 
 log = logging.getLogger(__name__)
 PHASE = "final_cleanup"
@@ -42,7 +41,7 @@ def pending(run: Run) -> list[str]:
     if not run.prepared_targets:
         return []
     try:
-        wanted = wants_final_cleanup(load_plan(run.document))
+        wanted = wants_final_cleanup(run.spec)
     except ValidationError:
         return []
     return sorted(run.prepared_targets) if wanted else []

@@ -16,7 +16,7 @@ from django import forms
 
 from benchapp import planning
 from benchapp.forms_targets import _parse_yaml, _yaml
-from benchapp.forms_templates import TemplateForm, target_where  # noqa: F401 (TemplateForm: views)
+from benchapp.forms_templates import target_where
 from benchapp.planning import check_untrusted
 from benchapp.templates_plans import apply_target_directories
 from runners import safeyaml

@@ -13,13 +13,10 @@ import re
 import yaml
 from django import forms
 
-from benchapp import planning
+from benchapp import targetrules
 from benchapp.models import Credential, Target
 from runners import safeyaml
-from runners.errors import ValidationError
-from runners.planspec import ABS_PATH, FORBIDDEN_DIRS, LOCAL_HOSTS
 from runners.providers import PROVIDERS
-from runners.tools import default_tool, get_tool
 
 # ------------------------------------------------------------ secrets
 
@@ -241,10 +238,7 @@ class TargetForm(forms.ModelForm):
             self.initial["cloud_instance"] = (
                 _yaml(self.instance.cloud_instance) if self.instance.cloud_instance else ""
             )
-        self.may = {
-            "allow_custom_scripts": may_allow_custom_scripts(user, team),
-            "data_dirs": bool(user and user.is_staff),
-        }
+        self.may = targetrules.may_change(user, team)
         for name in self.PERMISSION_FIELDS:
             if not self.may[name]:
                 self.fields[name].widget.attrs.update(readonly=True, disabled=True)
@@ -253,51 +247,15 @@ class TargetForm(forms.ModelForm):
         value = self.cleaned_data["allow_custom_scripts"]
         if "allow_custom_scripts" not in self.data and not self.may["allow_custom_scripts"]:
             value = self.instance.allow_custom_scripts  # a disabled box is not posted
-        return self._permitted(
-            "allow_custom_scripts",
-            value,
-            self.instance.allow_custom_scripts,
-            "Only a team admin may allow custom scripts on a target.",
-        )
+        return value
 
     def clean_data_dirs(self):
         if "data_dirs" not in self.data:
             return list(self.instance.data_dirs)  # not posted: unchanged
-        dirs = [d.strip() for d in self.cleaned_data["data_dirs"].split(",") if d.strip()]
-        self._permitted(
-            "data_dirs",
-            dirs,
-            list(self.instance.data_dirs),
-            "Only an operator (staff) may set a target's data directories: they "
-            "are where tools may write on this server.",
-        )
-        for path in dirs:
-            if not re.fullmatch(ABS_PATH, path) or ".." in path.split("/"):
-                raise forms.ValidationError(
-                    f"{path}: an absolute path of letters, digits and _ . / + @ - (no '..')."
-                )
-            if path.rstrip("/") in FORBIDDEN_DIRS | {""}:
-                raise forms.ValidationError(f"{path} is a system directory.")
-        return dirs
-
-    def _permitted(self, name, value, current, refusal):
-        if value != current and not self.may[name]:
-            raise forms.ValidationError(refusal)
-        return value
-
-    def clean_name(self):
-        name = self.cleaned_data["name"]
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
-            raise forms.ValidationError("Use letters, digits, '.', '_' and '-' only.")
-        if Target.objects.filter(team=self.team, name=name).exclude(pk=self.instance.pk).exists():
-            raise forms.ValidationError("This team already has a target with this name.")
-        return name
+        return [d.strip() for d in self.cleaned_data["data_dirs"].split(",") if d.strip()]
 
     def clean_provision(self):
-        value = _parse_yaml(self.cleaned_data["provision"], "provision") or {}
-        if not isinstance(value, dict):
-            raise forms.ValidationError("Expected a mapping such as {provider: NAME, ...}.")
-        return value
+        return _parse_yaml(self.cleaned_data["provision"], "provision") or {}
 
     def clean_cloud_instance(self):
         value = _parse_yaml(self.cleaned_data["cloud_instance"], "cloud_instance") or {}
@@ -310,39 +268,26 @@ class TargetForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        if not data.get("host") and not data.get("provision") and data.get("kind") != "host":
-            self.add_error("host", "A database target needs a host (or a provisioning spec).")
-        if data.get("kind") == "host" and not data.get("directory"):
-            self.add_error("directory", "A host target needs the directory the tools work in.")
         if self.errors:
             return data
-        # The plan validator is the one judge of a target: try it in a minimal plan.
-        trial = Target(team=self.team, **{k: v for k, v in data.items() if k in _TARGET_FIELDS})
-        trial.data_dirs = data.get("data_dirs", self.instance.data_dirs)
-        trial.allow_custom_scripts = data.get(
-            "allow_custom_scripts", self.instance.allow_custom_scripts
-        )
-        tool = default_tool(data["kind"])
-        workdir = getattr(get_tool(tool), "WORKDIR_PARAM", None)
-        try:
-            directory_problem = check_directory(trial)
-            if directory_problem:
-                raise ValidationError("directory", directory_problem)
-            planning.validate_document(
-                {
-                    "name": "check",
-                    "tool": tool,
-                    "targets": [planning.target_document(trial)],
-                    **({"params": {workdir: trial.directory}} if workdir else {}),
-                }
-            )
-        except ValidationError as exc:
-            # The innermost form field the culprit lies in (cloud_instance for
-            # targets[0].cloud_instance.region).
-            parts = [part.split("[")[0] for part in exc.param.split(".")]
-            field = next((part for part in reversed(parts) if part in self.fields), None)
-            self.add_error(field, exc.message)
+        # The rules are the API's too (benchapp.targetrules), on the typed row.
+        for field, message in targetrules.check(self.trial(data), self.instance, self.may).items():
+            self.add_error(field if field in self.fields else None, message)
         return data
+
+    def trial(self, data) -> Target:
+        """The target these cleaned values describe (not saved)."""
+        trial = Target(team=self.team, pk=self.instance.pk)
+        for name in (
+            *self.Meta.fields,
+            "provision",
+            "nodes",
+            "cloud_instance",
+            *self.PERMISSION_FIELDS,
+        ):
+            if name in data:
+                setattr(trial, name, data[name])
+        return trial
 
     def save(self, commit=True):
         target = super().save(commit=False)
@@ -355,73 +300,6 @@ class TargetForm(forms.ModelForm):
         if commit:
             target.save()
         return target
-
-
-def may_allow_custom_scripts(user, team) -> bool:
-    """Team admins (and owners) may allow custom scripts on the team's targets."""
-    from benchapp.models import Membership
-
-    membership = Membership.objects.filter(team=team, user=user).first() if user else None
-    return bool(membership and membership.allows(Membership.ADMIN))
-
-
-_TARGET_FIELDS = {
-    "name",
-    "kind",
-    "host",
-    "port",
-    "user",
-    "database",
-    "credential",
-    "ssh_host",
-    "ssh_port",
-    "ssh_user",
-    "ssh_credential",
-    "via",
-    "price_per_hour",
-    "provision",
-    "nodes",
-    "directory",
-    "link_mbit",
-    "cloud_instance",
-}
-
-
-def check_directory(target: Target) -> str:
-    """Why fio may not work in target.directory, or "" when it may.
-
-    The rules are the sandbox's (runners.context.RunContext.scope): on the
-    worker host, and over SSH without custom scripts, a tool may only write
-    in the operator-approved data_dirs; a provisioned host, or an SSH host
-    whose team admin allows custom scripts, may use any path.
-    """
-    from runners.sandbox import ANYTHING, Scope
-
-    path = target.directory
-    if not path:
-        return ""
-    if not re.fullmatch(ABS_PATH, path) or ".." in path.split("/"):
-        return "An absolute path of letters, digits and _ . / + @ - (no '..')."
-    if path.rstrip("/") in FORBIDDEN_DIRS | {""}:
-        return f"{path} is a system directory, not one for benchmark files."
-    local = not target.ssh_host and not target.provision and target.host in ("", *LOCAL_HOSTS)
-    if target.provision or (target.ssh_host and target.allow_custom_scripts):
-        scope = ANYTHING
-    else:
-        scope = Scope(custom_scripts=False, paths=tuple(target.data_dirs))
-    try:
-        scope.check_path("directory", path)
-    except ValidationError:
-        where = "on this server" if local else f"on {target.ssh_host or target.host}"
-        allowed = ", ".join(target.data_dirs) or "none yet"
-        return (
-            f"{path} is not inside one of this target's data directories ({allowed}): "
-            f"the tools may only write {where} where an operator (staff) has allowed it. Ask an "
-            "operator to add the directory to the target's data directories"
-            + ("" if local else ", or a team admin to allow custom scripts on it")
-            + "."
-        )
-    return ""
 
 
 def _yaml(data) -> str:

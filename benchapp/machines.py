@@ -52,7 +52,7 @@ def next_per_target(run: Run) -> list[Cell]:
 
 
 def isolation(run: Run) -> str:
-    return (run.document or {}).get("isolation", "machine")
+    return run.spec.isolation
 
 
 def lease() -> timezone.datetime:

@@ -48,9 +48,11 @@ from benchapp.dispatch import (
 )
 from benchapp.heartbeat import Heartbeat
 from benchapp.models import Cell, CellLock, Plan, Run, Team
-from benchapp.planning import PlanRefused, check_plan, validate_document
+from benchapp.planning import PlanRefused, validate_document
+from benchapp.targetguard import check_plan
 from runners.frozen import freeze
-from runners.plan import expand, load_plan
+from runners.plan import expand
+from runners.providers.slots import needs_provisioning
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +115,7 @@ def start_run(
 def _create_run(team: Team, spec, cells: list[dict], **fields) -> Run:
     """Store a Run (fields) and its Cells (their fields), within the team's cap
     of active runs; provision or dispatch after commit."""
-    first_step = _enqueue_provision if provisioning.needs_provisioning(spec) else _enqueue_dispatch
+    first_step = _enqueue_provision if needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
         # The team's row is the lock of its counts: two starts at once must
         # not both see the last free place under the cap.
@@ -144,7 +146,7 @@ def rerun_cells(
         raise PlanRefused(
             "axes", f"run #{source.pk} kept no frozen cells of {missing}: nothing to re-run"
         )
-    spec = load_plan(source.document)
+    spec = source.spec
     check_plan(spec)
     provisioning.check_budget(source.team, spec)
     rows = [
@@ -208,7 +210,7 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
     if run.status == Run.PROVISIONING:
         return []  # provisioning.provision_run sets RUNNING and dispatches when ready
     if run.status == Run.QUEUED:
-        if provisioning.needs_provisioning(load_plan(run.document)):
+        if needs_provisioning(run.spec):
             return []  # the provision_run task has not started yet
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now()
@@ -511,5 +513,5 @@ def _resend_lost_provisioning(now) -> None:
         status=Run.QUEUED, cancel_requested=False, created_at__lt=now - timedelta(seconds=60)
     )
     for run in stale.only("pk", "document"):
-        if provisioning.needs_provisioning(load_plan(run.document)):
+        if needs_provisioning(run.spec):
             _enqueue_provision(run.pk)

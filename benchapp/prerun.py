@@ -302,8 +302,8 @@ def _space_finding(spec, target_name, disk, asked, need) -> Finding:
     return Finding(
         _param_path(spec, first),
         f"{asked} = {_gb(need)} of files in {disk['directory']} on {target_name}, which had "
-        f"{_gb(disk['free_bytes'])} free at its last connection test: fio would stop with "
-        f"'No space left on device'. Lower {first} to fit, or free space and test the "
+        f"{_gb(disk['free_bytes'])} free at its last connection test: {spec.tool} would stop "
+        f"with 'No space left on device'. Lower {first} to fit, or free space and test the "
         f"connection of {target_name} again.",
         refuse=True,
     )
@@ -313,24 +313,27 @@ def _gb(amount: int) -> str:
     return f"{amount / 2**30:,.1f} GB"
 
 
-def mysqlslap_schema(spec, team, stored) -> list[Finding]:
-    """mysqlslap's auto-generated SQL drops its schema before and after the run
-    (runners.tools.mysqlslap): refused when that schema is a target's database."""
-    if spec.tool != "mysqlslap":
+def scratch_schema(spec, team, stored) -> list[Finding]:
+    """A tool whose generated SQL drops its schema before and after the run
+    (its SCHEMA_PARAM, e.g. runners.tools.mysqlslap): refused when that schema
+    is a target's database."""
+    tool = get_tool(spec.tool)
+    param = getattr(tool, "SCHEMA_PARAM", None)
+    if param is None:
         return []
     found, seen = [], set()
     for cell in expand(spec):
         for params in _phases(spec, cell.params):
-            schema = params.get("create_schema", MYSQLSLAP_SCHEMA)
+            schema = params.get(param, tool.SCHEMA_DEFAULT)
             database = _database(spec, cell.target, stored)
             if schema == database and (cell.target, schema) not in seen:
                 seen.add((cell.target, schema))
                 found.append(
                     Finding(
-                        _param_path(spec, "create_schema"),
-                        f"mysqlslap drops schema {schema} before and after its run, and that "
+                        _param_path(spec, param),
+                        f"{spec.tool} drops schema {schema} before and after its run, and that "
                         f"is {cell.target}'s database: its tables would be lost. Set "
-                        "create_schema to a scratch name of its own (mysqlslap cannot run "
+                        f"{param} to a scratch name of its own ({spec.tool} cannot run "
                         "inside a database that holds data); the user needs CREATE and DROP "
                         "on it.",
                         refuse=True,
@@ -339,19 +342,14 @@ def mysqlslap_schema(spec, team, stored) -> list[Finding]:
     return found
 
 
-# The schema mysqlslap uses when create_schema is not set.
-MYSQLSLAP_SCHEMA = "mysqlslap"
-# What mysqlslap's generated SQL needs in its schema: it creates the schema and
-# a table, inserts, reads and updates rows, then drops the schema (checked with
-# the real tool: without INSERT it stops at "INSERT command denied").
-SCHEMA_PRIVILEGES = ("CREATE", "DROP", "INSERT", "SELECT", "UPDATE")
-
-
-def mysqlslap_rights(spec, team, stored) -> list[Finding]:
-    """A mysqlslap schema the user may not create and use, by the grants the
-    target's last connection test read (Target.last_check_facts["db"]
-    ["schema_grants"]): a warning, since a role or a later GRANT may allow it."""
-    if spec.tool != "mysqlslap":
+def schema_rights(spec, team, stored) -> list[Finding]:
+    """A tool's scratch schema (SCHEMA_PARAM) the user may not create and use
+    (its SCHEMA_PRIVILEGES), by the grants the target's last connection test
+    read (Target.last_check_facts["db"]["schema_grants"]): a warning, since a
+    role or a later GRANT may allow it."""
+    tool = get_tool(spec.tool)
+    param = getattr(tool, "SCHEMA_PARAM", None)
+    if param is None:
         return []
     found, seen = [], set()
     for cell in expand(spec):
@@ -359,29 +357,33 @@ def mysqlslap_rights(spec, team, stored) -> list[Finding]:
         grants = (
             ((row.last_check_facts or {}).get("db") or {}).get("schema_grants") if row else None
         )
-        schema = cell.params.get("create_schema", MYSQLSLAP_SCHEMA)
-        if grants is None or (cell.target, schema) in seen or _may_create(grants, schema):
+        schema = cell.params.get(param, tool.SCHEMA_DEFAULT)
+        if (
+            grants is None
+            or (cell.target, schema) in seen
+            or _may_create(grants, schema, tool.SCHEMA_PRIVILEGES)
+        ):
             continue
         seen.add((cell.target, schema))
         found.append(
             Finding(
-                _param_path(spec, "create_schema"),
+                _param_path(spec, param),
                 f"user {row.user} may not create and use schema {schema} on {cell.target} "
-                "(its grants at the last connection test), as mysqlslap does. Fix: GRANT "
-                f"{', '.join(SCHEMA_PRIVILEGES)} ON `{schema}`.* TO the user, or set "
-                "create_schema to a schema it may use, then test the connection again.",
+                f"(its grants at the last connection test), as {spec.tool} does. Fix: GRANT "
+                f"{', '.join(tool.SCHEMA_PRIVILEGES)} ON `{schema}`.* TO the user, or set "
+                f"{param} to a schema it may use, then test the connection again.",
             )
         )
     return found
 
 
-def _may_create(grants: list[dict], schema: str) -> bool:
+def _may_create(grants: list[dict], schema: str, needed: tuple[str, ...]) -> bool:
     held = set()
     for grant in grants:
         if grant["schema"] == "*" or _like(grant["schema"]).fullmatch(schema):
             privileges = set(grant["privileges"])
-            held |= set(SCHEMA_PRIVILEGES) if "ALL PRIVILEGES" in privileges else privileges
-    return held.issuperset(SCHEMA_PRIVILEGES)
+            held |= set(needed) if "ALL PRIVILEGES" in privileges else privileges
+    return held.issuperset(needed)
 
 
 def _like(pattern: str) -> re.Pattern:
@@ -469,8 +471,8 @@ CHECKS = (
     paths_and_scripts,
     connections,
     free_space,
-    mysqlslap_schema,
-    mysqlslap_rights,
+    scratch_schema,
+    schema_rights,
     failed_targets,
     unresolved_hosts,
 )

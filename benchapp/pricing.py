@@ -23,7 +23,6 @@ from benchapp.models import Cell, CloudResource, PriceEntry, Run, Team
 from benchapp.planning import validate_document
 from runners.metrics import HIGHER
 from runners.plan import Plan as PlanSpec
-from runners.plan import load_plan
 from runners.providers import billing, default_prices, pricer_of, primary_kinds
 from runners.providers import pricing as cost
 from runners.providers.slots import CLIENT, Slot, counted_resources, planned_slots, variant_of
@@ -166,7 +165,7 @@ def target_prices(run: Run) -> dict[str, float]:
         if slot and slot["target"] != CLIENT:
             label = Slot(slot["target"], slot["variant"], slot["spec"]).label
             result[label] = billing.estimate([slot["spec"]], 1.0, prices).total
-    for target in load_plan(run.document).targets:
+    for target in run.spec.targets:
         spec = None if target.provision else static_spec(target)
         if spec:
             result[target.name] = float(spec["price_per_hour"])
@@ -180,7 +179,7 @@ def price_performance(run: Run) -> dict[str, dict[str, float]]:
     same for every target). Targets provisioned per `${volumes}` value are
     labelled "c1-medium volumes=2"."""
     prices = target_prices(run)
-    provision = {t.name: t.provision for t in load_plan(run.document).targets}
+    provision = {t.name: t.provision for t in run.spec.targets}
     values = defaultdict(list)
     succeeded = run.cells.filter(status=Cell.SUCCEEDED).values_list("pk", "target_name", "axes")
     cells = {pk: (target, axes) for pk, target, axes in succeeded}

@@ -10,14 +10,24 @@ from django.utils import timezone
 
 from benchapp.estimates import cell_seconds
 from benchapp.models import Cell, Run
+from runners.errors import ValidationError
 
 
 def planned_seconds(run: Run, cells: list[Cell]) -> float:
     """Mean seconds expected per cell before any cell of the run has finished
     (benchapp.estimates), from the cells' frozen params (canonical names,
     axis values applied; run_progress reads them with the cells)."""
-    params = [c.frozen_params or {} for c in cells] or [run.document.get("params") or {}]
+    params = [c.frozen_params or {} for c in cells] or [_plan_params(run)]
     return statistics.fmean(cell_seconds(run.tool, p) for p in params)
+
+
+def _plan_params(run: Run) -> dict:
+    """The plan's parameters as typed and checked at start (Run.spec), {} for
+    an imported run, whose document is a record of axes, not a plan."""
+    try:
+        return run.spec.params
+    except ValidationError:
+        return {}
 
 
 def expected_cell_seconds(run: Run, durations: list[float], cells: list[Cell]) -> float:

@@ -45,7 +45,7 @@ from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
 from benchapp.planning import PlanRefused
 from runners.errors import RunnerError, ValidationError
-from runners.plan import CellSpec, load_plan
+from runners.plan import CellSpec
 from runners.plan import Plan as PlanSpec
 from runners.planspec import ClientSpec, SSHSpec
 from runners.providers import (
@@ -59,7 +59,7 @@ from runners.providers import (
 )
 from runners.providers.base import resource_name
 from runners.providers.endpoints import on_worker, pick, ssh_of, target_spec
-from runners.providers.slots import CLIENT, Slot, counted_resources, needs_provisioning, variant_of  # noqa: F401 - the names callers use
+from runners.providers.slots import CLIENT, Slot, counted_resources, needs_provisioning, variant_of
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def provision_run(run_id: int) -> None:
     watcher = _CancelWatcher(run_id)
     watcher.start()
     try:
-        plan = load_plan(run.document)
+        plan = run.spec
         expires_at = _expiry(plan)
         for slot in planned_slots(plan):
             _provision_slot(run, slot, expires_at, watcher.event)

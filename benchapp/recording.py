@@ -32,9 +32,10 @@ from runners.cell import run_cell
 from runners.context import CellContext, Permissions
 from runners.errors import RunnerError
 from runners.frozen import thaw
-from runners.plan import CellSpec, expand, load_plan
+from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
 from runners.planspec import read_target
+from runners.providers.base import resource_name
 from runners.results import Result
 
 MASK = "****"
@@ -93,7 +94,7 @@ def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
     """
     if cell.spec:
         return thaw(cell.spec)
-    plan = load_plan(cell.run.document)
+    plan = cell.run.spec
     for spec in expand(plan):
         if spec.key == cell.key and spec.repeat == cell.repeat:
             return plan, spec
@@ -136,7 +137,7 @@ def cell_context(
 
 def _generated_prefix(run: Run) -> str:
     """The names of the secrets provisioning generates for run begin with this."""
-    return provisioning.resource_name(provisioning.run_tag(run)) + "-"
+    return resource_name(provisioning.run_tag(run)) + "-"
 
 
 def run_cell_for(cell: Cell, *, cancel_event: threading.Event, on_phase, on_output):

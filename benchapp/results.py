@@ -353,11 +353,11 @@ def _title_metrics(table: dict, tool: str) -> None:
         )
 
 
-def _flatten_facts(facts: dict, prefix: str = "") -> dict:
+def flatten_facts(facts: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in (facts or {}).items():
         if isinstance(value, dict):
-            out.update(_flatten_facts(value, f"{prefix}{key}."))
+            out.update(flatten_facts(value, f"{prefix}{key}."))
         elif not isinstance(value, list):
             out[prefix + key] = value
     return out

@@ -1,12 +1,11 @@
-"""REST serializers. Validation is the pages' own: targets and credentials go
-through benchapp.forms_targets, plan documents through planning.validate_document.
+"""REST serializers. Validation is the pages' own: targets by benchapp.targetrules
+(the target form's rules), credentials through benchapp.forms_targets, plan
+documents through planning.validate_document.
 Credentials are write-only: the secret is accepted, never returned."""
-
-import json
 
 from rest_framework import serializers
 
-from benchapp import forms_targets, orchestration, planning
+from benchapp import forms_targets, orchestration, planning, targetrules
 from benchapp.models import Alert, Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.planning import check_untrusted
 from runners.errors import ValidationError as PlanError
@@ -126,50 +125,27 @@ class TargetSerializer(serializers.ModelSerializer):
         read_only_fields = ("created_at",)
 
     def validate(self, attrs):
-        current = (
-            TargetSerializer(self.instance, context=self.context).data if self.instance else {}
-        )
-        merged = {**current, **attrs}
-        data = {
-            k: v
-            for k, v in merged.items()
-            if k in forms_targets.TargetForm.Meta.fields and v is not None
-        }
-        for (
-            name
-        ) in forms_targets.TargetForm.Meta.fields:  # the model's defaults, as the form shows them
-            field = Target._meta.get_field(name)
-            if name not in data and field.has_default():
-                data[name] = field.get_default()
-        for key in ("credential", "ssh_credential"):
-            value = merged.get(key)
-            data[key] = getattr(value, "pk", None) or (
-                Credential.objects.filter(team=self.context["team"], name=value)
-                .values_list("pk", flat=True)
-                .first()
-                if value
-                else None
+        """The form's rules (benchapp.targetrules) on the typed values: the
+        same fields named with the same messages as the target page."""
+        team = self.context["team"]
+        current = self.instance or Target(team=team)
+        target = Target.objects.get(pk=current.pk) if current.pk else Target(team=team)
+        for name, value in attrs.items():
+            setattr(target, name, value)
+        target.provision = {} if target.provision is None else target.provision
+        target.nodes = target.nodes or []
+        target.cloud_instance = {} if target.cloud_instance is None else target.cloud_instance
+        may = targetrules.may_change(self.context["request"].user, team)
+        problems = targetrules.check(target, current, may)
+        if problems:
+            raise serializers.ValidationError(
+                {(f if f in self.fields else "non_field_errors"): [m] for f, m in problems.items()}
             )
-        data["provision"] = (
-            json.dumps(merged.get("provision") or {}) if merged.get("provision") else ""
-        )
-        data["nodes"] = ", ".join(merged.get("nodes") or [])
-        cloud = merged.get("cloud_instance")
-        data["cloud_instance"] = json.dumps(cloud) if cloud else ""
-        data["allow_custom_scripts"] = bool(merged.get("allow_custom_scripts"))
-        data["data_dirs"] = ", ".join(merged.get("data_dirs") or [])
-        form = forms_targets.TargetForm(
-            data,
-            instance=self.instance,
-            team=self.context["team"],
-            user=self.context["request"].user,
-        )
-        if not form.is_valid():
-            raise _form_errors(form)
-        return {"_form": form}
+        return {"_target": target}
 
     def save(self, **kwargs):
-        self.instance = self.validated_data["_form"].save()
+        self.instance = self.validated_data["_target"]
+        self.instance.save()
         return self.instance
 
 

@@ -356,7 +356,7 @@ class _CellRun:
         if found == wanted:
             self.outcome.facts["reused_data"] = prepared.describe(found)
             return True
-        if found and plan.tool != "pgbench":  # pgbench -i replaces its own tables
+        if found and not prepared.replaces(plan.tool):  # its prepare replaces its own tables
             raise CellFailed(prepared.mismatch(target.name, found, wanted), permanent=True)
         return False
 

@@ -7,7 +7,9 @@ run, the tables the parameters prepare are counted: none there, the tool
 prepares them; every one there with the rows the parameters say, they are
 reused (the cell's facts say so); anything else is refused before the
 measure with the fix, since reusing other data would give other numbers.
-pgbench -i replaces its own tables, so a mismatch there simply prepares again.
+A tool whose prepare replaces its own tables (PREPARE_REPLACES) simply
+prepares again on a mismatch. Which tables is each tool's own declaration
+(`prepared_tables(params)` in its registry block).
 
 Counts are exact (COUNT(*)): information_schema's table_rows is an InnoDB
 estimate, and a table that oltp_insert grew must not pass for a fresh one.
@@ -18,28 +20,21 @@ from __future__ import annotations
 from runners.checksums import IDENTIFIER
 from runners.errors import RunnerError
 from runners.facts import mysql_facts_command, postgres_facts_command
-from runners.tools.sysbench import OLTP_TESTS
-
-# pgbench -i: rows per scale unit (pgbench's own constants).
-PGBENCH_ROWS = {"pgbench_branches": 1, "pgbench_tellers": 10, "pgbench_accounts": 100_000}
-# sysbench's defaults when the plan does not set them.
-SYSBENCH_TABLES, SYSBENCH_TABLE_SIZE = 1, 10_000
-# The sysbench tests whose data is sbtest tables ("oltp": 0.4's one table).
-TABLE_TESTS = (*OLTP_TESTS, "oltp")
+from runners.tools import get_tool
 
 
 def expected(tool: str, params: dict) -> dict[str, int] | None:
-    """{table: rows} a prepare with these params makes; None when the tool's
-    data is not tables this module counts (sysbench fileio, cpu...)."""
-    if tool == "pgbench":
-        scale = params.get("scale", 1)
-        return {table: rows * scale for table, rows in PGBENCH_ROWS.items()}
-    if tool != "sysbench" or params.get("test", "") not in TABLE_TESTS:
-        return None
-    size = params.get("table_size", SYSBENCH_TABLE_SIZE)
-    if params.get("sysbench_version") == "0.4":
-        return {"sbtest": size}
-    return {f"sbtest{i}": size for i in range(1, params.get("tables", SYSBENCH_TABLES) + 1)}
+    """{table: rows} a prepare with these params makes, by the tool's own
+    `prepared_tables(params)`; None when its data is not tables this module
+    counts (a tool that declares none, sysbench fileio or cpu...)."""
+    tables = getattr(get_tool(tool), "prepared_tables", None)
+    return tables(params) if tables else None
+
+
+def replaces(tool: str) -> bool:
+    """Whether the tool's prepare replaces tables it finds (its PREPARE_REPLACES):
+    then a mismatch simply prepares again instead of being refused."""
+    return getattr(get_tool(tool), "PREPARE_REPLACES", False)
 
 
 def present(executor, endpoint, tables: dict[str, int]) -> dict[str, int]:

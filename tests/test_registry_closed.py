@@ -39,12 +39,6 @@ KNOWN = {
     ("runners/docs.py", "mysqlslap"): "generated plan reference prose (several clients)",
     ("runners/docs.py", "fio"): "generated plan reference prose (several clients)",
     ("runners/docs.py", "redis_benchmark"): "generated plan reference prose (several clients)",
-    # To move into the tools' registry blocks (a PREPARED_DATA / SCHEMA declaration):
-    ("benchapp/prerun.py", "mysqlslap"): "pre-run check of the schema mysqlslap creates and drops",
-    ("benchapp/prerun.py", "fio"): "help text of the free-space check",
-    ("runners/prepared.py", "sysbench"): "which tables a prepare-once plan left (per tool)",
-    ("runners/prepared.py", "pgbench"): "which tables a prepare-once plan left (per tool)",
-    ("runners/cell.py", "pgbench"): "pgbench -i replaces its own tables (prepared.py)",
 }
 
 

@@ -12,8 +12,9 @@ from django.views.decorators.http import require_POST
 from benchapp import orchestration, planning, pricing, scheduling
 from benchapp.access import MEMBER, current_team, get_plan, role_required
 from benchapp.estimates import plan_duration
-from benchapp.forms import PlanForm, PlanYamlForm, TemplateForm, initial_from_document
+from benchapp.forms import PlanForm, PlanYamlForm, initial_from_document
 from benchapp.forms_schedule import ScheduleForm
+from benchapp.forms_templates import TemplateForm
 from benchapp.models import Alert, Plan
 from benchapp.planning import check_untrusted
 from benchapp.templates_plans import get_template, plan_templates
@@ -168,7 +169,7 @@ def estimate(spec, cells) -> dict:
 def plan_detail(request, pk):
     plan = get_plan(request, pk)
     try:
-        cells, error = count_cells(load_plan(plan.document)), ""
+        cells, error = count_cells(plan.spec), ""
     except ValidationError as exc:
         cells, error = None, str(exc)
     return render(

@@ -23,8 +23,13 @@ Every module exposes the same interface:
   CONNECTIONS_PARAM (the parameter that is the number of connections one
   cell opens), STRESS (True for the tool a plan's `stress:` runs),
   PLAN_KEYS (params a plan may also set at its top level, for every cell),
-  and LIMITS (runners.limits.Use rows: the parameters that count as
-  processes, memory, disk or seconds against the worker's limits).
+  prepared_tables(params) ({table: rows} a prepare leaves, which
+  runners.prepared counts for prepare-once plans) with PREPARE_REPLACES
+  (its prepare replaces tables it finds), SCHEMA_PARAM with SCHEMA_DEFAULT
+  and SCHEMA_PRIVILEGES (a scratch schema it creates and drops, which
+  benchapp.prerun checks), and LIMITS (runners.limits.Use rows: the
+  parameters that count as processes, memory, disk or seconds against the
+  worker's limits).
 
 Adding a tool: a module with that interface and one row below.
 """

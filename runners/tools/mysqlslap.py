@@ -304,6 +304,12 @@ DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the pl
 KIND_LABELS = {"mysql": "MySQL / MariaDB"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 CONNECTIONS_PARAM = "concurrency"  # connections one cell opens (the pre-run check counts them)
+# The scratch schema its generated SQL creates and drops before and after the
+# run (benchapp.prerun refuses a target's own database there): the parameter,
+# its default, and the grants it needs there (checked with the real tool:
+# without INSERT it stops at "INSERT command denied").
+SCHEMA_PARAM, SCHEMA_DEFAULT = "create_schema", "mysqlslap"
+SCHEMA_PRIVILEGES = ("CREATE", "DROP", "INSERT", "SELECT", "UPDATE")
 DURATION_PARAM = None  # runs a number of queries, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("concurrency", "processes"),)  # a thread per client

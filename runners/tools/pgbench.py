@@ -279,6 +279,17 @@ DEFAULT_PORTS = {"postgres": 5432}  # the port of a target of that kind when the
 KIND_LABELS = {"postgres": "PostgreSQL"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 CONNECTIONS_PARAM = "client"  # connections one cell opens (the pre-run check counts them)
+# pgbench -i: rows per scale unit (pgbench's own constants).
+PREPARED_ROWS = {"pgbench_branches": 1, "pgbench_tellers": 10, "pgbench_accounts": 100_000}
+PREPARE_REPLACES = True  # pgbench -i drops and makes its own tables again
+
+
+def prepared_tables(params: dict) -> dict[str, int]:
+    """{table: rows} an init with these params makes (runners.prepared counts them)."""
+    scale = params.get("scale", 1)
+    return {table: rows * scale for table, rows in PREPARED_ROWS.items()}
+
+
 DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "seconds"))

@@ -419,6 +419,23 @@ CONNECTIONS_PARAM = "threads"  # connections one cell opens (the pre-run check c
 # Params a plan may also set at its top level, for every cell (the scenarios'
 # plans name the command syntax once, beside the tool).
 PLAN_KEYS = ("sysbench_version",)
+# sysbench's defaults when the plan does not set them.
+DEFAULT_TABLES, DEFAULT_TABLE_SIZE = 1, 10_000
+# The tests whose data is sbtest tables ("oltp": 0.4's one table).
+TABLE_TESTS = (*OLTP_TESTS, "oltp")
+
+
+def prepared_tables(params: dict) -> dict[str, int] | None:
+    """{table: rows} a prepare with these params makes (runners.prepared counts
+    them); None when the test's data is not tables (fileio, cpu...)."""
+    if params.get("test", "") not in TABLE_TESTS:
+        return None
+    size = params.get("table_size", DEFAULT_TABLE_SIZE)
+    if params.get("sysbench_version") == "0.4":
+        return {"sbtest": size}
+    return {f"sbtest{i}": size for i in range(1, params.get("tables", DEFAULT_TABLES) + 1)}
+
+
 DURATION_PARAM = "time"
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (

@@ -1,11 +1,13 @@
 """The run's cost and its main metric per dollar-hour on results and comparisons."""
 
+import sys
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from benchapp import comparisons, results
+from runners import plan
 from runners.plan import load_plan
 from tests.benchapp.study_runs import s2_run, s4_run
 
@@ -55,3 +57,24 @@ def test_unpriced_run_shows_no_cost_and_costs_no_query(team, django_assert_max_n
     # has them cached): no price lookups
     with django_assert_max_num_queries(4):
         assert results.results([run])["costs"] == []
+
+
+def test_priced_results_page_reads_each_plan_once(owner_client, team, monkeypatch):
+    """Run.spec is the one reader of a stored plan: the priced results page
+    (cost, price per dollar-hour, client line) types the document once; it
+    was typed three times before."""
+    run = _finished(s4_run(team), 2.5)
+    calls = []
+
+    def counted(source):
+        calls.append(source)
+        return original(source)
+
+    # Every module that holds the name, so a parse anywhere on the page counts.
+    original = plan.load_plan
+    for module in list(sys.modules.values()):
+        if getattr(module, "load_plan", None) is original:
+            monkeypatch.setattr(module, "load_plan", counted)
+    html = owner_client.get(f"/runs/{run.pk}/results/").content.decode()
+    assert '<span class="cost">$0.77</span> (3 h billed)' in html  # the priced page
+    assert len(calls) == 1

@@ -343,7 +343,7 @@ def test_builder_preview_carries_warnings(owner_client, small_db):
 
 
 def test_mysqlslap_drops_an_existing_schema_it_is_pointed_at(mariadb_database):  # noqa: F811
-    """The fact mysqlslap_schema rests on, with the real tool: a table in the
+    """The fact scratch_schema rests on, with the real tool: a table in the
     schema named by --create-schema is gone after an auto-generated run."""
     mariadb_sql(f"CREATE TABLE {mariadb_database}.keep (i INT)")
     subprocess.run(

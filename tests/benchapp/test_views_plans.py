@@ -6,7 +6,8 @@ import json
 import pytest
 import yaml
 
-from benchapp.forms import PlanForm, TemplateForm, initial_from_document
+from benchapp.forms import PlanForm, initial_from_document
+from benchapp.forms_templates import TemplateForm
 from benchapp.models import Plan, Run
 from benchapp.planning import save_plan, validate_document
 from benchapp.templates_plans import get_template, plan_templates

@@ -390,3 +390,34 @@ def test_api_sets_a_targets_cloud_instance_and_link_speed(owner_client, team):
     assert refused.status_code == 400
     assert "DB instance identifier" in str(refused.json())
     assert Target.objects.get(name="shop").cloud_instance == cloud
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"host": "db;rm -rf"},  # the plan validator's rule
+        {"name": "local-mariadb", "host": ""},  # the name taken, and no host
+        {"kind": "host", "host": "", "port": "", "user": "", "directory": "/etc"},
+        {"kind": "host", "host": "", "port": "", "user": "", "directory": "/srv/bench"},
+        {"data_dirs": "/srv/bench"},  # an operator's field, set by a team owner
+    ],
+)
+def test_api_and_form_refuse_a_bad_target_with_the_same_message(owner, team, target, fields):
+    """One set of rules (benchapp.targetrules): the page's form and the API
+    refuse the same target naming the same fields with the same messages."""
+    from rest_framework.test import APIClient
+
+    from benchapp.forms_targets import TargetForm
+
+    post = target_post(**fields)
+    form = TargetForm(post, team=team, user=owner)
+    assert not form.is_valid()
+    client = APIClient()
+    client.force_authenticate(owner)
+    body = {k: v for k, v in post.items() if v != ""}
+    if "data_dirs" in body:
+        body["data_dirs"] = body["data_dirs"].split(",")
+    response = client.post("/api/targets/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {field: list(messages) for field, messages in form.errors.items()}
+    assert not Target.objects.exclude(pk=target.pk).exists()
