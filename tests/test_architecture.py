@@ -37,7 +37,7 @@ def benchapp_graph() -> dict[str, set[str]]:
 
 
 def module_name(path: Path) -> str:
-    """benchapp/views/runs.py -> benchapp.views.runs (a package is its __init__)."""
+    """benchapp/web/views/runs.py -> benchapp.web.views.runs (a package is its __init__)."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

@@ -27,11 +27,11 @@ GENERIC_PROVIDERS = {"static", "local"}
 # Names still written outside their owners, each with why it is acceptable
 # for now. The test fails when one disappears too, so the list only shrinks.
 KNOWN = {
-    ("benchapp/connection.py", "mysqlslap"): "help text of a connection check's finding",
-    ("benchapp/connection.py", "sysbench"): "help text of a connection check's finding",
-    ("benchapp/connection.py", "pgbench"): "help text of a connection check's finding",
-    ("benchapp/connection.py", "fio"): "help text of a host check's finding",
-    ("benchapp/forms_targets.py", "pgbench"): "help text: what custom scripts allow",
+    ("benchapp/runs/connection.py", "mysqlslap"): "help text of a connection check's finding",
+    ("benchapp/runs/connection.py", "sysbench"): "help text of a connection check's finding",
+    ("benchapp/runs/connection.py", "pgbench"): "help text of a connection check's finding",
+    ("benchapp/runs/connection.py", "fio"): "help text of a host check's finding",
+    ("benchapp/web/forms_targets.py", "pgbench"): "help text: what custom scripts allow",
     ("benchapp/management/commands/demo_run.py", "mysqlslap"): "the demo's plans are data",
     ("benchapp/management/commands/demo_run.py", "fio"): "the demo's plans are data",
     ("runners/docs.py", "sysbench"): "generated plan reference prose",
@@ -40,8 +40,11 @@ KNOWN = {
     ("runners/docs.py", "fio"): "generated plan reference prose (several clients)",
     ("runners/docs.py", "redis_benchmark"): "generated plan reference prose (several clients)",
     # To move into the tools' registry blocks (a PREPARED_DATA / SCHEMA declaration):
-    ("benchapp/prerun.py", "mysqlslap"): "pre-run check of the schema mysqlslap creates and drops",
-    ("benchapp/prerun.py", "fio"): "help text of the free-space check",
+    (
+        "benchapp/plans/prerun.py",
+        "mysqlslap",
+    ): "pre-run check of the schema mysqlslap creates and drops",
+    ("benchapp/plans/prerun.py", "fio"): "help text of the free-space check",
     ("runners/prepared.py", "sysbench"): "which tables a prepare-once plan left (per tool)",
     ("runners/prepared.py", "pgbench"): "which tables a prepare-once plan left (per tool)",
     ("runners/cell.py", "pgbench"): "pgbench -i replaces its own tables (prepared.py)",

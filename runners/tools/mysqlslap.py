@@ -27,7 +27,7 @@ Decisions worth knowing:
   database exists", MariaDB 10.11's mariadb-slap), and a second iteration
   fails the same way. So it cannot run inside a database that holds data:
   `create_schema` names a scratch schema of its own (default "mysqlslap"),
-  and benchapp.prerun refuses one that is the target's database.
+  and benchapp.plans.prerun refuses one that is the target's database.
 - Several blocks (engines x concurrencies) give several groups and an empty
   `metrics`; one block gives metrics equal to its group.
 """
