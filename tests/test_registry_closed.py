@@ -6,7 +6,7 @@ stress-ng, ...) or a distinctive provider name (aws_rds, static_cluster;
 "static" and "local" are ordinary words) or a resource kind only one
 provider makes, written as a string in code (docstrings and comments are
 prose and may give examples) or imported as a module. Allowed to name
-them: the owning modules below, plan templates (benchapp/templates_plans),
+them: the owning modules below, plan templates (benchapp/plans/templates_plans),
 migrations (frozen history), docs and tests.
 """
 
@@ -21,7 +21,7 @@ from runners.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("benchapp", "runners")
-NOT_SCANNED = ("benchapp/templates_plans", "benchapp/migrations")
+NOT_SCANNED = ("benchapp/plans/templates_plans", "benchapp/migrations")
 # Providers named after an ordinary word: a string "static" is no evidence.
 GENERIC_PROVIDERS = {"static", "local"}
 # Names still written outside their owners, each with why it is acceptable
