@@ -99,7 +99,7 @@ bench-scale: system services setup
 
 faults: system services setup
 	$(TEST_ENV) $(PY) -m pytest -v tests/faults \
-		tests/benchapp/test_orchestration.py tests/benchapp/test_provisioning.py
+		tests/benchapp/runs/test_orchestration.py tests/benchapp/cloud/test_provisioning.py
 
 clean:
 	rm -rf var/test .pytest_cache

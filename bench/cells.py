@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 
-from benchapp import measurestore, orchestration
 from benchapp.models import Artifact, Cell, Run
+from benchapp.runs import orchestration
+from benchapp.store import measurestore
 
 
 def end_leftovers(team) -> int:

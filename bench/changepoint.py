@@ -7,7 +7,7 @@ one more point; median of 7, with the history's 3 % minimum magnitude).
 
     python bench/changepoint.py [--per-class 400] [--seed 31] [--json]
 
-The detector runs with benchapp.history's settings (window 50, p 0.001, the
+The detector runs with benchapp.histories.history's settings (window 50, p 0.001, the
 t-test mode) but no minimum magnitude, so every figure is the test's own.
 No database needed.
 """

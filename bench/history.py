@@ -35,8 +35,9 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from benchapp import history, measurestore  # noqa: E402
+from benchapp.histories import history  # noqa: E402
 from benchapp.models import Cell, HistoryState, Membership, Plan, Run, Team  # noqa: E402
+from benchapp.store import measurestore  # noqa: E402
 
 RUNS, KEYS, REPEATS = 365, 50, 2
 

@@ -65,7 +65,7 @@ def fio_plan(cells: int) -> dict:
 
 def start(team, size: int):
     """A started run of `size` cells and the seconds start_run took."""
-    from benchapp import orchestration
+    from benchapp.runs import orchestration
 
     began = time.perf_counter()
     run = orchestration.start_run(team, fio_plan(size), concurrency=1)
@@ -76,8 +76,9 @@ def start(team, size: int):
 
 def dispatch_cost(run) -> float:
     """Median seconds of the lifecycle around one cell of run, over SAMPLES cells."""
-    from benchapp import orchestration, provisioning, recording
+    from benchapp.cloud import provisioning
     from benchapp.models import Cell
+    from benchapp.runs import orchestration, recording
 
     costs = []
     for _ in range(min(SAMPLES, run.cells.count())):
@@ -95,7 +96,7 @@ def dispatch_cost(run) -> float:
 
 def measure(team) -> dict:
     """start_run seconds per size (REPEATS, interleaved) and dispatch ms per cell."""
-    from benchapp import orchestration
+    from benchapp.runs import orchestration
 
     starts = {size: [] for size in SIZES}
     dispatch_ms = {}

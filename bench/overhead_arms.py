@@ -25,9 +25,9 @@ from pathlib import Path
 from django.conf import settings
 
 from bench.cells import measured, wait_for
-from benchapp import orchestration
 from benchapp.models import Artifact, Credential, Run
-from benchapp.recording import frozen_cell
+from benchapp.runs import orchestration
+from benchapp.runs.recording import frozen_cell
 from runners.cell import masked
 from runners.command import WORKDIR, Endpoint, Upload
 from runners.sandbox import Sandbox, drop_privileges, unavailable

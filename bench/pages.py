@@ -111,7 +111,7 @@ def prepare_data() -> dict:
     from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
-    from benchapp import comparisons
+    from benchapp.histories import comparisons
     from benchapp.models import Run, Team
 
     call_command("migrate", verbosity=0)

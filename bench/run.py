@@ -59,8 +59,8 @@ from bench import overhead, scale  # noqa: E402
 from bench.cells import beyond_measure, beyond_phases, end_leftovers, wait_for  # noqa: E402
 from bench.overhead_arms import ARMS, GOAL_ARMS  # noqa: E402
 from bench.report import print_overhead, print_scale, print_table, print_year, spread  # noqa: E402
-from benchapp import orchestration  # noqa: E402
 from benchapp.models import Credential, Run, Team  # noqa: E402
+from benchapp.runs import orchestration  # noqa: E402
 from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
 from tests.support.worker import Worker  # noqa: E402
 

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 from bench.report import spread
-from benchapp import orchestration
 from benchapp.models import Run
+from benchapp.runs import orchestration
 from tests.support.worker import Worker
 
 WORKER_COUNTS = (1, 2, 4)

@@ -7,4 +7,4 @@ class BenchappConfig(AppConfig):
 
     def ready(self):
         # Its post_delete receiver removes a deleted output's object.
-        from benchapp import artifactstore  # noqa: F401
+        from benchapp.store import artifactstore  # noqa: F401

@@ -2,7 +2,7 @@
 re-runs and alert notifications (docs/history.md).
 
 Thin named wrappers taking primitive arguments (STYLE.md); the work is in
-benchapp.history, benchapp.confirmation and benchapp.notify. Sent by name
+benchapp.histories.history, benchapp.histories.confirmation and benchapp.histories.notify. Sent by name
 after a run finished, so a failure here never touches the run itself.
 """
 
@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import confirmation, notify
+from benchapp.histories import confirmation, notify
 from benchapp.models import Run
 
 log = logging.getLogger(__name__)
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 @shared_task(name="benchapp.detect_changes")
 def detect_changes(run_id: int) -> list[int]:
     """The after-run alert workflow of a run of a saved plan
-    (benchapp.confirmation.after_run); ids of new alerts."""
+    (benchapp.histories.confirmation.after_run); ids of new alerts."""
     run = Run.objects.select_related("plan").filter(pk=run_id).first()
     if run is None or run.plan is None:
         return []

@@ -1,9 +1,9 @@
 """Benchboard's data model (DESIGN.md, "Data model").
 
-Every object belongs to one team; access helpers in benchapp.access return
+Every object belongs to one team; access helpers in benchapp.accounts.access return
 objects of the current user's teams or 404. Models hold fields, small
 properties and QuerySet methods; domain operations live in
-benchapp.orchestration and friends.
+benchapp.runs.orchestration and friends.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class Target(models.Model):
     last_check_ok = models.BooleanField(null=True, blank=True)
     last_check_error = models.TextField(blank=True)
     # What the last connection test read that a plan save checks against
-    # (benchapp.prerun): {"db": {"max_connections": 151, ...}}; {} when it failed.
+    # (benchapp.plans.prerun): {"db": {"max_connections": 151, ...}}; {} when it failed.
     last_check_facts = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -278,7 +278,7 @@ class Run(TypedDocument, models.Model):
     # Targets whose data is prepared (plan `prepare: {once: true}`): shared by
     # every worker that runs a cell of this run.
     prepared_targets = models.JSONField(default=list, blank=True)
-    # What retention did to this run (benchapp.retention): {"series": {"at",
+    # What retention did to this run (benchapp.store.retention): {"series": {"at",
     # "days"}, "raw": {"at", "days"}}; the run and cell pages say it.
     retention = models.JSONField(default=dict, blank=True)
 
@@ -367,7 +367,7 @@ class Cell(models.Model):
 
 class MeasureKey(models.Model):
     """What a measured value is: its (group, metric, unit), stored once and
-    referred to by a 4-byte id from every packed value (benchapp.measurestore).
+    referred to by a 4-byte id from every packed value (benchapp.store.measurestore).
     A year holds a few thousand of these against a hundred million values."""
 
     group = models.CharField(max_length=200, blank=True)  # "engine=innodb,concurrency=4" or ""
@@ -381,7 +381,7 @@ class MeasureKey(models.Model):
 
 
 class CellMeasurements(models.Model):
-    """Every measurement of one cell attempt, packed (benchapp.measurestore):
+    """Every measurement of one cell attempt, packed (benchapp.store.measurestore):
     `keys` are MeasureKey ids (int32), `values` float64 and `iterations`
     int32 (empty when every value is iteration 0), all little-endian and in
     the same order. One row per value cost 217 bytes in PostgreSQL with its
@@ -407,7 +407,7 @@ class CellMeasurements(models.Model):
 
 class RunMetric(models.Model):
     """A run's running total of one metric over every stored value (all
-    groups and attempts), kept by benchapp.measurestore as values are
+    groups and attempts), kept by benchapp.store.measurestore as values are
     written, so that lists of runs show a headline mean without reading
     measurements. Rows are made in the order metrics are first measured."""
 
@@ -425,7 +425,7 @@ class CellSeries(models.Model):
     """One per-second series of one cell attempt: a metric from one source
     (the tool's interval lines, "tool"; later the hosts' and databases'
     telemetry) with its times and values packed as float64 arrays
-    (benchapp.seriesstore), one row for the whole series.
+    (benchapp.store.seriesstore), one row for the whole series.
 
     One row per value (the earlier SeriesPoint) took 164 bytes a value in
     PostgreSQL with its index; packed, a value costs its 16 bytes of t and
@@ -438,7 +438,7 @@ class CellSeries(models.Model):
     count = models.PositiveIntegerField(default=0)
     t = models.BinaryField()
     values = models.BinaryField()
-    # 0: as recorded. Retention (benchapp.retention) downsamples old series to
+    # 0: as recorded. Retention (benchapp.store.retention) downsamples old series to
     # one point per bin of this many seconds: t is the bin's start, values its
     # mean, lows and highs its min and max (None while as recorded).
     bin_seconds = models.PositiveIntegerField(default=0)
@@ -475,7 +475,7 @@ class Artifact(models.Model):
 
 class OutputBlob(models.Model):
     """One stream of an Artifact, kept in the artifact store
-    (benchapp.artifactstore): the object's key, size (bytes of UTF-8) and
+    (benchapp.store.artifactstore): the object's key, size (bytes of UTF-8) and
     sha256, and the stream's first and last KiB, which the pages show when
     the object is gone (expired by retention, or missing from the store)."""
 
@@ -566,7 +566,7 @@ class CloudResource(models.Model):
 
 class CellLock(models.Model):
     """One thing a sent or running cell holds alone: its team's target, or a
-    machine whose load would change its figure (benchapp.machines names
+    machine whose load would change its figure (benchapp.runs.machines names
     them), across runs, plans and teams.
 
     `key` is the identity ("target 7 disk", "server 10.0.0.5:3306", "host
@@ -602,7 +602,7 @@ class SkippedTick(models.Model):
 
 
 class PriceEntry(models.Model):
-    """One editable row of the price table (benchapp.pricing reads them all).
+    """One editable row of the price table (benchapp.cloud.pricing reads them all).
 
     `table` is one of the providers' price tables (Provider.PRICE_TABLES),
     `key` the class, type or storage kind it prices. Seeded from the

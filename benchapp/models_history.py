@@ -50,7 +50,7 @@ class Alert(models.Model):
         "benchapp.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # The plan edit(s) between the last run before the change and the first
-    # after it (benchapp.history.straddled_edit): the change may be the edit's.
+    # after it (benchapp.histories.history.straddled_edit): the change may be the edit's.
     plan_edit = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -101,7 +101,7 @@ class HistoryState(models.Model):
 class RunSummary(models.Model):
     """One finished run's point of one series: mean, min and max of the latest
     attempts' repeats and iterations of a (cell key, group, metric). Written
-    once when the run finishes (benchapp.history.summarize_run); histories
+    once when the run finishes (benchapp.histories.history.summarize_run); histories
     and the trend page read these, one row per run and series, instead of
     every measurement. The run's plan and creation time are copied so a
     history is read by one index range."""
@@ -171,7 +171,7 @@ class AlertDelivery(models.Model):
 
 
 class PlanRevision(models.Model):
-    """A plan document as saved (benchapp.planning.save_plan): who changed
+    """A plan document as saved (benchapp.plans.planning.save_plan): who changed
     the plan and when, for the plan-edit markers of the trend page."""
 
     plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="revisions")

@@ -122,8 +122,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "benchapp.uploads.UploadCapMiddleware",
-    "benchapp.middleware.NulBytesMiddleware",
+    "benchapp.web.uploads.UploadCapMiddleware",
+    "benchapp.web.middleware.NulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -168,7 +168,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "benchapp.context_processors.teams",
+                "benchapp.web.context_processors.teams",
             ]
         },
     }
@@ -194,7 +194,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login rate limit (django-axes): after FAILURE_LIMIT wrong passwords for one
 # username from one address, that pair is locked out for COOLOFF minutes (a
 # right password is refused too). Wrong API tokens count the same way, per
-# address (benchapp.tokens). The address is REMOTE_ADDR: behind a reverse
+# address (benchapp.accounts.tokens). The address is REMOTE_ADDR: behind a reverse
 # proxy every client shares the proxy's, so the lockout is per username then.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -222,7 +222,7 @@ STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root at eve
 
 
 def artifact_storage(url: str, endpoint_url: str, region: str) -> dict:
-    """The STORAGES entry of the artifact store (raw outputs, benchapp.artifactstore).
+    """The STORAGES entry of the artifact store (raw outputs, benchapp.store.artifactstore).
 
     url: "" (files under VAR_DIR/artifacts), an absolute directory, or
     s3://bucket/prefix (any S3-compatible store; endpoint_url for one that
@@ -236,14 +236,14 @@ def artifact_storage(url: str, endpoint_url: str, region: str) -> dict:
         options = {"bucket_name": bucket, "location": prefix.strip("/"), "region_name": region}
         if endpoint_url:
             options["endpoint_url"] = endpoint_url
-        return {"BACKEND": "benchapp.artifactstore_s3.S3ArtifactStorage", "OPTIONS": options}
+        return {"BACKEND": "benchapp.store.artifactstore_s3.S3ArtifactStorage", "OPTIONS": options}
     location = Path(url or VAR_DIR / "artifacts")
     if not location.is_absolute():
         raise ImproperlyConfigured(
             f"BENCHBOARD_ARTIFACTS must be s3://bucket/prefix or an absolute directory, not {url!r}"
         )
     return {
-        "BACKEND": "benchapp.artifactstore.FileArtifactStorage",
+        "BACKEND": "benchapp.store.artifactstore.FileArtifactStorage",
         "OPTIONS": {"location": str(location)},
     }
 
@@ -334,7 +334,7 @@ BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS = env.float(
     "BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS", default=300.0
 )
 BENCHBOARD_NOISE_CV = env.float("BENCHBOARD_NOISE_CV", default=0.05)
-# Retention (benchapp.retention), 0 = off: per-second series of runs finished
+# Retention (benchapp.store.retention), 0 = off: per-second series of runs finished
 # more than SERIES days ago are downsampled to min/mean/max per minute; raw
 # outputs of runs finished more than RAW days ago are deleted from the store
 # (their first and last KiB stay). Baselines and runs in a saved comparison
@@ -387,7 +387,7 @@ for _cidr in BENCHBOARD_TARGET_ALLOW_NETWORKS + BENCHBOARD_TARGET_DENY_NETWORKS:
         raise ImproperlyConfigured(
             f"not a network in BENCHBOARD_TARGET_*_NETWORKS: {_cidr!r}"
         ) from None
-# Provisioning (benchapp.provisioning): how often and how long to wait for
+# Provisioning (benchapp.cloud.provisioning): how often and how long to wait for
 # cloud resources, when a PROVISIONING run counts as lost (its worker died),
 # where SSH into new hosts comes from. A cloud's own settings (region,
 # endpoint) are its provider module's: runners/providers/.
@@ -396,7 +396,7 @@ BENCHBOARD_CLOUD_WAIT_SECONDS = env.float("BENCHBOARD_CLOUD_WAIT_SECONDS", defau
 BENCHBOARD_PROVISION_TIMEOUT = env.int("BENCHBOARD_PROVISION_TIMEOUT", default=7200)
 BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32")
 
-# Alert notifications (benchapp.notify): email through Django's SMTP backend,
+# Alert notifications (benchapp.histories.notify): email through Django's SMTP backend,
 # webhooks refused for non-public addresses unless allowed; failed deliveries
 # are retried with exponential backoff.
 EMAIL_BACKEND = env.str(
@@ -419,7 +419,7 @@ BENCHBOARD_NOTIFY_BACKOFF_CAP_SECONDS = env.float(
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "benchapp.tokens.CountedTokenAuthentication",
+        "benchapp.accounts.tokens.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -454,10 +454,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("BENCHBOARD_MAX_BODY_MB", default=10) * 10
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440
 # Uploaded files (raw outputs, plan files) are counted chunk by chunk and
-# refused past BENCHBOARD_MAX_UPLOAD_MB (benchapp/uploads.py).
+# refused past BENCHBOARD_MAX_UPLOAD_MB (benchapp/web/uploads.py).
 BENCHBOARD_MAX_UPLOAD_MB = env.int("BENCHBOARD_MAX_UPLOAD_MB", default=50)
 FILE_UPLOAD_HANDLERS = [
-    "benchapp.uploads.CappedUploadHandler",
+    "benchapp.web.uploads.CappedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

@@ -12,9 +12,11 @@ import socket
 from celery import shared_task
 from django.conf import settings
 
-from benchapp import cloudreaper, finalcleanup, history_tasks, orchestration, provisioning  # noqa: F401 (history_tasks: its tasks register)
-from benchapp import retention as retention_policy
+from benchapp import history_tasks  # noqa: F401 (history_tasks: its tasks register)
+from benchapp.cloud import cloudreaper, provisioning
 from benchapp.models import Plan, Run
+from benchapp.runs import finalcleanup, orchestration
+from benchapp.store import retention as retention_policy
 
 
 @shared_task(name="benchapp.ping")
@@ -73,7 +75,7 @@ def start_plan(plan_id: int, origin: str = "schedule") -> int | None:
     plan = Plan.objects.select_related("team").get(pk=plan_id)
     if origin != "schedule":
         return orchestration.start_run(plan.team, plan.document, plan=plan, origin=origin).pk
-    from benchapp import scheduling
+    from benchapp.histories import scheduling
 
     started = scheduling.start_scheduled(plan)  # a Run, or a SkippedTick
     scheduling.one_off_ran(plan_id)

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from benchapp.views import core
+from benchapp.web.views import core
 
 urlpatterns = [
     path("", core.home, name="home"),
@@ -13,7 +13,7 @@ urlpatterns = [
     path("team/switch/", core.switch_team, name="switch_team"),
     path("healthz", core.healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("", include("benchapp.urls_pages")),
-    path("", include("benchapp.urls_results")),
-    path("api/", include("benchapp.urls_api")),
+    path("", include("benchapp.web.urls_pages")),
+    path("", include("benchapp.web.urls_results")),
+    path("api/", include("benchapp.web.urls_api")),
 ]

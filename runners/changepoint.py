@@ -33,7 +33,7 @@ available) can never change with new data, so its start is a resume point:
 `analysis.resume_from` and only re-analyses from there.
 
 Significance can instead be a t-test (`significance="ttest"`, what
-benchapp.history uses): no permutations, so a long history is analysed in
+benchapp.histories.history uses): no permutations, so a long history is analysed in
 milliseconds. Done naively (Welch's test of the best split, as this module
 did and Apache Otava does) the p-value means little: the split was chosen
 *because* it looks most different, so at "p 0.001" 44 % of flat histories

@@ -1,7 +1,7 @@
 """The exception types of the runners boundary.
 
 One type per kind of failure, each with a `permanent` flag so that the one
-retry policy (benchapp.orchestration) can decide without string matching:
+retry policy (benchapp.runs.orchestration) can decide without string matching:
 authentication, host keys and missing binaries are permanent; resets and
 timeouts are transient.
 """

@@ -4,7 +4,7 @@ A figure changes with the load of every machine it passes through: the
 database server behind the target, the host of a host/filesystem target, and
 the client host the tool runs on. `cell_machines` names them, from a frozen
 cell's plan part (runners.frozen), as (key, label) pairs; two cells whose
-keys meet must not run at the same moment (benchapp.machines takes the
+keys meet must not run at the same moment (benchapp.runs.machines takes the
 locks). The identity of a machine:
 
 - a database server: its resolved address and port ("server 10.0.0.5:3306");

@@ -240,7 +240,7 @@ def contain_local(
     """Give a local executor its sandbox, or refuse (docs/trust-model.md).
 
     Used for every local tool of a run (runners.context) and for "test
-    connection" (benchapp.connection): bubblewrap as user with data_dirs
+    connection" (benchapp.runs.connection): bubblewrap as user with data_dirs
     writable when it works; otherwise an untrusted caller is refused unless
     unsafe_local, and gets an empty environment when it is allowed.
     """

@@ -74,8 +74,8 @@ def generate(regenerate: bool, runs_wanted: int = RUNS) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from benchapp import measurestore
     from benchapp.models import Cell, Membership, Run, Team
+    from benchapp.store import measurestore
 
     if regenerate:
         Run.objects.all().delete()
@@ -156,7 +156,7 @@ def _cells(run) -> Iterator[dict]:
 def _measurements(cells: list[tuple[int, int]]) -> Iterator[tuple[int, list]]:
     """(cell id, its measurestore Values): one value per metric of each
     (cell id, run id), in cell order."""
-    from benchapp.measurestore import Value
+    from benchapp.store.measurestore import Value
 
     for n, (cell_id, run_id) in enumerate(cells):
         yield (
@@ -172,8 +172,8 @@ def _copy(runs) -> list[tuple[int, int]]:
     """COPY the cells into PostgreSQL, then store their measurements (1,000,000 values in seconds)."""
     from django.db import connection
 
-    from benchapp import measurestore
     from benchapp.models import Cell
+    from benchapp.store import measurestore
 
     def columns(row: dict) -> str:
         return ", ".join(f'"{name}"' for name in row)
@@ -266,8 +266,9 @@ def main() -> int:
 
     from django.contrib.auth.models import User
 
-    from benchapp import comparisons, measurestore
+    from benchapp.histories import comparisons
     from benchapp.models import Run, Team
+    from benchapp.store import measurestore
 
     team = Team.objects.get(name="bench")
     runs = list(Run.objects.filter(team=team).order_by("pk")[:2])

@@ -8,7 +8,7 @@ Builds, once, a database next to the one in DATABASE_URL
 with five plans shaped like the five studies (examples/), each plan run
 nightly and one ad-hoc run a day, for 365 × scale days. At --scale 1 that is
 109,500 runs, 4.5 million cells, 100 million measurements (22 a cell; one
-packed CellMeasurements row per cell attempt, benchapp.measurestore) and 1.0
+packed CellMeasurements row per cell attempt, benchapp.store.measurestore) and 1.0
 billion per-second series values (CellSeries, three 75 s series per cell),
 with the per-run summaries the app keeps (RunMetric, RunSummary).
 
@@ -351,7 +351,7 @@ def _cells(cursor) -> None:
 def _study_keys(cursor) -> list[tuple[bytes, list[str], list[str], list[int]]]:
     """Per study: its MeasureKey ids packed as the store packs them, and the
     (group, metric) of each packed position."""
-    from benchapp import measurestore
+    from benchapp.store import measurestore
 
     out = []
     for study in STUDIES:
@@ -538,7 +538,7 @@ def sizes(measurements: int, series_values: int, runs: int) -> dict:
 
 def pages(team, requests: int) -> list[tuple[str, str, int]]:
     """(name, url, goal ms) of the pages the issue budgets, on the year's data."""
-    from benchapp import comparisons
+    from benchapp.histories import comparisons
     from benchapp.models import Plan, Run
 
     plan = Plan.objects.filter(team=team, study=STUDIES[0].name).get()
@@ -629,7 +629,7 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     from django.contrib.auth.models import User
 
-    from benchapp.access import SESSION_KEY
+    from benchapp.accounts.access import SESSION_KEY
     from benchapp.models import Cell, Run, Team
 
     figures = {"scale": args.scale, "database": url.rsplit("/", 1)[1]}

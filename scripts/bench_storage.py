@@ -18,7 +18,7 @@ Measurements likewise: 20,000 cells of 19 values each (the five studies'
 average) as one row per value in the layout Measurement had (text group,
 metric and unit; its unique and two lookup indexes), and as the app's
 CellMeasurements rows (one per cell attempt, MeasureKey ids and float64
-values packed; benchapp.measurestore) with their MeasureKey table.
+values packed; benchapp.store.measurestore) with their MeasureKey table.
 """
 
 from __future__ import annotations

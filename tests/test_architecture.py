@@ -1,6 +1,7 @@
 """The import graph: benchapp modules form no cycle and import only
-downward through the floors docs/architecture.md draws, runners/ never
-imports Django, and every module is named in docs/architecture.md.
+downward through the folders docs/architecture.md draws as floors, runners/
+never imports Django, every module is named in docs/architecture.md, and
+the tests under tests/benchapp are named after the modules they test.
 
 Read with the standard library's ast, imports inside functions included,
 so a cycle cannot hide in a function body.
@@ -25,19 +26,8 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-def benchapp_graph() -> dict[str, set[str]]:
-    """benchapp module -> the benchapp modules it imports (top-level files only)."""
-    modules = {
-        f"benchapp.{p.stem}": p for p in (ROOT / "benchapp").glob("*.py") if p.stem != "__init__"
-    }
-    return {
-        name: {m for m in imported_modules(path) if m in modules and m != name}
-        for name, path in modules.items()
-    }
-
-
 def module_name(path: Path) -> str:
-    """benchapp/views/runs.py -> benchapp.views.runs (a package is its __init__)."""
+    """benchapp/web/views/runs.py -> benchapp.web.views.runs (a package is its __init__)."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -107,10 +97,6 @@ def test_imports_inside_functions_are_read(tmp_path):
     assert {"benchapp.tasks", "django.db"} <= imported_modules(source)
 
 
-def test_benchapp_modules_form_no_cycle():
-    assert find_cycle(benchapp_graph()) is None
-
-
 def test_whole_tree_forms_no_cycle():
     """Views, management commands and bench/ scripts too (a cycle sat in bench/)."""
     assert find_cycle(tree_graph("benchapp", "bench")) is None
@@ -119,33 +105,61 @@ def test_whole_tree_forms_no_cycle():
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 
 
-def diagram_floors() -> list[list[str]]:
-    """The benchapp floors of docs/architecture.md's diagram, top first: the
-    module names in the left column (before two spaces) of each line of its
-    code block."""
+def diagram_floors() -> list[tuple[str, list[str]]]:
+    """The floors of docs/architecture.md's benchapp diagram, top first: each
+    line's folder (`web/`, or `benchapp/` for the root) and the module names
+    after it, before the two spaces that start what they do."""
     block = ARCHITECTURE.split("## benchapp/ (Django)", 1)[1].split("```", 2)[1]
-    columns = [re.split(r"\s{2,}", line.strip())[0] for line in block.strip().splitlines()]
-    return [re.findall(r"([\w*]+)(?:\.py|/)", column) for column in columns]
+    floors = []
+    for line in block.strip().splitlines():
+        folder, names = re.split(r"\s{2,}", line.strip())[:2]
+        floors.append((folder, re.findall(r"([\w*]+)(?:\.py|/)", names)))
+    return floors
 
 
-def floor_of(module: str, floors: list[list[str]]) -> int | None:
-    """The floor whose names match module (forms*.py matches forms_targets)."""
-    for index, names in enumerate(floors):
-        if any(re.fullmatch(name.replace("*", ".*"), module) for name in names):
+def floor_of(module: str, floors: list[tuple[str, list[str]]]) -> int | None:
+    """The index of the line naming module: benchapp.runs.recording is
+    `recording.py` on the `runs/` line, benchapp.web.views.runs is `views/`
+    on the `web/` line, benchapp.models is on a `benchapp/` line, and a
+    folder's own package (benchapp.runs) is its line."""
+    parts = module.split(".")
+    folders = {folder for folder, _ in floors}
+    if parts[0] == "benchapp" and len(parts) > 1 and f"{parts[1]}/" in folders:
+        folder, rest = f"{parts[1]}/", parts[2:]
+    else:
+        folder, rest = f"{parts[0]}/", parts[1:] or ["__init__"]
+    for index, (line_folder, names) in enumerate(floors):
+        if line_folder != folder:
+            continue
+        if not rest or any(re.fullmatch(n.replace("*", ".*"), rest[0]) for n in names):
             return index
     return None
 
 
-def test_benchapp_imports_only_go_down_the_documented_floors():
+def test_floor_of_reads_folders():
+    floors = [("web/", ["views", "forms*"]), ("runs/", ["recording"]), ("benchapp/", ["models"])]
+    assert floor_of("benchapp.web.views.runs", floors) == 0
+    assert floor_of("benchapp.web.forms_targets", floors) == 0
+    assert floor_of("benchapp.runs", floors) == 1
+    assert floor_of("benchapp.runs.recording", floors) == 1
+    assert floor_of("benchapp.models", floors) == 2
+    assert floor_of("benchapp.runs.machines", floors) is None
+    assert floor_of("benchapp.unnamed", floors) is None
+
+
+def test_every_module_is_on_its_folder_line_of_the_diagram():
     floors = diagram_floors()
-    graph = benchapp_graph()
-    unplaced = sorted(m for m in graph if floor_of(m.split(".")[-1], floors) is None)
-    assert unplaced == [], "modules missing from the diagram"
+    unplaced = sorted(m for m in tree_graph("benchapp", "bench") if floor_of(m, floors) is None)
+    assert unplaced == [], "modules missing from the diagram (or in a folder it does not draw)"
+
+
+def test_no_import_goes_to_a_folder_above():
+    floors = diagram_floors()
     upward = [
         f"{a} -> {b}"
-        for a, deps in graph.items()
+        for a, deps in tree_graph("benchapp", "bench").items()
         for b in deps
-        if floor_of(a.split(".")[-1], floors) > floor_of(b.split(".")[-1], floors)
+        if floor_of(b, floors) < floor_of(a, floors)
     ]
     assert upward == []
 
@@ -155,7 +169,7 @@ def test_every_module_is_named_in_architecture_md():
     named = set(re.findall(r"([\w*]+)(?:\.py|/)", ARCHITECTURE))
     patterns = [n.replace("*", ".*") for n in named]
     missing = []
-    for top in ("benchapp", "runners"):
+    for top in ("benchapp", "runners", "bench"):
         for path in (ROOT / top).rglob("*.py"):
             parts = path.relative_to(ROOT).parts
             if "migrations" in parts or path.stem == "__init__" and len(parts) == 2:
@@ -175,7 +189,8 @@ def test_runners_modules_form_no_cycle():
 def test_domain_modules_never_import_tasks():
     """Tasks are sent by name through benchapp.dispatch; only Celery's own
     modules (and the beat schedule) may name benchapp.tasks."""
-    importers = {name for name, deps in benchapp_graph().items() if "benchapp.tasks" in deps}
+    graph = tree_graph("benchapp", "bench")
+    importers = {name for name, deps in graph.items() if "benchapp.tasks" in deps}
     assert importers == set()
 
 
@@ -193,3 +208,38 @@ def test_runners_never_import_django():
         if django:
             offenders.append(f"{path.relative_to(ROOT)}: {sorted(django)}")
     assert offenders == []
+
+
+# Suites that test a scenario across the whole app rather than one module.
+CROSS_CUTTING_TESTS = {"test_foundation.py"}
+
+
+def module_under_test(test_file: Path) -> Path | None:
+    """tests/benchapp/runs/test_orchestration_retries.py -> benchapp/runs/orchestration.py:
+    the longest test_<module>[_<aspect>] prefix naming a module (or package) of the folder."""
+    relative = test_file.relative_to(ROOT / "tests" / "benchapp")
+    folder = ROOT / "benchapp" / Path(*relative.parts[:-1])
+    words = relative.stem.removeprefix("test_").split("_")
+    for end in range(len(words), 0, -1):
+        name = "_".join(words[:end])
+        for candidate in (folder / f"{name}.py", folder / name / "__init__.py"):
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def test_module_under_test_reads_prefixes():
+    tests = ROOT / "tests" / "benchapp"
+    retries = tests / "runs" / "test_orchestration_retries.py"
+    assert module_under_test(retries) == ROOT / "benchapp" / "runs" / "orchestration.py"
+    assert module_under_test(tests / "runs" / "test_pricing.py") is None
+    assert module_under_test(tests / "test_orchestration.py") is None
+
+
+def test_benchapp_test_files_are_named_after_their_modules():
+    unnamed = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests" / "benchapp").rglob("test_*.py")
+        if path.name not in CROSS_CUTTING_TESTS and module_under_test(path) is None
+    )
+    assert unnamed == [], "test_<module>[_<aspect>].py beside the module's folder"

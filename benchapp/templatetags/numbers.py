@@ -1,10 +1,10 @@
 """Number filters for templates, the same formats as the pivot tables
-(benchapp.tables.fmt): `{{ value|num }}` gives "3,732" or "10,170.4" (never
+(benchapp.analysis.tables.fmt): `{{ value|num }}` gives "3,732" or "10,170.4" (never
 "1.017e+04"); `{{ fraction|pct }}` gives "-34.4 %" for -0.344."""
 
 from django import template
 
-from benchapp.tables import fmt
+from benchapp.analysis.tables import fmt
 
 register = template.Library()
 

@@ -27,7 +27,7 @@ Every module exposes the same interface:
   runners.prepared counts for prepare-once plans) with PREPARE_REPLACES
   (its prepare replaces tables it finds), SCHEMA_PARAM with SCHEMA_DEFAULT
   and SCHEMA_PRIVILEGES (a scratch schema it creates and drops, which
-  benchapp.prerun checks), and LIMITS (runners.limits.Use rows: the
+  benchapp.plans.prerun checks), and LIMITS (runners.limits.Use rows: the
   parameters that count as processes, memory, disk or seconds against the
   worker's limits).
 

@@ -27,7 +27,7 @@ Decisions worth knowing:
   database exists", MariaDB 10.11's mariadb-slap), and a second iteration
   fails the same way. So it cannot run inside a database that holds data:
   `create_schema` names a scratch schema of its own (default "mysqlslap"),
-  and benchapp.prerun refuses one that is the target's database.
+  and benchapp.plans.prerun refuses one that is the target's database.
 - Several blocks (engines x concurrencies) give several groups and an empty
   `metrics`; one block gives metrics equal to its group.
 """
@@ -305,7 +305,7 @@ KIND_LABELS = {"mysql": "MySQL / MariaDB"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 CONNECTIONS_PARAM = "concurrency"  # connections one cell opens (the pre-run check counts them)
 # The scratch schema its generated SQL creates and drops before and after the
-# run (benchapp.prerun refuses a target's own database there): the parameter,
+# run (benchapp.plans.prerun refuses a target's own database there): the parameter,
 # its default, and the grants it needs there (checked with the real tool:
 # without INSERT it stops at "INSERT command denied").
 SCHEMA_PARAM, SCHEMA_DEFAULT = "create_schema", "mysqlslap"

@@ -2,8 +2,8 @@
 
 import json
 
-from benchapp import measurestore, seriesstore
 from benchapp.models import Cell, CellSeries, Run
+from benchapp.store import measurestore, seriesstore
 
 
 def make_run(

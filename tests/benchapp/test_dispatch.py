@@ -11,9 +11,9 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from benchapp import orchestration
 from benchapp.dispatch import EXECUTE_CELL
 from benchapp.models import Cell, CellLock, Run, Team
+from benchapp.runs import orchestration
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def fio_plan(targets, repeat=1) -> dict:
         "repeat": repeat,
         "order": "interleaved",
         # Local targets share the worker host: only their target locks are
-        # under test here (tests/benchapp/test_machines.py has the machines).
+        # under test here (tests/benchapp/runs/test_machines.py has the machines).
         "isolation": "target",
     }
 

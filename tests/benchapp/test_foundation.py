@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.test import RequestFactory
 
-from benchapp import access
+from benchapp.accounts import access
 from benchapp.models import Cell, Credential, Run
 from tests.support.measures import measure, stored
 

@@ -12,7 +12,7 @@ PROBE = """
 import gc, json, sys
 import benchapp.wsgi as wsgi
 frozen = gc.get_freeze_count()
-views = sorted(m for m in sys.modules if m.startswith("benchapp.views."))
+views = sorted(m for m in sys.modules if m.startswith("benchapp.web.views."))
 # a request still works, and what it makes is collected as usual
 from django.test import Client
 status = Client().get("/healthz").status_code
@@ -31,7 +31,8 @@ def test_the_wsgi_app_loads_its_views_and_freezes_them_before_the_first_request(
     # Django, the app and every view module: tens of thousands of objects.
     assert found["frozen"] > 20_000
     assert (
-        "benchapp.views.comparisons" in found["views"] and "benchapp.views.runs" in found["views"]
+        "benchapp.web.views.comparisons" in found["views"]
+        and "benchapp.web.views.runs" in found["views"]
     )
     assert found["status"] == 200
     assert found["scipy_stats"]  # imported at start, not by the first comparison

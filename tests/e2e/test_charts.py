@@ -3,7 +3,7 @@ results and share pages draw non-empty Plotly charts and export a PNG."""
 
 import pytest
 
-from benchapp import comparisons
+from benchapp.histories import comparisons
 from tests.benchapp.results_data import add_series, make_run
 from tests.support.browser import browser, login, page, screenshot  # noqa: F401
 

@@ -4,7 +4,7 @@ script is refused (so the check itself can fail)."""
 
 import pytest
 
-from benchapp import comparisons
+from benchapp.histories import comparisons
 from tests.e2e.test_charts import _runs, _traces
 from tests.support.browser import browser, login, page  # noqa: F401
 

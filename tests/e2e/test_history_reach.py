@@ -3,9 +3,9 @@ two clicks through the navigation and the plan list, one through an alert."""
 
 import pytest
 
-from benchapp import history
+from benchapp.histories import history
 from benchapp.models import Plan
-from tests.benchapp.test_history import nightly
+from tests.benchapp.histories.test_history import nightly
 from tests.support.browser import browser, browser_page, login, page  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,9 +4,9 @@ trace type static/js asks for is registered and drawn, not dropped."""
 
 import pytest
 
-from benchapp import history
+from benchapp.histories import history
 from benchapp.models import Plan
-from tests.benchapp.test_history import nightly
+from tests.benchapp.histories.test_history import nightly
 from tests.support.browser import browser, login, page  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

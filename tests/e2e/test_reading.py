@@ -3,10 +3,10 @@ axis for threads 4–256, and the trend's plan-edit and change markers."""
 
 import pytest
 
-from benchapp import comparisons, history
+from benchapp.histories import comparisons, history
 from benchapp.models import Plan, Run
+from tests.benchapp.histories.test_history import nightly
 from tests.benchapp.results_data import make_run
-from tests.benchapp.test_history import nightly
 from tests.support.browser import browser, login, page, screenshot  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

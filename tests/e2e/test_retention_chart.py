@@ -4,8 +4,8 @@ what was done (a real browser, a real PostgreSQL)."""
 
 from __future__ import annotations
 
-from benchapp import retention
-from tests.benchapp.test_retention import NOW, finished_run
+from benchapp.store import retention
+from tests.benchapp.store.test_retention import NOW, finished_run
 from tests.support.browser import browser, login, page, screenshot  # noqa: F401
 
 

@@ -16,7 +16,7 @@ import tempfile
 import pytest
 
 from benchapp.models import Run, Target
-from benchapp.templates_plans import get_template
+from benchapp.plans.templates_plans import get_template
 from tests.support.browser import browser, login, page, screenshot  # noqa: F401
 from tests.support.dbtargets import mariadb_database  # noqa: F401
 

@@ -6,9 +6,9 @@ axis, with the zoom still taken from the URL."""
 
 from __future__ import annotations
 
-from benchapp import timeline
+from benchapp.analysis import timeline
 from benchapp.models import Cell, Run
-from benchapp.recording import record_outcome
+from benchapp.runs.recording import record_outcome
 from runners.cell import run_cell
 from runners.context import CellContext
 from runners.plan import expand, load_plan

@@ -89,8 +89,8 @@ def test_ui_flow_build_run_and_watch(page, live_server, owner, start_worker):  #
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_ui_pages_render_cleanly(page, live_server, owner, team, viewport):  # noqa: F811
     """Every page once, at 1280 px and phone width: no script errors, no secret."""
-    from benchapp.orchestration import start_run
-    from benchapp.planning import save_plan
+    from benchapp.plans.planning import save_plan
+    from benchapp.runs.orchestration import start_run
     from tests.benchapp.ui_data import DEMO, make_target
 
     cred = make_credential(team)

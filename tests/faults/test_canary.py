@@ -12,9 +12,9 @@ import time
 import pytest
 import redis
 
-from benchapp import orchestration
-from benchapp.artifactstore import text
 from benchapp.models import Artifact, Cell, Credential
+from benchapp.runs import orchestration
+from benchapp.store.artifactstore import text
 from tests.support.dbtargets import mariadb_sql
 
 CANARY = "Canary-7f3Q-pw"

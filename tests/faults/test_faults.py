@@ -3,8 +3,8 @@
 After each fault: every cell is in a terminal state, no measurement is
 duplicated, no tool process is left. Worker kill -9, a cell that kills its
 worker every time, sshd killed and cancel are in
-tests/benchapp/test_orchestration.py; the crash right after a cloud create is
-in tests/benchapp/test_provisioning.py. This file adds worker SIGTERM, the
+tests/benchapp/runs/test_orchestration.py; the crash right after a cloud create is
+in tests/benchapp/cloud/test_provisioning.py. This file adds worker SIGTERM, the
 target database stopped, Redis restarted, and the secrets canary.
 """
 
@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from benchapp import orchestration
 from benchapp.models import Cell, Run
+from benchapp.runs import orchestration
 from tests.support.measures import stored
 from tests.support.private_services import private_mariadb, private_redis  # noqa: F401
 from tests.support.waiting import finished, wait_for

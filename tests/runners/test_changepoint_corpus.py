@@ -1,4 +1,4 @@
-"""The t-test mode of runners.changepoint (what benchapp.history alerts with)
+"""The t-test mode of runners.changepoint (what benchapp.histories.history alerts with)
 on the seeded corpus of changepoint_corpus.py: noise to 10 %, steps from 2 %,
 one-point outliers, variance-only changes, 5-9 run excursions and flat
 histories of a few hundred points. Held to the goal: F1 >= 0.85 and at most

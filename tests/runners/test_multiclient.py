@@ -360,8 +360,9 @@ def test_a_client_hosts_axis_runs_through_a_real_worker_to_the_results_page(
     postgres_target,  # noqa: F811
     start_worker,
 ):
-    from benchapp import orchestration, results
+    from benchapp.analysis import results
     from benchapp.models import Run
+    from benchapp.runs import orchestration
     from tests.support.measures import stored
     from tests.support.waiting import finished, wait_for
 

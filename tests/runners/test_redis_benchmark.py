@@ -226,8 +226,8 @@ def test_redis_benchmark_runs_through_a_real_worker(
     private_redis,  # noqa: F811
     start_worker,
 ):
-    from benchapp import orchestration
     from benchapp.models import Run
+    from benchapp.runs import orchestration
     from tests.support.measures import stored
 
     start_worker("redis")
@@ -248,7 +248,7 @@ def test_redis_benchmark_runs_through_a_real_worker(
         assert {"rps", "latency_p50_ms", "latency_p99_ms"} <= metrics
         assert cell.command.startswith(f"redis-benchmark -h 127.0.0.1 -p {private_redis.port} ")
         assert cell.tool_version == rb.parse_version(read("version"))
-    from benchapp import results
+    from benchapp.analysis import results
 
     data = results.results([run])
     assert (data["view"]["rows"], data["view"]["metric"]) == (["tests"], "rps")

@@ -220,7 +220,8 @@ def test_registry_plan_targets_take_kind_and_port_from_the_tool():
 
 @pytest.mark.django_db
 def test_registry_catalog_reaches_tables_deltas_and_exports(team):
-    from benchapp import archive, results
+    from benchapp.analysis import results
+    from benchapp.histories import archive
     from tests.benchapp.results_data import make_run
 
     def run(name, tps, latency):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from benchapp.templates_plans import PROVISION, bind, get_template
+from benchapp.plans.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
 from runners.cell import run_cell
 from runners.cellwatch import CellWatch

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from benchapp.connection import test_connection as check_target
+from benchapp.runs.connection import test_connection as check_target
 from tests.benchapp.ui_data import make_target
 from tests.support.sshd import sshd  # noqa: F401 (fixture)
 

@@ -16,8 +16,8 @@ import pytest
 from django.db import transaction
 from rest_framework.test import APIClient
 
-from benchapp import orchestration
 from benchapp.models import Artifact, Cell, Credential, Plan, Run
+from benchapp.runs import orchestration
 from tests.support.waiting import finished, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -369,7 +369,7 @@ def test_the_worker_sends_a_credential_only_where_it_is_bound(
 
 
 def test_host_patterns_match_host_port_and_sockets(team, team_password):
-    from benchapp.credbinding import is_bound, key
+    from benchapp.accounts.credbinding import is_bound, key
 
     team_password.host_patterns = ["*.example.com:5432", "unix:/run/postgresql/*", "[::1]:6432"]
     team_password.save()

@@ -12,10 +12,12 @@ import time
 import pytest
 from django.test import Client
 
-from benchapp import orchestration, planning, scheduling
 from benchapp.celery import app
-from benchapp.fairshare import TooManyRuns, wait_reasons
+from benchapp.histories import scheduling
 from benchapp.models import Cell, CellLock, Membership, Run, SkippedTick, Team
+from benchapp.plans import planning
+from benchapp.runs import orchestration
+from benchapp.runs.fairshare import TooManyRuns, wait_reasons
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchapp import comparisons
+from benchapp.histories import comparisons
 from tests.benchapp.results_data import make_run
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"

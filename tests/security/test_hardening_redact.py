@@ -3,9 +3,9 @@ cell errors, parameters, host facts, labels or chart data."""
 
 import pytest
 
-from benchapp import comparisons
+from benchapp.accounts.redact import redact_text
+from benchapp.histories import comparisons
 from benchapp.models import Cell, Target
-from benchapp.redact import redact_text
 from tests.benchapp.results_data import add_series, make_run
 
 MYSQL_DOWN = "Can't connect to MySQL server on '10.1.2.3:3306' (111)"

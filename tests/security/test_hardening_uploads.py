@@ -14,9 +14,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from benchapp import rawoutput
-from benchapp.artifactstore import text
+from benchapp.analysis import rawoutput
 from benchapp.models import Artifact, Cell, Run
+from benchapp.store.artifactstore import text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 MIB = 1024 * 1024

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from benchapp.csvexport import neutralised
+from benchapp.analysis.csvexport import neutralised
 from benchapp.models import Comparison
 from tests.benchapp.results_data import make_run
 

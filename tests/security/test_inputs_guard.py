@@ -110,7 +110,7 @@ def test_a_real_worker_refuses_an_interface_address_before_connecting(team, star
     """A plan saved while its host resolved elsewhere, rewritten to this
     machine's interface addresses before dispatch (a DNS change): each cell
     fails at the worker's check, before any tool runs."""
-    from benchapp import orchestration
+    from benchapp.runs import orchestration
     from tests.support.waiting import finished, wait_for
 
     _, db_port, db_name = _app_db()

@@ -4,9 +4,9 @@ no domain suffix, unquoted) leaks neither its name nor its address."""
 
 import pytest
 
-from benchapp import comparisons
+from benchapp.accounts.redact import redact_text
+from benchapp.histories import comparisons
 from benchapp.models import Cell
-from benchapp.redact import redact_text
 from tests.benchapp.results_data import make_run
 
 PLAN_HOST, PLAN_SSH, PLAN_USER = "benchdb7", "jumpbox3", "loadgen"

@@ -139,8 +139,8 @@ def test_run_cell_untrusted_refuses_before_anything_runs(canary):
 
 @pytest.mark.django_db(transaction=True)
 def test_api_plan_is_refused_by_a_real_worker_and_leaves_no_effect(team, start_worker, canary):
-    from benchapp import orchestration
     from benchapp.models import Cell
+    from benchapp.runs import orchestration
     from tests.support.waiting import finished, wait_for
 
     team.targets.create(name="disk", kind="host", data_dirs=[str(canary.parent)])

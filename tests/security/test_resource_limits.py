@@ -237,8 +237,8 @@ def test_operator_settings_move_the_limit(api, stored, settings):
 def test_a_real_worker_fails_the_breaching_cell_and_runs_the_next(
     team, start_worker, owner, client
 ):
-    from benchapp import orchestration
     from benchapp.models import Cell
+    from benchapp.runs import orchestration
     from tests.support.waiting import finished, wait_for
 
     team.targets.create(name="worker", kind="host")

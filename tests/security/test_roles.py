@@ -104,7 +104,7 @@ def world(team, owner):
     """One object of each kind in the team, and a snapshot of what a refusal must not change."""
     from django.utils import timezone
 
-    from benchapp import scheduling
+    from benchapp.histories import scheduling
     from benchapp.models import Alert, Comparison, Membership, Plan, Run
 
     plan = Plan.objects.create(

@@ -114,8 +114,8 @@ def test_api_permissions(team_admin, operator, team):
 
 
 def test_only_admins_may_allow_custom_scripts():
-    from benchapp.forms_targets import TargetForm
     from benchapp.models import Team
+    from benchapp.web.forms_targets import TargetForm
 
     team = Team.objects.create(name="t")
     form = TargetForm(_post(allow_custom_scripts="on"), team=team, user=None)

@@ -120,7 +120,7 @@ def test_operator_deny_and_allow_networks(team_admin_client, team, settings):
 
 
 def test_test_connection_refuses_the_app_database(team):
-    from benchapp.connection import test_connection
+    from benchapp.runs.connection import test_connection
 
     target = Target.objects.create(
         team=team, name="pg", kind="postgres", host="::1", port=_app_db()[1], user="postgres"
@@ -141,7 +141,7 @@ def test_a_target_that_got_in_is_refused_by_a_real_worker(team, start_worker):
     the app's database and broker (a DNS change, simulated by rewriting the
     frozen cells before dispatch): refused when the cell connects, before
     any tool runs, the app's tables untouched."""
-    from benchapp import orchestration
+    from benchapp.runs import orchestration
     from tests.support.waiting import finished, wait_for
 
     _, db_port, db_name = _app_db()

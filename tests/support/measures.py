@@ -1,8 +1,8 @@
 """Storing and reading single measurements in tests, through the one
-measurement store (benchapp.measurestore), which keeps an attempt's values packed."""
+measurement store (benchapp.store.measurestore), which keeps an attempt's values packed."""
 
-from benchapp import measurestore
-from benchapp.measurestore import Value
+from benchapp.store import measurestore
+from benchapp.store.measurestore import Value
 
 
 def measure(cell, metric: str, value: float, *, attempt=None, group="", unit="", iteration=0):

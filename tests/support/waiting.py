@@ -10,7 +10,7 @@ def wait_for(predicate, timeout=90, step=0.2, reap=False):
 
     reap=True runs orchestration.reap() before each poll, as beat would.
     """
-    from benchapp import orchestration
+    from benchapp.runs import orchestration
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -11,8 +11,8 @@ import tempfile
 
 from django.core.management.base import BaseCommand
 
-from benchapp import orchestration
 from benchapp.models import Team
+from benchapp.runs import orchestration
 
 # mysqlslap drops its schema before and after the run: a name no one else uses.
 DEMO_SCHEMA = "benchboard_demo"

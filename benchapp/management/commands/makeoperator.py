@@ -11,7 +11,7 @@ import getpass
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchapp.operators import make_operator
+from benchapp.accounts.operators import make_operator
 
 
 class Command(BaseCommand):

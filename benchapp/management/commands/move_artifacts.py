@@ -6,8 +6,8 @@ again: each artifact moves in its own transaction, and a moved one is skipped.
 from django.core.management.base import BaseCommand
 from django.db.models import Q
 
-from benchapp import artifactstore
 from benchapp.models import Artifact
+from benchapp.store import artifactstore
 
 
 class Command(BaseCommand):

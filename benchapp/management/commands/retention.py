@@ -3,7 +3,7 @@ BENCHBOARD_RETENTION_SECONDS); --series-days/--raw-days override them."""
 
 from django.core.management.base import BaseCommand
 
-from benchapp import retention
+from benchapp.store import retention
 
 
 class Command(BaseCommand):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchapp import orchestration
-from benchapp.documents import result_document
+from benchapp.analysis.documents import result_document
 from benchapp.models import Run, Team
-from benchapp.progress import run_progress
+from benchapp.runs import orchestration
+from benchapp.runs.progress import run_progress
 from runners.errors import ValidationError
 
 

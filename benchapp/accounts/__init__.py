@@ -1,0 +1,1 @@
+"""Teams and access, API tokens, operators, credentials, redaction, the app's guard."""

@@ -1,0 +1,1 @@
+"""Reading results: pivots, charts, deltas, costs, timelines, exports."""

@@ -1,0 +1,1 @@
+"""Provisioned resources: their lifecycle, prices, telemetry and clean-up."""

@@ -1,0 +1,1 @@
+"""Histories and alerts, comparisons, the archive, formats, schedules, notifications."""

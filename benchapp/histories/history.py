@@ -1,0 +1,537 @@
+"""Histories: the finished runs of a plan (and of plans with the same study
+label) as one series per (cell key, group, metric), and change detection over
+them (runners.changepoint) that turns new change points into Alerts.
+
+A run contributes one point per series: the mean of its cells' repeats and
+iterations (latest attempt of each cell), with their min and max for the band
+on the trend page. The points are computed once per run (`summarize_run`,
+stored as RunSummary rows) so histories read one row per run and series.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Window
+from django.db.models.functions import Lag
+
+from benchapp.analysis import queryparams
+from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
+from benchapp.models_history import PlanRevision
+from benchapp.store import measurestore
+from runners import changepoint, levels, tools
+from runners.metrics import HIGHER
+
+FINISHED = (Run.SUCCEEDED, Run.PARTIAL)
+WINDOW = 50
+MAX_PVALUE = changepoint.DEFAULT_MAX_PVALUE
+SIGNIFICANCE = "ttest"  # Welch's t-test of the best split (runners.changepoint)
+MIN_MAGNITUDE = 0.03
+RECOVERY_POINTS = 5  # latest points that must be back at the old level
+
+
+def judged(plan: Plan, metric: str) -> tuple[bool, str | None]:
+    """(measured, direction) of a series' metric by the metric catalog
+    (runners.tools.direction): parameters the tool prints back are not
+    measured; a metric without a direction is only ever "changed"."""
+    row = tools.metric(plan.tool, metric)
+    return row.measured, row.judged
+
+
+@dataclass
+class Series:
+    cell_key: str
+    group: str
+    metric: str
+    run_ids: list[int] = field(default_factory=list)
+    dates: list = field(default_factory=list)  # the runs' creation times
+    means: list[float] = field(default_factory=list)
+    lows: list[float] = field(default_factory=list)
+    highs: list[float] = field(default_factory=list)
+
+
+def history_plans(plan: Plan) -> list[int]:
+    """Ids of the plans whose runs form `plan`'s history."""
+    if not plan.study:
+        return [plan.pk]
+    return list(
+        Plan.objects.filter(team_id=plan.team_id, study=plan.study).values_list("pk", flat=True)
+    )
+
+
+def trend_choices(plan_ids: list[int], query) -> tuple[str, list[str], list[str], list[str]]:
+    """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
+    query (a page's GET or the API's query_params): the metric and keys it
+    asks for, refused (queryparams.BadParameter) when the history has no such
+    metric or cell key. `keys` is "|"-separated."""
+    pairs = set(
+        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
+    )
+    metrics = sorted({m for m, _ in pairs})
+    queryparams.check(query, {"metric": metrics})
+    metric = query.get("metric") or (metrics[0] if metrics else "")
+    keys = sorted({k for m, k in pairs if m == metric})
+    wanted = [k for k in query.get("keys", "").split("|") if k]
+    for key in wanted:
+        if key not in keys:
+            raise queryparams.BadParameter("keys", key, keys)
+    return metric, metrics, keys, wanted
+
+
+def run_points(run: Run) -> list[RunSummary]:
+    """The run's point of each series (unsaved RunSummary rows), from its
+    measurements of each cell's latest attempt (one query)."""
+    keys = dict(run.cells.values_list("pk", "key"))
+    rows = list(measurestore.read(runs=[run.pk], all_attempts=True))
+    latest: dict[int, int] = {}
+    for m in rows:
+        latest[m.cell_id] = max(latest.get(m.cell_id, 0), m.attempt)
+    values: dict[tuple, list[float]] = defaultdict(list)
+    for m in rows:
+        if m.attempt == latest[m.cell_id]:
+            values[(keys[m.cell_id], m.group, m.metric)].append(m.value)
+    return [
+        RunSummary(
+            run_id=run.pk,
+            plan_id=run.plan_id,
+            run_created_at=run.created_at,
+            cell_key=key,
+            group=group,
+            metric=metric,
+            mean=sum(v) / len(v),
+            low=min(v),
+            high=max(v),
+            count=len(v),
+        )
+        for (key, group, metric), v in sorted(values.items())
+    ]
+
+
+@transaction.atomic
+def summarize_run(run: Run) -> int:
+    """(Re)write the RunSummary rows of a finished run of a plan; how many.
+    Only finished runs have summaries: a history reads them as they are."""
+    RunSummary.objects.filter(run_id=run.pk).delete()
+    if run.plan_id is None or run.status not in FINISHED:
+        return 0
+    points = run_points(run)
+    RunSummary.objects.bulk_create(points, batch_size=1000)
+    return len(points)
+
+
+def ensure_summaries(plan_ids: list[int]) -> int:
+    """Summarize the history's finished runs that have no summary yet (one
+    query when none lacks: runs recorded before summaries, or by hand)."""
+    missing = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).exclude(
+        Exists(RunSummary.objects.filter(run_id=OuterRef("pk")))
+    )
+    runs = list(missing.only("pk", "plan_id", "created_at", "status"))
+    for run in runs:
+        summarize_run(run)
+    return len(runs)
+
+
+def load_series(
+    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True
+) -> dict[tuple, Series]:
+    """One Series per (cell key, group, metric) of the history of `plan_ids`,
+    from the runs' summaries (one query, in index order), optionally only of
+    some metrics and cell keys, and of runs created at or after `since`;
+    without `dates` only run ids and means are read (detection needs no more)."""
+    qs = RunSummary.objects.filter(plan_id__in=plan_ids)
+    if metrics:
+        qs = qs.filter(metric__in=list(metrics))
+    if keys:
+        qs = qs.filter(cell_key__in=list(keys))
+    if since is not None:
+        qs = qs.filter(run_created_at__gte=since)
+    qs = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id")
+    if dates:
+        rows = qs.values_list(
+            "cell_key", "group", "metric", "run_id", "run_created_at", "mean", "low", "high"
+        )
+    else:
+        rows = (
+            (k, g, m, r, None, mean, None, None)
+            for k, g, m, r, mean in qs.values_list("cell_key", "group", "metric", "run_id", "mean")
+        )
+    series: dict[tuple, Series] = {}
+    s = None
+    for key, group, metric, run_id, created, mean, low, high in rows:
+        if s is None or (s.cell_key, s.group, s.metric) != (key, group, metric):
+            s = series[(key, group, metric)] = Series(key, group, metric)
+        s.run_ids.append(run_id)
+        s.dates.append(created)
+        s.means.append(mean)
+        s.lows.append(low)
+        s.highs.append(high)
+    return series
+
+
+def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:
+    """Run detection over `plan`'s history, incrementally; new Alerts are returned.
+
+    Each series' state (HistoryState) keeps the detector's resume point, an
+    anchor a window before it (index, run, date) and the start runs already
+    alerted. When every series has a state, only the history from the
+    earliest anchor on is read and analysed (changepoint offset); a history
+    that changed before an anchor is analysed afresh. The unique constraint on
+    (plan, cell key, group, metric, start run) makes a repeated task harmless.
+    Open alerts whose series recovered are resolved and appended to `resolved`.
+    """
+    plan_ids = history_plans(plan)
+    ensure_summaries(plan_ids)
+    states = {
+        (h.cell_key, h.group, h.metric): h.state for h in HistoryState.objects.filter(plan=plan)
+    }
+    since = _since(states)
+    series = _measured(plan, load_series(plan_ids, since=since, dates=False))
+    analyses = _analyse(series, states, tail=True) if since is not None else None
+    if analyses is None:  # short or changed history, new series: read it all
+        series = (
+            _measured(plan, load_series(plan_ids, dates=False)) if since is not None else series
+        )
+        analyses = _analyse(series, states, tail=False)
+    anchor_dates = dict(
+        Run.objects.filter(
+            pk__in=[
+                s.run_ids[a.resume_from - WINDOW - offset]
+                for s, offset, a, _ in analyses.values()
+                if a.resume_from - WINDOW >= offset
+            ]
+        ).values_list("pk", "created_at")
+    )
+    updates, changes = [], []
+    for name, (s, offset, analysis, held) in analyses.items():
+        alerted = set(held.get("alerted", ())) if held else set()
+        fresh = [
+            cp
+            for cp in analysis.change_points
+            if cp.index >= offset and s.run_ids[cp.index - offset] not in alerted
+        ]
+        changes += [(s, cp, offset) for cp in fresh]
+        updates.append(
+            HistoryState(
+                plan=plan,
+                cell_key=name[0],
+                group=name[1],
+                metric=name[2],
+                state=_state(analysis, s, offset, alerted, fresh, anchor_dates),
+            )
+        )
+    with transaction.atomic():
+        _relaxed_commit()
+        HistoryState.objects.bulk_create(
+            updates,
+            batch_size=500,
+            update_conflicts=True,
+            update_fields=["state"],
+            unique_fields=["plan", "cell_key", "group", "metric"],
+        )
+        created = _create_alerts(plan, changes)
+        found = resolve_recovered(plan, plan_ids, series, tail=since is not None)
+    if resolved is not None:
+        resolved.extend(found)
+    return created
+
+
+def _measured(plan: Plan, series: dict[tuple, Series]) -> dict[tuple, Series]:
+    """The series of measurements only: a parameter copied into the results
+    (mysqlslap's clients) changes when the plan does, which is no alert."""
+    return {name: s for name, s in series.items() if judged(plan, name[2])[0]}
+
+
+def _relaxed_commit() -> None:
+    """Detection's writes need not wait for the disk (PostgreSQL's
+    synchronous_commit off, this transaction only): a crash can lose only the
+    last states and alerts together, and the next run's detection finds the
+    same changes again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _since(states: dict) -> object | None:
+    """Where the history must be read from for the stored states, or None (all)."""
+    anchors = [st.get("anchor") for st in states.values()]
+    if not anchors or not all(anchors) or any(a["index"] < 0 for a in anchors):
+        return None
+    return min(datetime.fromisoformat(a["at"]) for a in anchors)
+
+
+def _analyse(series: dict[tuple, Series], states: dict, tail: bool) -> dict | None:
+    """{name: (series, offset, analysis, held state)}. With `tail`, the series
+    hold the history from the earliest anchor on: each is cut at its own
+    anchor and analysed from there; None if an anchor is not where it was
+    (the caller then reads the whole history)."""
+    out = {}
+    for name, s in series.items():
+        held, offset, values = states.get(name), 0, s.means
+        if tail:
+            anchor = held and held.get("anchor")
+            if not anchor or anchor["run"] not in s.run_ids:
+                return None
+            first = s.run_ids.index(anchor["run"])
+            offset, values = anchor["index"], s.means[first:]
+            s.run_ids, s.dates, s.means, s.lows, s.highs = (
+                s.run_ids[first:],
+                s.dates[first:],
+                values,
+                s.lows[first:],
+                s.highs[first:],
+            )
+        if offset + len(values) < 2 * changepoint.DEFAULT_MIN_SIZE:
+            continue
+        try:
+            analysis = changepoint.detect(
+                values,
+                window=WINDOW,
+                max_pvalue=MAX_PVALUE,
+                min_magnitude=MIN_MAGNITUDE,
+                significance=SIGNIFICANCE,
+                previous=held,
+                offset=offset,
+            )
+        except ValueError:
+            if tail:
+                return None
+            raise
+        out[name] = (s, offset, analysis, held)
+    return out
+
+
+def _state(analysis, s: Series, offset: int, alerted: set, fresh: list, dates: dict) -> dict:
+    state = analysis.state()
+    index = analysis.resume_from - WINDOW
+    if index >= offset:
+        run_id = s.run_ids[index - offset]
+        state["anchor"] = {"index": index, "run": run_id, "at": dates[run_id].isoformat()}
+    else:
+        state["anchor"] = {"index": -1}
+    state["alerted"] = sorted(alerted | {s.run_ids[cp.index - offset] for cp in fresh})
+    return state
+
+
+def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
+    if not changes:
+        return []
+    rows = []
+    edits = plan_edits(history_plans(plan))
+    for s, cp, offset in changes:
+        direction = judged(plan, s.metric)[1]
+        worse = None if direction is None else (cp.magnitude < 0) == (direction == HIGHER)
+        start = s.run_ids[cp.index - offset]
+        before = s.run_ids[cp.index - offset - 1] if cp.index - offset > 0 else None
+        rows.append(
+            Alert(
+                plan=plan,
+                team_id=plan.team_id,
+                cell_key=s.cell_key,
+                group=s.group,
+                metric=s.metric,
+                start_run_id=start,
+                plan_edit=straddled_edit(edits, before, start),
+                before_mean=cp.before.mean,
+                before_low=cp.before.ci_low,
+                before_high=cp.before.ci_high,
+                after_mean=cp.after.mean,
+                after_low=cp.after.ci_low,
+                after_high=cp.after.ci_high,
+                magnitude=cp.magnitude,
+                pvalue=cp.pvalue,
+                bad=worse,
+            )
+        )
+    known = set(Alert.objects.filter(plan=plan).values_list("pk", flat=True))
+    Alert.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
+    return list(
+        Alert.objects.filter(plan=plan)
+        .exclude(pk__in=known)
+        .select_related("plan", "start_run")
+        .order_by("pk")
+    )
+
+
+def resolve_recovered(
+    plan: Plan, plan_ids: list[int], series: dict[tuple, Series], tail: bool = False
+) -> list[Alert]:
+    """Open alerts whose series is back at its level before the change: the
+    mean of its last RECOVERY_POINTS points (all after the change) is within
+    the before level's prediction interval and nearer it than the changed
+    level (runners.levels.recovered). They become resolved by the latest run."""
+    alerts = list(Alert.objects.filter(plan=plan, status__in=Alert.OPEN))
+    short = [
+        a
+        for a in alerts
+        if (a.cell_key, a.group, a.metric) not in series
+        or _start(series[(a.cell_key, a.group, a.metric)], a) < WINDOW
+    ]
+    if tail and short:  # only a tail was read: the level before needs the whole series
+        series = {
+            **series,
+            **load_series(plan_ids, {a.metric for a in short}, {a.cell_key for a in short}),
+        }
+    resolved = []
+    for alert in alerts:
+        s = series.get((alert.cell_key, alert.group, alert.metric))
+        i = _start(s, alert) if s else -1
+        if i <= 0 or len(s.means) - i < 2 * RECOVERY_POINTS:
+            continue
+        before, recent = s.means[max(0, i - WINDOW) : i], s.means[-RECOVERY_POINTS:]
+        if levels.recovered(before, alert.after_mean, recent):
+            alert.status, alert.resolved_run_id = Alert.RESOLVED, s.run_ids[-1]
+            alert.save(update_fields=["status", "resolved_run", "updated_at"])
+            resolved.append(alert)
+    return resolved
+
+
+# ------------------------------------------------------------- plan edits
+
+MAX_EDIT_TEXT = 500
+
+
+@dataclass
+class PlanEdit:
+    """A plan changed between two of its finished runs: the frozen documents
+    of `previous_run_id` and `run_id` differ in `changes` ("params.time: 10 → 20")."""
+
+    run_id: int
+    previous_run_id: int
+    at: datetime  # the first run measured with the edited plan
+    changes: list[str]
+    position: int  # the run's place in the history, in time order
+    saved: str = ""  # "saved by ann at 2026-05-01 10:00 UTC" from the PlanRevision
+
+    def text(self) -> str:
+        body = "; ".join(self.changes)
+        if len(body) > MAX_EDIT_TEXT:
+            body = body[: MAX_EDIT_TEXT - 1] + "…"
+        saved = f" ({self.saved})" if self.saved else ""
+        return (
+            f"plan edited between run #{self.previous_run_id} and run #{self.run_id}{saved}: {body}"
+        )
+
+
+def plan_edits(plan_ids: list[int]) -> tuple[list[PlanEdit], dict[int, int]]:
+    """The plan edits of a history (from the documents its runs froze, so an
+    edit through the form, the API or a stored target's change all count),
+    and every finished run's position in time order (two queries).
+
+    The database compares each run's document with its plan's previous run's
+    (a window function) and returns only the runs whose document differs: a
+    year's history is hundreds of documents, its edits a handful."""
+    rows = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED)
+    in_time = rows.order_by("created_at", "pk")
+    positions = {pk: i for i, pk in enumerate(in_time.values_list("pk", flat=True))}
+    per_plan = {"partition_by": [F("plan_id")], "order_by": [F("created_at"), F("pk")]}
+    differing = (
+        rows.annotate(
+            previous_id=Window(Lag("pk"), **per_plan),
+            previous_at=Window(Lag("created_at"), **per_plan),
+            previous_document=Window(Lag("document"), **per_plan),
+        )
+        .filter(previous_id__isnull=False)
+        .exclude(previous_document=F("document"))
+        .values_list(
+            "pk",
+            "plan_id",
+            "created_at",
+            "document",
+            "previous_id",
+            "previous_at",
+            "previous_document",
+        )
+    )
+    edits = []
+    for pk, plan_id, at, document, previous, previous_at, before in differing:
+        if changes := document_changes(before, document):
+            saved = (plan_id, previous_at, at)
+            edits.append(PlanEdit(pk, previous, at, changes, positions[pk], saved=saved))
+    edits.sort(key=lambda e: e.position)
+    _saved_by(edits)
+    return edits, positions
+
+
+def _saved_by(edits: list[PlanEdit]) -> None:
+    """Who saved each edit and when: the last PlanRevision of its plan
+    between its two runs (none for an edit made before revisions were kept)."""
+    if not edits:
+        return
+    revisions = PlanRevision.objects.filter(plan_id__in={e.saved[0] for e in edits}).values_list(
+        "plan_id", "created_at", "created_by__username"
+    )
+    found = defaultdict(list)
+    for plan_id, at, user in revisions.order_by("created_at"):
+        found[plan_id].append((at, user))
+    for edit in edits:
+        plan_id, low, high = edit.saved
+        saved = [(at, user) for at, user in found[plan_id] if low < at <= high]
+        edit.saved = ""
+        if saved:
+            at, user = saved[-1]
+            edit.saved = f"saved by {user or 'someone'} at {at:%Y-%m-%d %H:%M} UTC"
+
+
+def document_changes(old: dict, new: dict) -> list[str]:
+    """What differs between two frozen plan documents, as "key: old → new"
+    lines (parameters, axes, target names; other target settings only as
+    changed, their addresses and credential names are not shown)."""
+    from benchapp.histories.comparisons import run_parameters  # results pages import history
+
+    a, b = run_parameters(Run(document=old or {})), run_parameters(Run(document=new or {}))
+    lines = [
+        f"{key}: {_shown(a.get(key))} → {_shown(b.get(key))}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]
+    for part in ("targets", "client"):
+        if (old or {}).get(part) != (new or {}).get(part) and not (
+            part == "targets" and a.get("targets") != b.get("targets")
+        ):
+            lines.append(f"{part} settings changed")
+    return lines
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "(none)"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def straddled_edit(edits: tuple, before: int | None, start: int) -> str:
+    """The text of the plan edits between a series' last point before a
+    change (run `before`) and its first point after (run `start`), or ""."""
+    found, positions = edits
+    if start not in positions:
+        return ""
+    low = positions.get(before, positions[start] - 1)
+    return " · ".join(e.text() for e in found if low < e.position <= positions[start])
+
+
+def _start(s: Series, alert: Alert) -> int:
+    return s.run_ids.index(alert.start_run_id) if alert.start_run_id in s.run_ids else -1
+
+
+def recent_alerts(team, limit: int = 5) -> list[Alert]:
+    """The team's latest alerts, for the home page include (one query)."""
+    return list(Alert.objects.filter(team=team).select_related("plan", "start_run")[:limit])
+
+
+def verdict_counts(team) -> dict:
+    """How often the team's alerts were right: users' true/false verdicts and
+    confirmation runs' outcomes (one query)."""
+    counts = Alert.objects.filter(team=team).aggregate(
+        true=Count("pk", filter=Q(verdict=True)),
+        false=Count("pk", filter=Q(verdict=False)),
+        open=Count("pk", filter=Q(verdict__isnull=True)),
+        confirmed=Count("pk", filter=Q(status=Alert.CONFIRMED)),
+        not_reproduced=Count("pk", filter=Q(status=Alert.NOT_REPRODUCED)),
+    )
+    judged = counts["true"] + counts["false"]
+    counts["precision"] = counts["true"] / judged if judged else None
+    rerun = counts["confirmed"] + counts["not_reproduced"]
+    counts["confirm_rate"] = counts["confirmed"] / rerun if rerun else None
+    return counts

@@ -1,0 +1,1 @@
+"""Plan documents: validation, pre-run checks, estimates, the scenario templates."""

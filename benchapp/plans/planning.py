@@ -1,0 +1,173 @@
+"""Plan documents: validation, stored targets, saving (below the run lifecycle)."""
+
+from __future__ import annotations
+
+import yaml
+from django.conf import settings
+
+from benchapp.accounts import credbinding
+from benchapp.accounts.targetguard import check_plan
+from benchapp.models import Plan, Team
+from benchapp.models_history import PlanRevision
+from runners import safeyaml
+from runners.errors import ValidationError
+from runners.limits import Limits
+from runners.plan import Plan as PlanSpec
+from runners.plan import count_cells, load_plan, raw_cell_count
+from runners.planlimits import check_plan_limits
+
+
+class PlanRefused(ValidationError):
+    """A plan that is valid but may not run (cell limit, quota, budget)."""
+
+
+def validate_document(
+    document: dict | str, team: Team | None = None, *, trusted: bool = False
+) -> PlanSpec:
+    """Parse and check a plan document; refuse plans over the cell limit.
+
+    Targets written as a bare name ({name: X} or "X") are filled in from the
+    team's stored Target of that name, so the web form and API can refer to
+    stored targets. Raises ValidationError with a message naming the key.
+    trusted: an operator's plan file (manage.py runplan), whose targets may
+    use the team's credentials anywhere, as the operator may.
+    """
+    document = _parsed(document)
+    if team is not None:
+        # Resolve before validating: a bare {name: X} is not a valid target on its own.
+        document = resolve_stored_targets(document, team)
+    # Counted on the raw axes first: a plan of 40,000 values is refused before
+    # each value is typed and checked.
+    _check_cell_limit(raw_cell_count(document))
+    spec = load_plan(document)
+    check_plan(spec)  # never the app's own services (docs/trust-model.md)
+    if team is not None and not trusted:
+        credbinding.check_plan(spec, team)  # stored secrets only where they are bound
+    _check_cell_limit(count_cells(spec))
+    # Tools on the worker host within the operator's limits (docs/sandbox.md).
+    check_plan_limits(spec, sandbox_limits())
+    return spec
+
+
+def _check_cell_limit(cells: int) -> None:
+    limit = settings.BENCHBOARD_CELL_LIMIT
+    if cells > limit:
+        raise PlanRefused(
+            "axes",
+            f"this plan has {cells} cells; the limit is {limit} "
+            "(BENCHBOARD_CELL_LIMIT). Remove axis values or split the plan.",
+        )
+
+
+def sandbox_limits() -> Limits:
+    """The operator's limits for one tool run on the worker (BENCHBOARD_SANDBOX_*)."""
+    return Limits(
+        cpus=settings.BENCHBOARD_SANDBOX_CPUS,
+        memory_mb=settings.BENCHBOARD_SANDBOX_MEMORY_MB,
+        pids=settings.BENCHBOARD_SANDBOX_PIDS,
+        scratch_mb=settings.BENCHBOARD_SANDBOX_SCRATCH_MB,
+        seconds=settings.BENCHBOARD_SANDBOX_SECONDS,
+    )
+
+
+def _parsed(document):
+    """A YAML/JSON text as data (left as is when unparseable: load_plan reports it)."""
+    if not isinstance(document, (str, bytes)):
+        return document
+    try:
+        return safeyaml.load(document)
+    except yaml.YAMLError:
+        return document
+
+
+def resolve_stored_targets(document: dict, team: Team) -> dict:
+    """Replace target entries that name a stored Target by its plan form."""
+    if not isinstance(document, dict) or not isinstance(document.get("targets"), list):
+        return document
+    stored = {t.name: t for t in team.targets.select_related("credential", "ssh_credential")}
+    targets = []
+    for entry in document.get("targets") or []:
+        if not isinstance(entry, (str, dict)):
+            targets.append(entry)  # load_plan names the problem
+            continue
+        name = entry if isinstance(entry, str) else entry.get("name")
+        bare = isinstance(entry, str) or set(entry) == {"name"}
+        if bare and name in stored:
+            targets.append(target_document(stored[name]))
+        else:
+            targets.append(entry)
+    return {**document, "targets": targets}
+
+
+def target_document(target) -> dict:
+    """A stored Target as a plan `targets` entry (secrets by credential name only)."""
+    doc = {"name": target.name, "kind": target.kind}
+    for field in ("host", "port", "user", "database", "via"):
+        value = getattr(target, field)
+        if value:
+            doc[field] = value
+    if target.credential:
+        doc["credential"] = target.credential.name
+    if target.nodes:
+        doc["nodes"] = target.nodes
+    if target.ssh_host:
+        ssh = {"host": target.ssh_host, "port": target.ssh_port, "user": target.ssh_user or "root"}
+        if target.ssh_credential:
+            ssh["credential"] = target.ssh_credential.name
+        if target.known_host_key:
+            ssh["known_host_key"] = target.known_host_key
+        doc["ssh"] = ssh
+    if target.provision:
+        doc["provision"] = target.provision
+    if target.price_per_hour is not None:
+        doc["price_per_hour"] = float(target.price_per_hour)
+    if not target.telemetry:
+        doc["telemetry"] = False
+    if target.link_mbit:
+        doc["link_mbit"] = target.link_mbit
+    if target.cloud_instance:
+        doc["cloud_instance"] = target.cloud_instance
+    return doc
+
+
+def check_untrusted(document: dict | str, team: Team) -> tuple[PlanSpec, list[str]]:
+    """validate_document plus the pre-run checks of a plan from the web or the
+    API (benchapp.plans.prerun): (spec, warnings); PlanRefused for a certain failure."""
+    from benchapp.plans import prerun
+
+    spec = validate_document(document, team)
+    found = prerun.findings(spec, team, stored_targets(spec, team))
+    for finding in found:
+        if finding.refuse:
+            raise PlanRefused(finding.path, finding.message)
+    return spec, [str(f) for f in found]
+
+
+def stored_targets(spec: PlanSpec, team: Team) -> dict:
+    """The team's stored Targets that are the plan's targets of that name
+    (same address and SSH login): a plan cannot borrow a name's grants or facts."""
+    from runners.planspec import read_target
+
+    rows = team.targets.filter(name__in=[t.name for t in spec.targets])
+    mine = {}
+    for target in rows.select_related("credential", "ssh_credential"):
+        planned = spec.target(target.name)
+        same = read_target(target_document(target), "target", spec.tool)
+        if (same.host, same.port, same.ssh) == (planned.host, planned.port, planned.ssh):
+            mine[target.name] = target
+    return mine
+
+
+def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
+    """Validate, check (check_untrusted) and store a plan document (new, or
+    replacing `plan`'s). The returned plan's `warnings` lists what the checks
+    found likely to fail (not stored)."""
+    spec, warnings = check_untrusted(document, team)
+    plan = plan or Plan(team=team, created_by=user)
+    changed = plan.pk is None or plan.document != spec.document
+    plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
+    plan.save()
+    if changed:  # who edited the plan and when: the trend's plan-edit markers
+        PlanRevision.objects.create(plan=plan, document=spec.document, created_by=user)
+    plan.warnings = warnings
+    return plan

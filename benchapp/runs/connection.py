@@ -1,0 +1,573 @@
+"""The "test connection" check of a stored Target.
+
+test_connection(target) reaches the target the way a run would — over SSH
+when the target has an SSH host, else from this machine — and returns plain
+data for the page: host facts (CPUs, memory, kernel, tool versions), the
+database's version and key variables, whether the user may create tables
+in the target's database (a scratch table is created and dropped) or a
+Redis server answers PING, or the exact error naming what is missing
+("database 'x' does not exist on h:p", "user 'u' cannot CREATE in 'x'").
+An SSH host whose
+key is not yet known is never connected to: its key and fingerprint are
+returned for a person to accept (trust on first use).
+
+On this server the clients run exactly as a run's local tools do: in the
+bubblewrap sandbox, as BENCHBOARD_SANDBOX_USER, with an empty environment and
+the password in a 0600 option file (runners.sandbox.contain_local); without a
+sandbox the check is refused unless BENCHBOARD_UNSAFE_LOCAL_EXECUTION. Before
+any client starts, a database port reached from here gets a short protocol
+probe (no secret sent): a port that speaks something else is named within
+5 s, with the protocol it speaks when that is one of a few well known ones
+("127.0.0.1:6379 answered like Redis, not MySQL"), instead of a client waiting
+out its timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import pwd
+import re
+import secrets
+import socket
+import stat
+import struct
+
+from django.conf import settings
+
+from benchapp.models import Credential, Target
+from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners.errors import RunnerError
+from runners.tools import DEFAULT_PORTS, tools_for_kind
+
+# A client's whole check; the protocol probe and the clients' own connect timeouts.
+CLIENT_SECONDS = 30
+PROBE_SECONDS = 3
+
+
+def test_connection(target: Target) -> dict:
+    """{"ok", "where", "host": facts, "db": facts, "disk": free space of a host
+    target's directory, "error", "host_key", "fingerprint", "access"}."""
+    result = {
+        "ok": False,
+        "where": _where(target),
+        "host": {},
+        "db": {},
+        "error": "",
+        "host_key": "",
+        "fingerprint": "",
+        "access": "",
+        "disk": {},
+    }
+    if target.provision and not target.host:
+        result["error"] = (
+            "This target is provisioned when a run starts; there is nothing to reach yet."
+        )
+        return result
+    problem = _refused(target)
+    if problem:
+        result["error"] = problem
+        return result
+    try:
+        if target.ssh_host and not target.known_host_key:
+            from runners.executors import trust_on_first_use
+
+            result["host_key"], result["fingerprint"] = trust_on_first_use(
+                target.ssh_host, target.ssh_port
+            )
+            return result
+        problem = _protocol_problem(target)
+        if problem:
+            result["error"] = problem
+            return result
+        with _executor(target) as executor:
+            from runners.facts import db_facts, host_facts
+
+            result["host"] = host_facts(executor, tools_for_kind(target.kind))  # the registry's
+            result["host"]["memory"] = f"{result['host']['memory_kib'] / 1048576:.1f} GiB"
+            # The access check first: its errors name what is missing.
+            if target.kind in ACCESS_CHECKS:
+                result["access"] = ACCESS_CHECKS[target.kind](executor, _endpoint(target))
+            elif target.kind == "host" and target.directory and not target.ssh_host:
+                result["access"] = local_directory_access(executor, target)
+            elif target.kind == "host" and target.directory:
+                result["access"] = directory_access(executor, target.directory, result["where"])
+            if target.kind == "host" and target.directory:
+                result["disk"] = disk_facts(executor, target.directory)
+            if target.kind in ("mysql", "postgres"):
+                result["db"] = db_facts(executor, _endpoint(target))
+            if target.kind == "mysql":
+                result["db"]["schema_grants"] = schema_grants(executor, _endpoint(target))
+    except RunnerError as exc:
+        result["error"] = exc.message
+        return result
+    result["ok"] = True
+    return result
+
+
+def _refused(target: Target) -> str:
+    """Why the target may not be reached (an app service, a denied network), or ""."""
+    from benchapp.accounts.targetguard import guard
+    from runners.netguard import TargetRefused
+
+    checks = [(target.ssh_host, target.ssh_port)] if target.ssh_host else []
+    if target.kind != "host":
+        checks.append((target.host or None, target.port or DEFAULT_PORTS.get(target.kind)))
+    try:
+        for host, port in checks:
+            guard().check(host, port)
+    except TargetRefused as exc:
+        return str(exc)
+    return ""
+
+
+def host_key_fingerprint(line: str) -> str:
+    """ "SHA256:..." of a known_host_key line (for display)."""
+    from runners.executors import ssh
+
+    try:
+        return ssh.fingerprint(ssh.parse_key_line(line))
+    except RunnerError:
+        return "invalid key"
+
+
+def _where(target: Target) -> str:
+    if target.ssh_host:
+        return f"{target.ssh_user or 'root'}@{target.ssh_host}:{target.ssh_port} (SSH)"
+    return "this server"
+
+
+def _executor(target: Target):
+    from runners.executors import LocalExecutor
+    from runners.sandbox import contain_local
+
+    if not target.ssh_host:
+        executor = LocalExecutor()
+        contain_local(
+            executor,
+            settings.BENCHBOARD_SANDBOX_USER,
+            tuple(target.data_dirs or ()),
+            trusted=False,
+            unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+        )
+        return executor
+    from runners.executors import SSHExecutor
+
+    cred: Credential | None = target.ssh_credential
+    secret = cred.secret() if cred else None
+    is_key = cred is not None and cred.kind == Credential.SSH_KEY
+    return SSHExecutor(
+        target.ssh_host,
+        target.ssh_port,
+        target.ssh_user or "root",
+        private_key=secret if is_key else None,
+        password=None if is_key else secret,
+        known_host_key=target.known_host_key,
+    )
+
+
+def _endpoint(target: Target) -> Endpoint:
+    return Endpoint(
+        kind=target.kind,
+        host=target.host or None,
+        port=target.port,
+        user=target.user or None,
+        database=target.database or None,
+        password=target.credential.secret() if target.credential else None,
+    )
+
+
+# -- what the user may do -------------------------------------------------------------
+
+
+def _run(executor, command: Command):
+    """Run command (30 s at most), removing its credential file afterwards."""
+    try:
+        return executor.run(command, timeout=CLIENT_SECONDS)
+    finally:
+        for upload in command.uploads:
+            executor.remove(f"{executor.workdir}/{upload.name}")
+
+
+def _last_line(execution) -> str:
+    lines = execution.stderr.strip().splitlines() or execution.stdout.strip().splitlines()
+    if lines:
+        return lines[-1]
+    if execution.exit_code is None:
+        return f"no answer within {CLIENT_SECONDS} s"
+    return f"exit code {execution.exit_code}"
+
+
+def _scratch_table() -> str:
+    return f"benchboard_check_{secrets.token_hex(4)}"
+
+
+def mysql_access(executor, endpoint: Endpoint) -> str:
+    """Create and drop a scratch table in endpoint.database; the finding as a
+    sentence, or RunnerError naming what is missing."""
+    from runners.facts import mysql_option_file
+
+    where = f"{endpoint.host}:{endpoint.port or 3306}"
+    if not endpoint.database:
+        return (
+            "No database set: mysqlslap works in a schema of its own; sysbench needs "
+            "a database (give one to check that tables can be created there)."
+        )
+    table = f"`{endpoint.database}`.`{_scratch_table()}`"
+    command = Command(
+        argv=[
+            "mysql",
+            f"--defaults-extra-file={WORKDIR}/check.my.cnf",
+            f"--connect-timeout={PROBE_SECONDS}",
+            "--batch",
+            f"--database={endpoint.database}",
+            "-e",
+            f"CREATE TABLE {table} (id INT); DROP TABLE {table}",
+        ],
+        uploads=[Upload("check.my.cnf", mysql_option_file(endpoint), 0o600)],
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="mysql",
+        package="mariadb-client",
+    )
+    execution = _run(executor, command)
+    if execution.exit_code == 0:
+        return f"user '{endpoint.user}' can create and drop tables in '{endpoint.database}'"
+    text = execution.output
+    if "ERROR 1049" in text:  # Unknown database
+        problem = f"database '{endpoint.database}' does not exist on {where}"
+    elif "ERROR 1044" in text:  # Access denied for user to database
+        problem = (
+            f"user '{endpoint.user}' has no privileges on database '{endpoint.database}' on {where}"
+        )
+    elif "ERROR 1142" in text:  # CREATE/DROP command denied
+        verb = "DROP" if "DROP command denied" in text else "CREATE"
+        problem = f"user '{endpoint.user}' cannot {verb} in '{endpoint.database}' on {where}"
+    else:
+        problem = f"mysql on {where}: {_last_line(execution)}"
+    raise RunnerError(problem, permanent=True, output=text)
+
+
+# "GRANT SELECT, CREATE ON `bb\_s%`.* TO ..." or "... ON *.* TO ...": the
+# database-wide grants (table and column grants do not create schemas).
+_GRANT = re.compile(r"^GRANT (?P<privileges>.+?) ON (?:\*|`(?P<schema>(?:[^`]|``)*)`)\.\* TO ")
+
+
+def schema_grants(executor, endpoint: Endpoint) -> list[dict] | None:
+    """The user's database-wide grants as [{"schema": LIKE pattern or "*",
+    "privileges": [...]}], for benchapp.plans.prerun (mysqlslap creates and drops
+    its schema); None when SHOW GRANTS does not say (an error, or roles,
+    whose privileges it does not list). Password hashes are never kept."""
+    from runners.facts import mysql_facts_command
+
+    execution = _run(executor, mysql_facts_command(endpoint, "SHOW GRANTS", "grants"))
+    if execution.exit_code != 0:
+        return None
+    grants = []
+    for line in execution.stdout.splitlines():
+        line = line.replace("\\\\", "\\")  # --batch writes a backslash as two
+        match = _GRANT.match(line)
+        if match is None:
+            if line.startswith("GRANT `"):  # a role: its privileges are not listed here
+                return None
+            continue
+        privileges = [p.strip().upper() for p in match["privileges"].split(",")]
+        schema = match["schema"].replace("``", "`") if match["schema"] is not None else "*"
+        grants.append({"schema": schema, "privileges": privileges})
+    return grants
+
+
+def postgres_access(executor, endpoint: Endpoint) -> str:
+    """As mysql_access, for PostgreSQL (in the user's default schema)."""
+    from runners.facts import pgpass_line
+
+    where = f"{endpoint.host}:{endpoint.port or 5432}"
+    if not endpoint.database:
+        return (
+            "No database set: pgbench and sysbench need one (give one to check that "
+            "tables can be created there)."
+        )
+    table = _scratch_table()
+    argv = ["psql", "-X", "-w", "-q", "-v", "ON_ERROR_STOP=1"]
+    for flag, value in (("-h", endpoint.host), ("-p", endpoint.port), ("-U", endpoint.user)):
+        if value:
+            argv += [flag, str(value)]
+    argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
+    command = Command(
+        argv=argv,
+        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass", "PGCONNECT_TIMEOUT": str(PROBE_SECONDS)},
+        uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="psql",
+        package="postgresql-client",
+    )
+    execution = _run(executor, command)
+    user = endpoint.user or "(default user)"
+    if execution.exit_code == 0:
+        return f"user '{user}' can create and drop tables in '{endpoint.database}'"
+    text = execution.output
+    if f'database "{endpoint.database}" does not exist' in text:
+        problem = f"database '{endpoint.database}' does not exist on {where}"
+    elif "permission denied for database" in text:
+        problem = f"user '{user}' may not connect to '{endpoint.database}' on {where}"
+    elif "permission denied for schema" in text:
+        problem = f"user '{user}' cannot CREATE in '{endpoint.database}' on {where}"
+    else:
+        problem = f"psql on {where}: {_last_line(execution)}"
+    raise RunnerError(problem, permanent=True, output=text)
+
+
+def redis_access(executor, endpoint: Endpoint) -> str:
+    """PING; the password travels in REDISCLI_AUTH, never argv."""
+    where = f"{endpoint.host}:{endpoint.port or 6379}"
+    command = Command(
+        argv=[
+            "redis-cli",
+            "-h",
+            endpoint.host or "127.0.0.1",
+            "-p",
+            str(endpoint.port or 6379),
+            "PING",
+        ],
+        env={"REDISCLI_AUTH": endpoint.password} if endpoint.password else {},
+        secrets=[endpoint.password] if endpoint.password else [],
+        tool="redis-cli",
+        package="redis-tools",
+    )
+    execution = _run(executor, command)
+    if execution.exit_code == 0 and execution.stdout.strip() == "PONG":
+        return f"redis on {where} answered PING"
+    raise RunnerError(
+        f"redis on {where} did not answer PING: {_last_line(execution)}",
+        permanent=False,
+        output=execution.output,
+    )
+
+
+def directory_access(executor, directory: str, where: str) -> str:
+    """Whether the host target's directory exists where fio will run."""
+    execution = _run(executor, Command(argv=["test", "-d", directory], tool="test"))
+    if execution.exit_code == 0:
+        return f"directory {directory} exists on {where}"
+    raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
+
+
+def disk_facts(executor, directory: str) -> dict:
+    """{"directory", "free_bytes"}: the space left for fio's files in the host
+    target's directory (prerun.free_space compares a plan's sizes with it);
+    {} when df does not say."""
+    execution = _run(executor, Command(argv=["df", "-Pk", "--", directory], tool="df"))
+    lines = execution.stdout.strip().splitlines()
+    fields = lines[-1].split() if execution.exit_code == 0 and len(lines) == 2 else []
+    # POSIX df -P: filesystem, 1024-blocks, used, available, capacity, mounted on.
+    if len(fields) < 6 or not fields[3].isdigit():
+        return {}
+    return {"directory": directory, "free_bytes": int(fields[3]) * 1024}
+
+
+ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}
+
+
+# -- does the port speak the target's protocol? ----------------------------------------
+
+
+def _mysql_greets(sock: socket.socket) -> bool:
+    """A MySQL/MariaDB server speaks first: a packet of sequence 0 holding
+    protocol 10 or an error (0xff, e.g. "host not allowed")."""
+    return _is_mysql_greeting(_recv(sock, 5))
+
+
+# PostgreSQL's SSLRequest: length 8, code 80877103.
+SSL_REQUEST = struct.pack("!ii", 8, 80877103)
+
+
+def _postgres_answers(sock: socket.socket) -> bool:
+    """A PostgreSQL server answers an SSLRequest with one byte: S, N (or E)."""
+    sock.sendall(SSL_REQUEST)
+    # One recv, not one byte: an SSH server's greeting also starts with S.
+    return sock.recv(64) in (b"S", b"N", b"E")
+
+
+def _redis_answers(sock: socket.socket) -> bool:
+    """Redis answers PING with +PONG, or an error (-NOAUTH) when it wants a password."""
+    sock.sendall(b"PING\r\n")
+    return _recv(sock, 1) in (b"+", b"-")
+
+
+PROBES = {
+    "mysql": ("MySQL", _mysql_greets),
+    "postgres": ("PostgreSQL", _postgres_answers),
+    "redis": ("Redis", _redis_answers),
+}
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _protocol_problem(target: Target) -> str:
+    """Why the database port reached from this server is not the target's
+    database ("" when it answers as one, or when only the client can tell)."""
+    if target.ssh_host or target.kind not in PROBES or not target.host:
+        return ""  # reached from the SSH host: the client's own timeout applies there
+    port = target.port or DEFAULT_PORTS.get(target.kind)
+    return protocol_problem(target.kind, target.host, port)
+
+
+def protocol_problem(kind: str, host: str, port: int, seconds: float = PROBE_SECONDS) -> str:
+    """A sentence naming a port that does not speak kind's protocol, or ""
+    (a refused connection is left to the client, which names it itself)."""
+    name, speaks = PROBES[kind]
+    where = f"{host}:{port}"
+    try:
+        with socket.create_connection((host, port), timeout=seconds) as sock:
+            sock.settimeout(seconds)
+            if speaks(sock):
+                return ""
+    except ConnectionRefusedError:
+        return ""
+    except TimeoutError:
+        return _another_service(where, name, host, port) or (
+            f"{where} does not answer as {name} within {seconds:g} s "
+            "(it may be another service, or a firewall drops the packets)"
+        )
+    except ConnectionResetError:
+        pass
+    except OSError:
+        return ""  # unreachable, unresolvable: the client says it in its own words
+    return _another_service(where, name, host, port) or (
+        f"{where} does not answer as {name} (it may be another service)"
+    )
+
+
+def _another_service(where: str, name: str, host: str, port: int) -> str:
+    other = identify(host, port)
+    if other is None or other == name:
+        return ""
+    return f"{where} answered like {other}, not {name}: check the target's host and port"
+
+
+# -- what does a port that is not the target's database speak? ------------------------
+
+# Each question waits this long: three of them after a probe of PROBE_SECONDS
+# keep the whole check within 5 s even where a firewall drops every packet.
+IDENTIFY_SECONDS = 0.5
+# Servers that speak first, by the start of what they say.
+GREETINGS = ((b"SSH-", "SSH"), (b"220", "SMTP or FTP"), (b"* OK", "IMAP"), (b"+OK", "POP3"))
+
+
+def identify(host: str, port: int) -> str | None:
+    """The protocol a port speaks, named for a person, or None: first what
+    the server says unasked, then its answer to a Redis PING (an HTTP server
+    answers that too), then to PostgreSQL's SSLRequest. No secret is sent."""
+    greeting = _exchange(host, port, b"")
+    if greeting:
+        if _is_mysql_greeting(greeting):
+            return "MySQL"
+        return next((name for start, name in GREETINGS if greeting.startswith(start)), None)
+    answer = _exchange(host, port, b"PING\r\n")
+    if answer.startswith(b"HTTP/"):
+        return "HTTP"
+    if answer[:1] in (b"+", b"-"):
+        return "Redis"
+    if _exchange(host, port, SSL_REQUEST) in (b"S", b"N"):
+        return "PostgreSQL"
+    return None
+
+
+def _is_mysql_greeting(data: bytes) -> bool:
+    """A packet of sequence 0 holding protocol 10 or an error (as _mysql_greets)."""
+    return len(data) >= 5 and data[3] == 0 and data[4] in (0x0A, 0xFF)
+
+
+def _exchange(host: str, port: int, question: bytes) -> bytes:
+    """What the port says within IDENTIFY_SECONDS after question (b"": nothing sent)."""
+    try:
+        with socket.create_connection((host, port), timeout=IDENTIFY_SECONDS) as sock:
+            sock.settimeout(IDENTIFY_SECONDS)
+            if question:
+                sock.sendall(question)
+            return sock.recv(64)
+    except OSError:
+        return b""
+
+
+# -- a directory on this server --------------------------------------------------------
+
+
+def local_directory_access(executor, target: Target) -> str:
+    """Whether a run's tool (in the sandbox, as the sandbox user) can write the host
+    target's directory on this server; the fix when it cannot."""
+    directory = target.directory
+    allowed = [d for d in target.data_dirs or [] if _inside(directory, d)]
+    if not allowed:
+        shown = ", ".join(target.data_dirs or []) or "none"
+        raise RunnerError(
+            f"directory {directory} is not in this target's data directories ({shown}): "
+            "a tool on this server may write only there; an operator (staff) adds it to "
+            "the target's data_dirs",
+            permanent=True,
+        )
+    where = "this server"
+    user = settings.BENCHBOARD_SANDBOX_USER
+    if _run(executor, Command(argv=["test", "-d", directory], tool="test")).exit_code != 0:
+        closed = _closed_parent(directory, user) if os.path.isdir(directory) else None
+        if closed is None:
+            raise RunnerError(f"directory {directory} does not exist on {where}", permanent=True)
+        raise RunnerError(
+            f"the sandbox user {user} cannot reach {directory}: it may not enter {closed} "
+            f"({_owner(closed)}). Fix: chmod o+x {closed}, or use a directory whose parents "
+            f"{user} may enter",
+            permanent=True,
+        )
+    if _run(executor, Command(argv=["test", "-w", directory], tool="test")).exit_code != 0:
+        raise RunnerError(
+            f"the sandbox user {user} cannot write {directory} ({_owner(directory)}): "
+            f"fio would fail with 'Permission denied'. Fix: chown {user} {directory} "
+            f"(or give {user} write access another way)",
+            permanent=True,
+        )
+    return f"directory {directory} exists on {where} and the sandbox user can write it"
+
+
+def _closed_parent(directory: str, user: str) -> str | None:
+    """The first directory on the way to directory that user may not enter, or None."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    path = "/"
+    for part in posixpath.normpath(directory).strip("/").split("/"):
+        path = posixpath.join(path, part)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if info.st_uid == entry.pw_uid:
+            bit = stat.S_IXUSR
+        elif info.st_gid == entry.pw_gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not info.st_mode & bit:
+            return path
+    return None
+
+
+def _inside(path: str, directory: str) -> bool:
+    path, directory = posixpath.normpath(path), posixpath.normpath(directory)
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _owner(directory: str) -> str:
+    try:
+        info = os.stat(directory)
+        owner = pwd.getpwuid(info.st_uid).pw_name
+    except (OSError, KeyError):
+        return "owner unknown"
+    return f"owner {owner}, mode {info.st_mode & 0o777:o}"

@@ -1,0 +1,518 @@
+"""The run lifecycle: plans become runs and cells, cells are dispatched,
+claimed, executed and recorded.
+
+Views, the API, Celery tasks and management commands all call these
+functions. State lives on the rows (status, attempt, lease, error) so any
+worker can pick up where another died:
+
+- `start_run` freezes a plan document into a Run and its Cells, then asks
+  for a dispatch after commit.
+- `dispatch` starts every cell that may start now: the next queued cell of
+  each target that can take all its locks (benchapp.runs.machines: its team's
+  target, one running cell per target across runs, and the machines it
+  loads, across teams), within the run's concurrency and its team's cap of
+  running cells (benchapp.runs.fairshare).
+- `execute_cell` claims the cell atomically, runs its frozen spec through
+  runners.cell with a heartbeat thread that renews the lease and watches for
+  cancel, records the outcome exactly once per attempt, applies the adaptive
+  repeat rule (benchapp.runs.adaptive), releases its locks and dispatches the
+  waiting runs again, least-served team first; a transient failure is
+  retried after a backoff (`retry_delay`, the one retry policy). The
+  heartbeat stops a cell that runs past its runtime cap.
+
+Tasks are sent by name through benchapp.dispatch, after commit.
+- `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
+  BENCHBOARD_MAX_ATTEMPTS, then fails them "worker lost".
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchapp.accounts.targetguard import check_plan
+from benchapp.cloud import provisioning
+from benchapp.dispatch import (
+    CLEANUP_RUN,
+    DETECT_CHANGES,
+    DISPATCH_RUN,
+    EXECUTE_CELL,
+    PROVISION_RUN,
+    TEARDOWN_RUN,
+    send,
+)
+from benchapp.models import Cell, CellLock, Plan, Run, Team
+from benchapp.plans.planning import PlanRefused, validate_document
+from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording
+from benchapp.runs.heartbeat import Heartbeat
+from runners.frozen import freeze
+from runners.plan import expand
+from runners.providers.slots import needs_provisioning
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------- runs
+
+
+def start_run(
+    team: Team,
+    document: dict | str,
+    *,
+    user=None,
+    plan: Plan | None = None,
+    origin: str = "manual",
+    concurrency: int = 0,
+    tags=(),
+    only_keys=None,
+) -> Run:
+    """Freeze a plan document into a Run with its Cells; dispatch after commit.
+
+    only_keys: run only the cells of these cell keys (all their repeats), as
+    a confirmation re-run does; PlanRefused when the plan has none of them.
+    fairshare.TooManyRuns when the team is at its cap of queued/running runs.
+    """
+    spec = validate_document(document, team, trusted=origin == "cli")
+    cells = list(expand(spec))
+    if only_keys is not None:
+        cells = [c for c in cells if c.key in set(only_keys)]
+        if not cells:
+            raise PlanRefused(
+                "axes", "the plan has none of the cells " + ", ".join(sorted(only_keys))
+            )
+    provisioning.check_budget(team, spec)
+    rows = [
+        dict(
+            index=c.index,
+            key=c.key,
+            repeat=c.repeat,
+            axes=c.axes,
+            target_name=c.target,
+            spec=freeze(spec, c),
+        )
+        for c in cells
+    ]
+    return _create_run(
+        team,
+        spec,
+        rows,
+        plan=plan,
+        name=spec.name,
+        tool=spec.tool,
+        document=spec.document,
+        origin=origin,
+        concurrency=concurrency,
+        created_by=user,
+        tags=list(tags),
+    )
+
+
+def _create_run(team: Team, spec, cells: list[dict], **fields) -> Run:
+    """Store a Run (fields) and its Cells (their fields), within the team's cap
+    of active runs; provision or dispatch after commit."""
+    first_step = _enqueue_provision if needs_provisioning(spec) else _enqueue_dispatch
+    with transaction.atomic():
+        # The team's row is the lock of its counts: two starts at once must
+        # not both see the last free place under the cap.
+        Team.objects.select_for_update().filter(pk=team.pk).first()
+        fairshare.check_active_runs(team)
+        run = Run.objects.create(team=team, **fields)
+        Cell.objects.bulk_create((Cell(run=run, **c) for c in cells), batch_size=500)
+        first_step(run.pk)
+    return run
+
+
+def rerun_cells(
+    source: Run, keys, *, user=None, origin: str = "confirm", tags=(), plan: Plan | None = None
+) -> Run:
+    """A new run of `source`'s frozen cells of these cell keys, as they were
+    measured: the same specs (parameters, targets, client, pinned tool
+    version), whatever the plan says now. The document is the source run's.
+
+    PlanRefused when the source kept no frozen cell of the keys (a run
+    recorded by hand or imported) or its targets may no longer be reached
+    (docs/trust-model.md: the guard is checked again, as for any run).
+    """
+    keys = set(keys)
+    cells = list(source.cells.filter(key__in=keys).order_by("index"))
+    unfrozen = sorted({c.key for c in cells if not c.spec})
+    if not cells or unfrozen:
+        missing = ", ".join(unfrozen or sorted(keys))
+        raise PlanRefused(
+            "axes", f"run #{source.pk} kept no frozen cells of {missing}: nothing to re-run"
+        )
+    spec = source.spec
+    check_plan(spec)
+    provisioning.check_budget(source.team, spec)
+    rows = [
+        dict(
+            index=c.index,
+            key=c.key,
+            repeat=c.repeat,
+            axes=c.axes,
+            target_name=c.target_name,
+            spec=c.spec,
+        )
+        for c in cells
+    ]
+    return _create_run(
+        source.team,
+        spec,
+        rows,
+        plan=plan if plan is not None else source.plan,
+        name=source.name,
+        tool=source.tool,
+        document=source.document,
+        origin=origin,
+        concurrency=source.concurrency,
+        created_by=user,
+        tags=list(tags),
+    )
+
+
+def _enqueue_provision(run_id: int) -> None:
+    send(PROVISION_RUN, run_id)
+
+
+def _enqueue_dispatch(run_id: int) -> None:
+    send(DISPATCH_RUN, run_id)
+
+
+def dispatch(run_id: int) -> list[int]:
+    """Send every cell of the run that may start now; return their ids.
+
+    Cells are taken in index order per target. A cell is "sent" once it holds
+    its locks; their lease covers the time until a worker claims it, so a
+    lost message is recovered by `reap` like a dead worker. A team at its cap
+    of running cells sends nothing: it waits as queued rows, not in a worker.
+
+    One dispatch of a run at a time (its row is locked for the transaction):
+    two at once (a cell finishing on each of two workers) would each count
+    the free slots from its own snapshot and together exceed the run's
+    concurrency.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        return _dispatch_locked(run_id, run)
+
+
+def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
+    if run is None or run.status not in Run.ACTIVE:
+        return []
+    if run.cancel_requested:
+        finish_run(run_id)  # once the running cells have stopped
+        return []
+    if run.status == Run.PROVISIONING:
+        return []  # provisioning.provision_run sets RUNNING and dispatches when ready
+    if run.status == Run.QUEUED:
+        if needs_provisioning(run.spec):
+            return []  # the provision_run task has not started yet
+        Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
+            status=Run.RUNNING, started_at=timezone.now()
+        )
+    queued = machines.next_per_target(run)
+    busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
+    held = set(
+        CellLock.objects.filter(holder__run=run, holder__status=Cell.QUEUED).values_list(
+            "holder__target_name", flat=True
+        )
+    )
+    slots = (run.concurrency - len(busy | held)) if run.concurrency else len(queued)
+    if queued:
+        # The team's row orders its dispatches: two runs of one team must not
+        # both count the same free place under its cap.
+        team = Team.objects.select_for_update().get(pk=run.team_id)
+        slots = min(slots, fairshare.room(team))
+    sent = []
+    for cell in queued:
+        if len(sent) >= slots:
+            break
+        if cell.target_name in busy or cell.target_name in held:
+            continue
+        if _take_locks(run, cell):
+            sent.append(cell.pk)
+    for cell_id in sent:
+        send(EXECUTE_CELL, cell_id)
+    if not queued and not busy:
+        finish_run(run_id)
+    return sent
+
+
+def _lease() -> timezone.datetime:
+    return machines.lease()
+
+
+def _take_locks(run: Run, cell: Cell) -> bool:
+    """Take every lock the cell needs (benchapp.runs.machines), all or none; on
+    success the cell's machines are written on it for the results page."""
+    found = machines.machines_of(run, cell)
+    if not machines.take(cell, machines.wanted(run, cell, found)):
+        return False
+    Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
+    return True
+
+
+def _release_lock(cell: Cell) -> None:
+    machines.release(cell)
+
+
+# ------------------------------------------------------------------ cells
+
+
+def claim(cell_id: int) -> Cell | None:
+    """Atomically move a queued cell to running; None if someone else has it.
+
+    The conditional UPDATE is the claim: a redelivered or duplicated message
+    finds the cell no longer queued and does nothing.
+    """
+    now = timezone.now()
+    claimed = Cell.objects.filter(pk=cell_id, status=Cell.QUEUED).update(
+        status=Cell.RUNNING,
+        attempt=F("attempt") + 1,
+        started_at=now,
+        finished_at=None,
+        phase="starting",
+        phase_started_at=now,
+        lease_expires_at=_lease(),
+        worker=socket.gethostname(),
+        error="",
+        output_tail="",
+    )
+    if not claimed:
+        return None
+    cell = Cell.objects.select_related("run", "run__team").get(pk=cell_id)
+    machines.renew(cell, cell.lease_expires_at)
+    return cell
+
+
+def execute_cell(cell_id: int) -> str | None:
+    """Claim, run, record and release one cell; return its final status.
+
+    Returns None when the cell was not ours to run (already claimed, done,
+    or cancelled before start).
+    """
+    cell = claim(cell_id)
+    if cell is None:
+        return None
+    if cell.run.cancel_requested:
+        _finish_cell(cell, Cell.CANCELLED, "cancelled before start")
+        return Cell.CANCELLED
+    watcher = Heartbeat(cell, _lease)
+    watcher.start()
+    try:
+        outcome = recording.run_cell_for(
+            cell,
+            cancel_event=watcher.cancel_event,
+            on_phase=watcher.set_phase,
+            on_output=watcher.add_output,
+        )
+    except Exception as exc:  # a bug or a lost database: record it, never lose the cell
+        log.exception("cell %s crashed", cell_id)
+        watcher.stop()
+        _finish_cell(
+            cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}", kind="permanent"
+        )
+        return Cell.FAILED
+    watcher.stop()
+    if watcher.overrun:  # stopped by the runtime cap, not by a person
+        outcome.status, outcome.error = Cell.FAILED, watcher.overrun
+        outcome.permanent, outcome.transient = True, False
+    delay = retry_delay(cell, outcome)
+    if not recording.record_outcome(cell, outcome, requeue=delay is not None):
+        return None  # our lease was lost: another attempt owns the cell now
+    if delay is not None:
+        _retry_later(cell, delay)
+        return Cell.QUEUED
+    adaptive.after_cell(cell)  # before the lock goes: no later repeat is dispatched yet
+    _finish_cell(cell, outcome.status, outcome.error, record=False)
+    return outcome.status
+
+
+def retry_delay(cell: Cell, outcome) -> float | None:
+    """The one retry policy: seconds until the next attempt, or None for none.
+
+    Only transient failures (a RunnerError that is not permanent: connection
+    reset, timeout, cloud capacity) are retried, BENCHBOARD_CELL_RETRIES
+    times, after BACKOFF * 2**(attempt-1) seconds up to BACKOFF_CAP.
+    Permanent failures, failed tools (a result), cancels and successes never.
+    """
+    if outcome.status != Cell.FAILED or not getattr(outcome, "transient", False):
+        return None
+    if cell.attempt > settings.BENCHBOARD_CELL_RETRIES:
+        return None
+    return min(
+        settings.BENCHBOARD_RETRY_BACKOFF_SECONDS * 2 ** (cell.attempt - 1),
+        settings.BENCHBOARD_RETRY_BACKOFF_CAP_SECONDS,
+    )
+
+
+def _retry_later(cell: Cell, delay: float) -> None:
+    """Keep the cell's locks for the retried cell over the backoff (so no
+    other cell takes its target or machines meanwhile) and send the attempt delayed; a
+    lost message is healed by reap like any expired lock."""
+    until = timezone.now() + timedelta(seconds=delay + settings.BENCHBOARD_LEASE_SECONDS)
+    machines.renew(cell, until)
+    send(EXECUTE_CELL, cell.pk, countdown=delay)
+
+
+def _finish_cell(
+    cell: Cell, status: str, error: str = "", record: bool = True, kind: str = ""
+) -> None:
+    if record:
+        Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
+            status=status,
+            error=error,
+            error_kind=kind,
+            finished_at=timezone.now(),
+            phase="",
+            lease_expires_at=None,
+        )
+    _release_lock(cell)
+    _wake_waiting_runs(cell)
+
+
+def _wake_waiting_runs(cell: Cell) -> None:
+    """Dispatch every run with queued cells, least-served team first
+    (benchapp.runs.fairshare), and the cell's own run (it may end now): the
+    released target, machines and cap place may be what any of them waits
+    for (a run of another team on the same database server, a run of the
+    team behind its cap).
+
+    Here, one after the other, not as messages: dispatch messages run in
+    parallel on a worker pool, and the run that came last in the order
+    could take the freed machine first. A failed dispatch is logged and
+    left to the next reap; the cell is recorded either way."""
+    waiting = fairshare.waiting_runs()
+    if cell.run_id not in waiting:
+        waiting.insert(0, cell.run_id)
+    for run_id in waiting:
+        try:
+            dispatch(run_id)
+        except Exception:
+            log.exception("dispatch of run %s after cell %s failed", run_id, cell.pk)
+
+
+# ------------------------------------------------------------ completion
+
+
+def finish_run(run_id: int) -> Run:
+    """Give a run whose cells are all terminal its final status (idempotent)."""
+    run = Run.objects.get(pk=run_id)
+    if run.status not in Run.ACTIVE or run.cells.exclude(status__in=Cell.TERMINAL).exists():
+        return run
+    if finalcleanup.pending(run):
+        send(CLEANUP_RUN, run_id)  # it dispatches again when done, which ends the run
+        return run
+    statuses = set(run.cells.values_list("status", flat=True))
+    if run.cancel_requested:
+        status = Run.CANCELLED
+    elif statuses <= {Cell.SUCCEEDED}:
+        status = Run.SUCCEEDED
+    elif Cell.SUCCEEDED in statuses:
+        status = Run.PARTIAL
+    else:
+        status = Run.FAILED
+    Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+        status=status, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    send(TEARDOWN_RUN, run_id)
+    send(DETECT_CHANGES, run_id)
+    return run
+
+
+def cancel_run(run: Run) -> Run:
+    """Cancel a run: queued cells now, running cells at their next heartbeat
+    (their executors kill the tool's process group, remote too)."""
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    now = timezone.now()
+    run.cells.filter(status=Cell.QUEUED).update(
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    )
+    machines.release_run(run)
+    if not run.cells.filter(status=Cell.RUNNING).exists() and run.status != Run.PROVISIONING:
+        # Nothing runs: the run ends now (after its final cleanup, if any),
+        # and what it provisioned goes now too.
+        if finalcleanup.pending(Run.objects.get(pk=run.pk)):
+            send(CLEANUP_RUN, run.pk)
+        elif Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+            status=Run.CANCELLED, finished_at=now
+        ):
+            send(TEARDOWN_RUN, run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def cancel_cell(cell: Cell) -> None:
+    """Cancel one cell: at once if queued, at its next heartbeat if running."""
+    now = timezone.now()
+    if Cell.objects.filter(pk=cell.pk, status=Cell.QUEUED).update(
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    ):
+        _release_lock(cell)
+        _enqueue_dispatch(cell.run_id)
+        return
+    # A running cell: ending its lease row makes its heartbeat cancel it.
+    Cell.objects.filter(pk=cell.pk, status=Cell.RUNNING).update(
+        status=Cell.CANCELLED, finished_at=now, error="cancelled"
+    )
+
+
+# ------------------------------------------------------------------ reaper
+
+
+def reap() -> dict:
+    """Recover cells whose worker died (lease expired): re-queue them, up to
+    BENCHBOARD_MAX_ATTEMPTS attempts, then fail them "worker lost". Also
+    re-dispatch active runs, so a lost dispatch message heals itself.
+    Returns counts for logs and tests.
+    """
+    now = timezone.now()
+    expired = Cell.objects.filter(status=Cell.RUNNING, lease_expires_at__lt=now)
+    requeued = failed = 0
+    for cell in expired:
+        if cell.attempt >= settings.BENCHBOARD_MAX_ATTEMPTS:
+            failed += Cell.objects.filter(
+                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
+            ).update(
+                status=Cell.FAILED,
+                finished_at=now,
+                phase="",
+                lease_expires_at=None,
+                error_kind="transient",
+                error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})",
+            )
+        else:
+            requeued += Cell.objects.filter(
+                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
+            ).update(
+                status=Cell.QUEUED,
+                phase="",
+                lease_expires_at=None,
+                error_kind="transient",
+                error=f"worker lost on attempt {cell.attempt}; retrying",
+            )
+        _release_lock(cell)
+    machines.release_expired(now)
+    for run_id in fairshare.fair_order(list(Run.objects.active().values_list("pk", flat=True))):
+        dispatch(run_id)
+    _resend_lost_provisioning(now)
+    return {"requeued": requeued, "failed": failed}
+
+
+def _resend_lost_provisioning(now) -> None:
+    """A run that needs provisioning and is still QUEUED a while after its
+    creation lost its provision_run message (e.g. Redis restarted): send it
+    again. provision_run claims the run atomically, so a duplicate is harmless."""
+    stale = Run.objects.filter(
+        status=Run.QUEUED, cancel_requested=False, created_at__lt=now - timedelta(seconds=60)
+    )
+    for run in stale.only("pk", "document"):
+        if needs_provisioning(run.spec):
+            _enqueue_provision(run.pk)

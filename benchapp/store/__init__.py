@@ -1,0 +1,1 @@
+"""Packed measurements and series, raw outputs as artifacts, retention."""

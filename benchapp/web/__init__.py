@@ -1,0 +1,1 @@
+"""Pages, the REST API, forms and serializers: access helper -> form -> service."""

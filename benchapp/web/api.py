@@ -1,0 +1,432 @@
+"""The REST API (Django REST framework; OpenAPI by drf-spectacular).
+
+Same services and team scoping as the pages: every queryset is the current
+team's (the `team` query parameter picks one of the user's teams, else the
+first), anything else is a 404. Pages never call this over HTTP.
+"""
+
+from django.db.models import Count, F
+from django.http import Http404
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import action
+from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchapp.accounts import tokens
+from benchapp.accounts.access import ADMIN, MEMBER, require_role, user_teams
+from benchapp.analysis import pivot, queryparams, results
+from benchapp.histories import comparisons, confirmation, history
+from benchapp.models import (
+    Alert,
+    Cell,
+    CellMeasurements,
+    Comparison,
+    Credential,
+    Notifier,
+    Plan,
+    Run,
+    Target,
+)
+from benchapp.plans.planning import PlanRefused
+from benchapp.runs import orchestration
+from benchapp.store import measurestore
+from benchapp.web import serializers as s
+
+TEAM_PARAM = OpenApiParameter(
+    "team", OpenApiTypes.INT, description="team id (default: your first team)"
+)
+
+
+def api_team(request):
+    teams = user_teams(request.user)
+    wanted = request.query_params.get("team")
+    team = teams.filter(pk=wanted).first() if str(wanted or "").isdigit() else teams.first()
+    if team is None:
+        raise Http404("No team")
+    return team
+
+
+_ERROR = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {"detail": {"type": "string"}},
+            }
+        }
+    }
+}
+
+
+# The pivot choices a results endpoint reads (benchapp.analysis.results.requested_view),
+# the same as the results page's query.
+VIEW_PARAMETERS = [
+    OpenApiParameter("rows", str, many=True),
+    OpenApiParameter("columns", str, many=True),
+    OpenApiParameter("metric", str, many=True),
+    OpenApiParameter("statistic", str),
+    OpenApiParameter("chart_x", str),
+    OpenApiParameter("chart", str),
+]
+
+
+class BenchSchema(AutoSchema):
+    """Documents the error answers every operation may give: 401 without a
+    valid token, 404 for another team's (or no) object, 400 for refused input."""
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        responses.setdefault("401", {"description": "Not authenticated", **_ERROR})
+        responses.setdefault("404", {"description": "Not found in your teams", **_ERROR})
+        if (
+            self.method in ("POST", "PUT", "PATCH")
+            or self.method == "GET"
+            and not self._is_list_view()
+        ):
+            responses.setdefault("400", {"description": "Refused input", **_ERROR})
+        return responses
+
+
+class TeamScoped:
+    """Querysets and serializer context of the request's team. Reads need any
+    role in the team; writes need `write_role` (403 below it)."""
+
+    schema = BenchSchema()
+    write_role = MEMBER
+
+    def _check_write_role(self, request):
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            require_role(request.user, self.get_team(), self.write_role)
+
+    def check_permissions(self, request):
+        super().check_permissions(request)
+        if self.lookup_field not in self.kwargs:  # detail routes: 404 first, then the role
+            self._check_write_role(request)
+
+    def check_object_permissions(self, request, obj):
+        super().check_object_permissions(request, obj)
+        self._check_write_role(request)
+
+    def get_team(self):
+        if not hasattr(self, "_team"):
+            self._team = api_team(self.request)
+        return self._team
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "team": self.get_team()}
+
+    def get_queryset(self):
+        return self.queryset.filter(team=self.get_team())
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class CredentialViewSet(TeamScoped, viewsets.ModelViewSet):
+    """Credentials: the secret is write-only; reads show its fingerprint."""
+
+    queryset = Credential.objects.order_by("name")
+    serializer_class = s.CredentialSerializer
+    write_role = ADMIN
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = Target.objects.select_related("credential", "ssh_credential")
+    serializer_class = s.TargetSerializer
+    write_role = ADMIN
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = Plan.objects.all()
+    serializer_class = s.PlanSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("metric", str, description="default: the first with a history"),
+            OpenApiParameter("keys", str, description="cell keys separated by |; default all"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"])
+    def trend(self, request, pk=None):
+        """The plan's history series (the trend page's, every run, not downsampled):
+        per cell key a line of run ids, dates and each run's mean with its 95 %
+        confidence interval."""
+        plan = self.get_object()
+        plan_ids = history.history_plans(plan)
+        try:
+            metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.query_params)
+        except queryparams.BadParameter as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from exc
+        series = history.load_series(plan_ids, [metric], wanted or keys).values()
+        return Response(
+            {
+                "metric": metric,
+                "metrics": metrics,
+                "keys": keys,
+                "lines": [_trend_line(line) for line in series],
+                "baseline": plan.baseline_run_id,
+            }
+        )
+
+
+def _trend_line(series) -> dict:
+    return {
+        "key": series.cell_key,
+        "group": series.group,
+        "runs": series.run_ids,
+        "dates": [d.isoformat() for d in series.dates],
+        "mean": series.means,
+        "low": series.lows,
+        "high": series.highs,
+    }
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[TEAM_PARAM, OpenApiParameter("plan", int), OpenApiParameter("status", str)]
+    )
+)
+class AlertViewSet(TeamScoped, viewsets.ReadOnlyModelViewSet):
+    """The team's alerts (the alerts page's). Members set a verdict and start
+    a confirmation re-run; viewers read."""
+
+    queryset = Alert.objects.select_related("plan", "start_run")
+    serializer_class = s.AlertSerializer
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        for name in ("plan", "status"):
+            value = self.request.query_params.get(name)
+            if value and (name == "status" or value.isdigit()):
+                qs = qs.filter(**{name: value})
+        return qs
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[TEAM_PARAM])
+    @action(detail=False, methods=["get"])
+    def verdicts(self, request):
+        """How often the team's alerts were right (the alerts page's counts)."""
+        return Response(history.verdict_counts(self.get_team()))
+
+    @extend_schema(request=s.VerdictSerializer, responses=s.AlertSerializer)
+    @action(detail=True, methods=["post"])
+    def verdict(self, request, pk=None):
+        """Mark the alert a true (true) or false (false) alert, or undecided (null)."""
+        alert = self.get_object()
+        given = s.VerdictSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        alert.verdict = given.validated_data["verdict"]
+        alert.save(update_fields=["verdict", "updated_at"])
+        return Response(self.get_serializer(alert).data)
+
+    @extend_schema(request=None, responses={201: s.RunSerializer})
+    @action(detail=True, methods=["post"])
+    def confirm(self, request, pk=None):
+        """Re-run the alert's cells; the alert is judged when that run has finished."""
+        alert = self.get_object()
+        if alert.status != Alert.NEW or (alert.confirm_run and alert.confirm_run.is_active):
+            raise ValidationError({"detail": "This alert is already being or has been judged."})
+        try:
+            run = confirmation.start([alert], user=request.user)
+        except PlanRefused as exc:
+            raise ValidationError({"detail": f"Cannot re-run {alert.cell_key}: {exc}"}) from None
+        run = Run.objects.annotate(cells_total=Count("cells")).get(pk=run.pk)
+        context = self.get_serializer_context()
+        return Response(s.RunSerializer(run, context=context).data, status=201)
+
+
+class NotificationSettings(APIView):
+    """The team's alert notifications (team admins, as the page): GET reads,
+    PATCH changes; the webhook secret is write-only."""
+
+    schema = BenchSchema()
+
+    def _notifier(self, request):
+        team = api_team(request)
+        require_role(request.user, team, ADMIN)
+        return Notifier.objects.filter(team=team).first() or Notifier(team=team)
+
+    @extend_schema(parameters=[TEAM_PARAM], responses=s.NotifierSerializer)
+    def get(self, request):
+        return Response(s.NotifierSerializer(self._notifier(request)).data)
+
+    @extend_schema(
+        parameters=[TEAM_PARAM], request=s.NotifierSerializer, responses=s.NotifierSerializer
+    )
+    def patch(self, request):
+        given = s.NotifierSerializer(self._notifier(request), data=request.data, partial=True)
+        given.is_valid(raise_exception=True)
+        return Response(s.NotifierSerializer(given.save()).data)
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class RunViewSet(
+    TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    """Runs. POST starts one (orchestration.start_run); PATCH edits tags and notes."""
+
+    queryset = Run.objects.annotate(cells_total=Count("cells"))
+    serializer_class = s.RunSerializer
+    http_method_names = ("get", "post", "patch", "head", "options")
+
+    @extend_schema(request=None, responses=s.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        run = orchestration.cancel_run(self.get_object())
+        return Response(self.get_serializer(run).data)
+
+    @extend_schema(parameters=VIEW_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        """The pivot table (the results page's), as JSON."""
+        q = request.query_params
+        requested = results.requested_view(q)
+        data = results.results([self.get_object()], requested)
+        accepted = queryparams.view_parameters(data)
+        try:
+            queryparams.check(q, {k: v for k, v in accepted.items() if k in requested})
+        except queryparams.BadParameter as exc:
+            raise ValidationError({exc.name: [str(exc)]}) from exc
+        return Response({"view": data["view"], "table": pivot.pivot_json(data["table"])})
+
+
+class _RunFilterMixin:
+    def get_queryset(self):
+        qs = self.queryset.filter(run__team=self.get_team())
+        for name in ("run", "cell", "metric", "status"):
+            value = self.request.query_params.get(name)
+            if value and (name in ("metric", "status") or value.isdigit()):
+                qs = qs.filter(**{name: value})
+        return qs
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]
+    )
+)
+class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
+    queryset = Cell.objects.order_by("run_id", "index")
+    serializer_class = s.CellSerializer
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            TEAM_PARAM,
+            OpenApiParameter("run", int),
+            OpenApiParameter("cell", int),
+            OpenApiParameter("metric", str),
+            OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows"),
+        ]
+    )
+)
+class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
+    """Measurements of each cell's latest attempt (all_attempts=true for every
+    row), in cell, attempt and stored order, unpacked from one stored row per
+    cell attempt (benchapp.store.measurestore.Listing: a page reads only its rows)."""
+
+    serializer_class = s.MeasurementSerializer
+
+    def list(self, request):
+        q = request.query_params
+        rows = CellMeasurements.objects.filter(run__team=self.get_team())
+        for name in ("run", "cell"):
+            if (q.get(name) or "").isdigit():
+                rows = rows.filter(**{name: q[name]})
+        if q.get("all_attempts") not in ("true", "1"):
+            rows = rows.filter(attempt=F("cell__attempt"))
+        page = self.paginate_queryset(measurestore.Listing(rows, q.get("metric", "")[:60]))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
+    queryset = Comparison.objects.prefetch_related("runs")
+    serializer_class = s.ComparisonSerializer
+
+    @extend_schema(request=None, responses=s.ShareSerializer)
+    @action(detail=True, methods=["post"])
+    def share(self, request, pk=None):
+        """A new share link (replacing any earlier one); the token is shown only now."""
+        token = self.get_object().share()
+        return Response(
+            {"token": token, "url": request.build_absolute_uri(f"/share/{token}/")},
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        self.get_object().revoke()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        parameters=[*VIEW_PARAMETERS, OpenApiParameter("baseline", str)],
+        responses=OpenApiTypes.OBJECT,
+    )
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        data = comparisons.compare(
+            self.get_object(),
+            results.requested_view(request.query_params),
+            request.query_params.get("baseline"),
+        )
+        return Response(
+            {
+                "view": data["view"],
+                "table": pivot.pivot_json(data["table"]),
+                "diff": data["diff"],
+                "baseline": data["baseline"],
+                # per metric, each run's geometric mean of ratios to the baseline
+                "summary": [
+                    {"metric": p["metric_label"], "runs": p["overall"]} for p in data["panels"]
+                ],
+            }
+        )
+
+
+class ObtainToken(ObtainAuthToken):
+    """POST username and password, get the API token (header `Authorization: Token <key>`).
+    Wrong passwords count towards the login lockout (429 while locked out)."""
+
+    schema = BenchSchema()
+
+    def post(self, request, *args, **kwargs):
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            if getattr(request, "axes_locked_out", False):
+                request._request.axes_locked_out = False  # answer in JSON, not the page
+                raise Throttled(detail="Too many failed logins; try again later.") from None
+            raise
+
+
+class TokenList(APIView):
+    """Your API tokens (a key prefix and when it was made, never the key)."""
+
+    schema = BenchSchema()
+
+    @extend_schema(responses=s.TokenSerializer(many=True))
+    def get(self, request):
+        return Response(s.TokenSerializer(tokens.user_tokens(request.user), many=True).data)
+
+
+class TokenRevoke(APIView):
+    """DELETE revokes your token with this prefix: it gets a 401 from then on."""
+
+    schema = BenchSchema()
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, prefix):
+        if not tokens.revoke_token(request.user, prefix):
+            raise Http404("No such token")
+        return Response(status=status.HTTP_204_NO_CONTENT)

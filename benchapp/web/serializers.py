@@ -1,0 +1,474 @@
+"""REST serializers. Validation is the pages' own: targets by benchapp.plans.targetrules
+(the target form's rules), credentials through benchapp.web.forms_targets, plan
+documents through planning.validate_document.
+Credentials are write-only: the secret is accepted, never returned."""
+
+from rest_framework import serializers
+
+from benchapp.models import Alert, Cell, Comparison, Credential, Plan, Run, Target
+from benchapp.plans import planning, targetrules
+from benchapp.plans.planning import check_untrusted
+from benchapp.runs import orchestration
+from benchapp.web import forms_targets
+from runners.errors import ValidationError as PlanError
+
+
+def _form_errors(form) -> serializers.ValidationError:
+    return serializers.ValidationError(
+        {("non_field_errors" if k == "__all__" else k): v for k, v in form.errors.items()}
+    )
+
+
+class TeamTargetName(serializers.SlugRelatedField):
+    """A stored target referred to by name, within the request's team."""
+
+    def get_queryset(self):
+        return Target.objects.filter(team=self.context["team"])
+
+
+class CredentialSerializer(serializers.ModelSerializer):
+    """A credential; team admins bind it to targets (names) and host patterns
+    (docs/trust-model.md): where plans may send it besides the targets using it."""
+
+    secret = serializers.CharField(
+        write_only=True, required=False, trim_whitespace=False, style={"input_type": "password"}
+    )
+    bound_targets = TeamTargetName(slug_field="name", many=True, required=False)
+    host_patterns = serializers.ListField(child=serializers.CharField(), required=False)
+
+    class Meta:
+        model = Credential
+        fields = (
+            "id",
+            "name",
+            "kind",
+            "username",
+            "secret",
+            "bound_targets",
+            "host_patterns",
+            "fingerprint",
+            "updated_at",
+        )
+        read_only_fields = ("fingerprint", "updated_at")
+
+    def validate(self, attrs):
+        instance = self.instance
+        bound = attrs.get("bound_targets", list(instance.bound_targets.all()) if instance else [])
+        data = {
+            "name": attrs.get("name", getattr(instance, "name", "")),
+            "kind": attrs.get("kind", getattr(instance, "kind", "")),
+            "username": attrs.get("username", getattr(instance, "username", "")),
+            "secret": attrs.get("secret", ""),
+            "bound_targets": [t.pk for t in bound],
+            "host_patterns": "\n".join(
+                attrs.get("host_patterns", getattr(instance, "host_patterns", None) or [])
+            ),
+        }
+        form = forms_targets.CredentialForm(data, instance=self.instance, team=self.context["team"])
+        if not form.is_valid():
+            raise _form_errors(form)
+        attrs["_form"] = form
+        return attrs
+
+    def save(self, **kwargs):
+        self.instance = self.validated_data["_form"].save()
+        return self.instance
+
+
+class CredentialName(serializers.SlugRelatedField):
+    """A credential referred to by name, within the request's team."""
+
+    def get_queryset(self):
+        return Credential.objects.filter(team=self.context["team"])
+
+
+class TargetSerializer(serializers.ModelSerializer):
+    credential = CredentialName(slug_field="name", required=False, allow_null=True)
+    ssh_credential = CredentialName(slug_field="name", required=False, allow_null=True)
+    provision = serializers.JSONField(required=False)
+    nodes = serializers.ListField(child=serializers.CharField(), required=False)
+    data_dirs = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Where tools may write on the worker host; operators (staff) only.",
+    )
+    allow_custom_scripts = serializers.BooleanField(
+        required=False, help_text="Code-running features over SSH on this target; team admins only."
+    )
+
+    class Meta:
+        model = Target
+        fields = (
+            "id",
+            "name",
+            "kind",
+            "host",
+            "port",
+            "user",
+            "database",
+            "directory",
+            "credential",
+            "ssh_host",
+            "ssh_port",
+            "ssh_user",
+            "ssh_credential",
+            "via",
+            "nodes",
+            "provision",
+            "price_per_hour",
+            "notes",
+            "allow_custom_scripts",
+            "data_dirs",
+            "telemetry",
+            "link_mbit",
+            "cloud_instance",
+            "created_at",
+        )
+        read_only_fields = ("created_at",)
+
+    def validate(self, attrs):
+        """The form's rules (benchapp.plans.targetrules) on the typed values: the
+        same fields named with the same messages as the target page."""
+        team = self.context["team"]
+        current = self.instance or Target(team=team)
+        target = Target.objects.get(pk=current.pk) if current.pk else Target(team=team)
+        for name, value in attrs.items():
+            setattr(target, name, value)
+        target.provision = {} if target.provision is None else target.provision
+        target.nodes = target.nodes or []
+        target.cloud_instance = {} if target.cloud_instance is None else target.cloud_instance
+        may = targetrules.may_change(self.context["request"].user, team)
+        problems = targetrules.check(target, current, may)
+        if problems:
+            raise serializers.ValidationError(
+                {(f if f in self.fields else "non_field_errors"): [m] for f, m in problems.items()}
+            )
+        return {"_target": target}
+
+    def save(self, **kwargs):
+        self.instance = self.validated_data["_target"]
+        self.instance.save()
+        return self.instance
+
+
+def _check_document(document, team):
+    try:
+        return planning.validate_document(document, team)
+    except PlanError as exc:
+        raise serializers.ValidationError({"document": [str(exc)]}) from exc
+
+
+def _check_untrusted(document, team) -> list[str]:
+    """The pre-run checks of a plan saved through the API: warnings, or a 400."""
+    try:
+        return check_untrusted(document, team)[1]
+    except PlanError as exc:
+        raise serializers.ValidationError([str(exc)]) from exc
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    document = serializers.JSONField()
+    warnings = serializers.SerializerMethodField(
+        help_text="What the pre-run checks found likely to fail (only in the answer to a save)."
+    )
+
+    class Meta:
+        model = Plan
+        fields = ("id", "name", "tool", "document", "warnings", "created_at", "updated_at")
+        read_only_fields = ("name", "tool", "created_at", "updated_at")
+
+    def get_warnings(self, plan) -> list[str]:
+        return list(getattr(plan, "warnings", []))
+
+    def validate_document(self, document):
+        _check_untrusted(document, self.context["team"])
+        return document
+
+    def save(self, **kwargs):
+        self.instance = planning.save_plan(
+            self.context["team"],
+            self.validated_data["document"],
+            user=self.context["request"].user,
+            plan=self.instance,
+        )
+        return self.instance
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """Creating a run starts it: give a plan document, or the id of a stored plan."""
+
+    plan = serializers.PrimaryKeyRelatedField(
+        queryset=Plan.objects.none(), required=False, allow_null=True
+    )
+    document = serializers.JSONField(required=False)
+    cells_total = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = (
+            "id",
+            "name",
+            "tool",
+            "plan",
+            "document",
+            "status",
+            "origin",
+            "concurrency",
+            "tags",
+            "notes",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "cells_total",
+        )
+        read_only_fields = (
+            "name",
+            "tool",
+            "status",
+            "origin",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        team = self.context.get("team")
+        if team is not None:
+            self.fields["plan"].queryset = team.plans.all()
+
+    def validate(self, attrs):
+        if self.instance is None:
+            plan = attrs.get("plan")
+            document = attrs.get("document") or (plan.document if plan else None)
+            if not document:
+                raise serializers.ValidationError(
+                    {"document": ["Give a plan document or a plan id."]}
+                )
+            _check_document(document, self.context["team"])
+            attrs["document"] = document
+        else:  # an existing run: only tags and notes change
+            attrs = {k: v for k, v in attrs.items() if k in ("tags", "notes")}
+        return attrs
+
+    def get_cells_total(self, obj) -> int:
+        total = getattr(obj, "cells_total", None)
+        return obj.cells.count() if total is None else total
+
+    def validate_tags(self, tags):
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise serializers.ValidationError("A list of strings.")
+        return tags
+
+    def create(self, validated):
+        try:
+            return orchestration.start_run(
+                self.context["team"],
+                validated["document"],
+                user=self.context["request"].user,
+                plan=validated.get("plan"),
+                origin="api",
+                concurrency=validated.get("concurrency", 0),
+                tags=validated.get("tags", ()),
+            )
+        except PlanError as exc:  # refused at start: a quota, the budget
+            raise serializers.ValidationError({"document": [str(exc)]}) from exc
+
+
+class CellSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cell
+        fields = (
+            "id",
+            "run",
+            "index",
+            "key",
+            "repeat",
+            "axes",
+            "target_name",
+            "status",
+            "phase",
+            "attempt",
+            "started_at",
+            "finished_at",
+            "command",
+            "tool_version",
+            "facts",
+            "client_bound",
+            "error",
+            "repeat_stop",
+        )
+        read_only_fields = fields
+
+
+class MeasurementSerializer(serializers.Serializer):
+    """One measurestore.Value."""
+
+    run = serializers.IntegerField(source="run_id")
+    cell = serializers.IntegerField(source="cell_id")
+    attempt = serializers.IntegerField()
+    iteration = serializers.IntegerField()
+    group = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    unit = serializers.CharField()
+
+
+class ComparisonSerializer(serializers.ModelSerializer):
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.none(), many=True)
+    cells = serializers.ListField(child=serializers.IntegerField(), required=False)
+    chart_settings = serializers.JSONField(required=False)
+    shared = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Comparison
+        fields = (
+            "id",
+            "name",
+            "runs",
+            "cells",
+            "chart_settings",
+            "created_at",
+            "shared",
+            "shared_at",
+        )
+        read_only_fields = ("created_at", "shared_at")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        team = self.context.get("team")
+        if team is not None:
+            self.fields["runs"].child_relation.queryset = team.runs.all()
+
+    def get_shared(self, obj) -> bool:
+        return bool(obj.share_token_hash)
+
+    def validate_runs(self, value):
+        from benchapp.histories import comparisons
+
+        problems = comparisons.run_problems(list(value))
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
+    def validate_chart_settings(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("An object.")
+        return value
+
+    def save(self, **kwargs):
+        from benchapp.histories import comparisons
+
+        data = self.validated_data
+        current = self.instance
+        self.instance = comparisons.save_comparison(
+            self.context["team"],
+            data.get("name", getattr(current, "name", "")),
+            data.get("runs", list(current.runs.all()) if current else []),
+            data.get("cells", current.cells if current else []),
+            user=self.context["request"].user,
+            chart_settings=data.get("chart_settings", current.chart_settings if current else {}),
+            comparison=current,
+        )
+        return self.instance
+
+
+class ShareSerializer(serializers.Serializer):
+    url = serializers.CharField(read_only=True)
+    token = serializers.CharField(read_only=True)
+
+
+class TokenSerializer(serializers.Serializer):
+    prefix = serializers.CharField(read_only=True, help_text="the key's first characters")
+    created = serializers.DateTimeField(read_only=True)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    """A detected change (docs/history.md); only `verdict` is written, through
+    the alert's verdict action."""
+
+    change = serializers.CharField(read_only=True, help_text="worse, better or changed")
+
+    class Meta:
+        model = Alert
+        fields = (
+            "id",
+            "plan",
+            "cell_key",
+            "group",
+            "metric",
+            "start_run",
+            "before_mean",
+            "before_low",
+            "before_high",
+            "after_mean",
+            "after_low",
+            "after_high",
+            "magnitude",
+            "pvalue",
+            "bad",
+            "change",
+            "status",
+            "verdict",
+            "confirm_run",
+            "confirm_note",
+            "resolved_run",
+            "plan_edit",
+            "created_at",
+        )
+        read_only_fields = fields
+
+
+class VerdictSerializer(serializers.Serializer):
+    verdict = serializers.BooleanField(
+        allow_null=True, help_text="true: a true alert; false: a false alert; null: undecided"
+    )
+
+
+class NotifierSerializer(serializers.Serializer):
+    """The team's alert notifications; the webhook secret is write-only."""
+
+    webhook_url = serializers.URLField(max_length=500, allow_blank=True, required=False)
+    emails = serializers.CharField(
+        max_length=2000, allow_blank=True, required=False, help_text="comma-separated"
+    )
+    only_bad = serializers.BooleanField(required=False, help_text="only changes for the worse")
+    secret = serializers.CharField(
+        max_length=200, write_only=True, required=False, help_text="signs each POST (HMAC-SHA256)"
+    )
+    clear_secret = serializers.BooleanField(write_only=True, required=False)
+    has_secret = serializers.SerializerMethodField()
+
+    def get_has_secret(self, notifier) -> bool:
+        return bool(notifier.webhook_secret)
+
+    def validate(self, data):
+        """The page's form rules (benchapp.web.views.notifications.NotifierForm)."""
+        from benchapp.web.views.notifications import NotifierForm
+
+        current = self.instance
+        values = {
+            "webhook_url": data.get("webhook_url", current.webhook_url),
+            "emails": data.get("emails", current.emails),
+            "only_bad": data.get("only_bad", current.only_bad),
+        }
+        form = NotifierForm(values)
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {name: [str(e) for e in errors] for name, errors in form.errors.items()}
+            )
+        return {**data, **{k: form.cleaned_data[k] for k in values}}
+
+    def update(self, notifier, data):
+        from benchapp.histories import notify
+
+        return notify.save_settings(
+            notifier,
+            webhook_url=data["webhook_url"],
+            emails=data["emails"],
+            only_bad=data["only_bad"],
+            secret=data.get("secret") or None,
+            clear_secret=data.get("clear_secret", False),
+        )

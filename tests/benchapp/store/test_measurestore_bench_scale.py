@@ -1,0 +1,58 @@
+"""The generated year (scripts/bench_scale.py) at one day: what it writes
+is what the app would have written, read back through the app's own modules."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchapp.models import CellMeasurements, CellSeries, Run, RunMetric, RunSummary
+from benchapp.store import measurestore
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the generator COPYs over its own connections
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench_scale.py"
+
+
+def _bench_scale():
+    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_generated_day_is_what_the_app_reads():
+    scale = _bench_scale()
+    scale.TEAMS = 3  # a year has 50; three show the shape in seconds
+    made = scale.generate(1, log=lambda text: None)
+    studies = {s.name: s for s in scale.STUDIES}
+    # Each team: its five plans nightly and one ad-hoc run.
+    assert Run.objects.count() == scale.TEAMS * 6
+    cells = sum(len(studies[r.plan.study].cells()) for r in Run.objects.select_related("plan"))
+    assert made["cells"] == cells == CellMeasurements.objects.count()
+    assert made["measurements"] == measurestore.count(Run.objects.values_list("pk", flat=True))
+    assert CellSeries.objects.count() == cells * 3
+
+    run = Run.objects.filter(plan__study="s4-engines").first()
+    study = studies["s4-engines"]
+    values = list(measurestore.read(runs=[run.pk]))
+    assert len(values) == len(study.cells()) * len(study.metrics)
+    assert {(v.group, v.metric, v.unit) for v in values} == set(study.metrics)
+    qps = [v.value for v in values if v.metric == "qps"]
+    total = RunMetric.objects.get(run=run, metric="qps")
+    assert (total.count, total.total) == (len(qps), pytest.approx(sum(qps)))
+    point = RunSummary.objects.get(
+        run=run, cell_key="concurrency=1,queries=1000", group="", metric="qps"
+    )
+    repeats = [
+        v.value
+        for v in values
+        if v.metric == "qps"
+        and v.group == ""
+        and v.cell_id
+        in set(run.cells.filter(key="concurrency=1,queries=1000").values_list("pk", flat=True))
+    ]
+    assert point.count == study.repeats == len(repeats)
+    assert point.mean == pytest.approx(sum(repeats) / len(repeats))
