@@ -243,3 +243,89 @@ def test_benchapp_test_files_are_named_after_their_modules():
         if path.name not in CROSS_CUTTING_TESTS and module_under_test(path) is None
     )
     assert unnamed == [], "test_<module>[_<aspect>].py beside the module's folder"
+
+
+# "Where a change goes": the files its rows name for a new tool and a new
+# provider are the files the last such addition (the one the row says it was
+# "counted on") names its tool or provider in, outside tests and docs.
+CODE_TREES = ("benchapp", "runners", "bench", "scripts", "templates", "static/js")
+CODE_FILES = ("Dockerfile", "docker-compose.yml", "Makefile", "pyproject.toml")
+
+
+def change_rows() -> dict[str, str]:
+    """change -> files column of docs/architecture.md's "Where a change goes" table."""
+    table = ARCHITECTURE.split("## Where a change goes", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] not in ("change", "---"):
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def row_paths(row: str, name: str) -> set[str]:
+    """The repository paths a row names in backticks, <tool>/<provider> read as name
+    and globs expanded (`runners/tools/<tool>.py` -> runners/tools/redis_benchmark.py)."""
+    paths = set()
+    for quoted in re.findall(r"`([^`\s]+)`", row):
+        pattern = re.sub(r"<(tool|provider)>", name, quoted.split(":")[0])
+        if "/" not in pattern and not pattern.endswith((".py", ".txt", ".md")):
+            continue
+        paths |= {str(p.relative_to(ROOT)) for p in ROOT.glob(pattern)} or {pattern}
+    return paths
+
+
+def files_naming(words: set[str]) -> set[str]:
+    """Code files outside tests/ and docs/ that name one of words: in a string or
+    an import of a Python file (prose in docstrings and comments is not a use),
+    anywhere in any other code file."""
+    from tests.test_registry_closed import code_strings
+
+    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(w)}(?![\w-])" for w in words))
+    paths = [p for top in CODE_TREES for p in (ROOT / top).rglob("*") if p.is_file()]
+    paths += [ROOT / name for name in CODE_FILES]
+    found = set()
+    for path in paths:
+        relative = str(path.relative_to(ROOT))
+        if "migrations" in path.parts or "templates_plans" in path.parts:
+            continue  # frozen history; plan templates are data written with tool names
+        if path.suffix == ".py":
+            named = any(pattern.search(text) for _, text in code_strings(path))
+        elif path.suffix in (".png", ".ico", ".gz") or "vendor" in path.parts:
+            continue
+        else:
+            named = bool(pattern.search(path.read_text(errors="replace")))
+        if named:
+            found.add(relative)
+    return found
+
+
+def counted_on(row: str) -> str:
+    match = re.search(r"Counted on `(\w+)`", row)
+    assert match, "the row names the addition it was counted on"
+    return match.group(1)
+
+
+def test_row_paths_read_placeholders_and_globs():
+    paths = row_paths("`runners/tools/<tool>.py` and `runners/tools/__init__.py`", "sysbench")
+    assert paths == {"runners/tools/sysbench.py", "runners/tools/__init__.py"}
+
+
+def test_a_new_tool_touches_only_the_files_its_row_names():
+    from tests.test_registry_closed import KNOWN, tool_names
+
+    row = change_rows()["a new tool"]
+    tool = counted_on(row)
+    allowed = row_paths(row, tool) | {path for path, name in KNOWN if name == tool}
+    assert files_naming(tool_names()[tool]) - allowed == set()
+    assert all((ROOT / path).exists() for path in allowed), allowed
+
+
+def test_a_new_provider_touches_only_the_files_its_row_names():
+    from tests.test_registry_closed import provider_names
+
+    row = change_rows()["a new provider"]
+    provider = counted_on(row)
+    allowed = row_paths(row, provider)
+    assert files_naming(provider_names()[provider]) - allowed == set()
+    assert all((ROOT / path).exists() for path in allowed), allowed
