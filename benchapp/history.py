@@ -62,12 +62,23 @@ def history_plans(plan: Plan) -> list[int]:
     )
 
 
-def trend_choices(plan_ids: list[int], query) -> tuple[str, list[str], list[str], list[str]]:
+def series_names(plan_ids: list[int]) -> dict:
+    """The names of every series of the history (one query), for
+    trend_choices and load_series to share."""
+    return summarystore.names(plan_ids)
+
+
+def trend_choices(
+    plan_ids: list[int], query, names: dict | None = None
+) -> tuple[str, list[str], list[str], list[str]]:
     """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
     query (a page's GET or the API's query_params): the metric and keys it
     asks for, refused (queryparams.BadParameter) when the history has no such
-    metric or cell key. `keys` is "|"-separated."""
-    pairs = summarystore.series_names(plan_ids)
+    metric or cell key. `keys` is "|"-separated. One query, none when given
+    the history's `names` (series_names)."""
+    if names is None:
+        names = series_names(plan_ids)
+    pairs = {(m, k) for k, _g, m in names.values()}
     metrics = sorted({m for m, _ in pairs})
     queryparams.check(query, {"metric": metrics})
     metric = query.get("metric") or (metrics[0] if metrics else "")
@@ -132,15 +143,15 @@ def ensure_summaries(plan_ids: list[int]) -> int:
 
 
 def load_series(
-    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True
+    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True, names=None
 ) -> dict[tuple, Series]:
     """One Series per (cell key, group, metric) of the history of `plan_ids`,
-    from the runs' stored points (two queries, in run order), in name order,
-    optionally only of some metrics and cell keys, and of runs created at or
-    after `since`; without `dates` only run ids and means are read
-    (detection needs no more)."""
+    from the runs' stored points (two queries, one when given the history's
+    `names`), in name order, optionally only of some metrics and cell keys,
+    and of runs created at or after `since`; without `dates` only run ids
+    and means are read (detection needs no more)."""
     series: dict[tuple, Series] = {}
-    for p in summarystore.read(plan_ids, metrics, keys, since, dates):
+    for p in summarystore.read(plan_ids, metrics, keys, since, dates, names):
         name = (p.cell_key, p.group, p.metric)
         s = series.get(name)
         if s is None:

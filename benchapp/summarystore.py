@@ -99,31 +99,34 @@ def unsummarized(runs):
     return runs.exclude(Exists(RunPoints.objects.filter(run_id=OuterRef("pk"))))
 
 
-def series_names(plan_ids: list[int]) -> set[tuple[str, str]]:
-    """{(metric, cell key)} of every series of the plans (one query)."""
+def names(plan_ids: list[int]) -> dict[int, tuple[str, str, str]]:
+    """{SeriesKey id: (cell key, group, metric)} of every series of the plans
+    (one query): a page that lists the series and then reads some passes it
+    to `read` rather than have it read them again."""
     keys = SeriesKey.objects.filter(plan_id__in=plan_ids)
-    return set(keys.values_list("metric", "cell_key").distinct())
+    return {pk: (k, g, m) for pk, k, g, m in keys.values_list("pk", "cell_key", "group", "metric")}
 
 
 def read(
-    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True
+    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True, named=None
 ) -> Iterator[Point]:
     """The stored Points of the plans' runs, in (run created, run id) order,
     only of `metrics`, of cell keys `keys` and of runs created at or after
-    `since` when given (two queries: the series' keys, then one index range
-    per plan and metric). Without `dates` the lows, highs and dates are not
-    read (None)."""
-    names = SeriesKey.objects.filter(plan_id__in=plan_ids)
+    `since` when given (two queries: the series' names unless `named` gives
+    them (`names`), then one index range per plan and metric). Without
+    `dates` the lows, highs and dates are not read (None)."""
     rows = RunPoints.objects.filter(plan_id__in=plan_ids)
     if metrics:
-        names = names.filter(metric__in=list(metrics))
         rows = rows.filter(metric__in=list(metrics))
-    if keys:
-        names = names.filter(cell_key__in=list(keys))
     if since is not None:
         rows = rows.filter(run_created_at__gte=since)
+    if named is None:
+        named = names(plan_ids)
+    metrics, keys = set(metrics or ()), set(keys or ())
     named = {
-        pk: (k, g, m) for pk, k, g, m in names.values_list("pk", "cell_key", "group", "metric")
+        pk: (k, g, m)
+        for pk, (k, g, m) in named.items()
+        if (not metrics or m in metrics) and (not keys or k in keys)
     }
     if not named:
         return
