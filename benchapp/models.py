@@ -626,4 +626,11 @@ class PriceEntry(models.Model):
 
 
 # History models live in their own module (size); importing them here registers them.
-from benchapp.models_history import Alert, AlertDelivery, HistoryState, Notifier, RunSummary  # noqa: E402,F401
+from benchapp.models_history import (  # noqa: E402,F401
+    Alert,
+    AlertDelivery,
+    HistoryState,
+    Notifier,
+    RunPoints,
+    SeriesKey,
+)

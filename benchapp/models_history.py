@@ -98,36 +98,54 @@ class HistoryState(models.Model):
         ]
 
 
-class RunSummary(models.Model):
-    """One finished run's point of one series: mean, min and max of the latest
-    attempts' repeats and iterations of a (cell key, group, metric). Written
-    once when the run finishes (benchapp.histories.history.summarize_run); histories
-    and the trend page read these, one row per run and series, instead of
-    every measurement. The run's plan and creation time are copied so a
-    history is read by one index range."""
+class SeriesKey(models.Model):
+    """The name of one series of a plan's history: (metric, cell key, group);
+    RunPoints rows hold its id (benchapp.store.summarystore)."""
 
-    run = models.ForeignKey("benchapp.Run", on_delete=models.CASCADE, related_name="summaries")
-    plan = models.ForeignKey("benchapp.Plan", on_delete=models.CASCADE, related_name="+")
-    run_created_at = models.DateTimeField()
+    plan = models.ForeignKey(
+        "benchapp.Plan", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    metric = models.CharField(max_length=60)
     cell_key = models.CharField(max_length=500)
     group = models.CharField(max_length=200, blank=True)
-    metric = models.CharField(max_length=60)
-    mean = models.FloatField()
-    low = models.FloatField()
-    high = models.FloatField()
-    count = models.PositiveIntegerField()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "cell_key", "group", "metric"], name="one_summary_per_series"
+                fields=["plan", "metric", "cell_key", "group"], name="one_series_key"
             )
         ]
-        indexes = [
-            models.Index(
-                fields=["plan", "metric", "cell_key", "run_created_at"], name="summary_series"
-            )
+
+
+class RunPoints(models.Model):
+    """One finished run's points of one metric: per series (a SeriesKey id)
+    the mean, min, max and count of the latest attempts' repeats and
+    iterations, packed as arrays (benchapp.store.summarystore writes and reads
+    them). Written once when the run finishes (benchapp.histories.history.summarize_run);
+    histories and the trend page read these instead of every measurement.
+    The run's plan and creation time are copied so a history of one metric
+    is one index range."""
+
+    run = models.ForeignKey(
+        "benchapp.Run", on_delete=models.CASCADE, related_name="points", db_index=False
+    )
+    plan = models.ForeignKey(
+        "benchapp.Plan", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    run_created_at = models.DateTimeField()
+    metric = models.CharField(max_length=60)
+    count = models.PositiveIntegerField()  # points in the arrays
+    keys = models.BinaryField()  # SeriesKey ids, big-endian int4
+    means = models.BinaryField()  # big-endian float8, as the keys
+    lows = models.BinaryField()
+    highs = models.BinaryField()
+    counts = models.BinaryField()  # values behind each point, big-endian int4
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "metric"], name="one_points_row_per_metric")
         ]
+        indexes = [models.Index(fields=["plan", "metric", "run_created_at"], name="points_series")]
 
 
 class Notifier(models.Model):

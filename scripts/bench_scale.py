@@ -10,7 +10,7 @@ nightly and one ad-hoc run a day, for 365 × scale days. At --scale 1 that is
 109,500 runs, 4.5 million cells, 100 million measurements (22 a cell; one
 packed CellMeasurements row per cell attempt, benchapp.store.measurestore) and 1.0
 billion per-second series values (CellSeries, three 75 s series per cell),
-with the per-run summaries the app keeps (RunMetric, RunSummary).
+with the per-run summaries the app keeps (RunMetric, packed RunPoints).
 
 Runs and cells are cloned from one template row each by INSERT ... SELECT
 over generate_series; the packed rows are made with numpy and written with
@@ -369,7 +369,7 @@ def _levels(study: Study, n: int, rng) -> np.ndarray:
 
 def _packed(connection, log) -> dict:
     """COPY the cells' CellMeasurements and CellSeries rows, and the runs'
-    RunMetric and RunSummary rows computed from the same values."""
+    RunMetric and RunPoints rows computed from the same values."""
     import psycopg
 
     rng = np.random.default_rng(2026)
@@ -448,41 +448,83 @@ def _write_batch(batch, keys, rng, m_copy, s_copy, totals, made) -> None:
 
 
 class _Totals:
-    """A run's RunMetric totals and RunSummary points (mean, min, max of a
-    cell key's repeats), as the app keeps them at record time, written by
+    """A run's RunMetric totals and its packed RunPoints rows (per metric, the
+    mean, min and max of each cell key's repeats, as benchapp.store.summarystore
+    packs them), as the app keeps them at record time, written by binary
     COPY when the stream of cells moves to the next run."""
 
     def __init__(self, conn):
         self.conn = conn
+        self.names: dict = {}  # {plan id: (cell keys, SeriesKey ids per key and metric)}
         self.run = None
-        self.metrics: dict = {}
-        self.points: dict = {}
-        self.summaries: list = []
+        self.keys: list = []
+        self.values: list = []
+        self.points: list = []
         self.totals: list = []
 
     def add(self, run_id, plan_id, created, key, groups, metrics, study, values) -> None:
         if run_id != self.run:
             self._close_run()
             self.run, self.plan, self.created = run_id, plan_id, created
-        for group, metric, unit, value in zip(
-            groups, metrics, (u for _g, _m, u in study.metrics), values.tolist()
-        ):
-            entry = self.metrics.setdefault(metric, [unit, 0, 0.0])
-            entry[1] += 1
-            entry[2] += value
-            self.points.setdefault((key, group, metric), []).append(value)
+            self.study = study
+        self.keys.append(key)
+        self.values.append(values)
 
     def _close_run(self) -> None:
         if self.run is None:
             return
-        self.totals += [(self.run, m, u, n, t) for m, (u, n, t) in self.metrics.items()]
-        self.summaries += [
-            (self.run, self.plan, self.created, k, g, m, sum(v) / len(v), min(v), max(v), len(v))
-            for (k, g, m), v in self.points.items()
-        ]
-        self.metrics, self.points = {}, {}
-        if len(self.summaries) > 200000:
+        from benchapp.store import summarystore
+
+        study, matrix = self.study, np.array(self.values)
+        sums: dict = {}
+        for (_g, m, u), total in zip(study.metrics, matrix.sum(axis=0).tolist()):
+            entry = sums.setdefault(m, [u, 0, 0.0])
+            entry[1] += len(matrix)
+            entry[2] += total
+        self.totals += [(self.run, m, u, n, t) for m, (u, n, t) in sums.items()]
+        order = np.argsort(np.array(self.keys), kind="stable")
+        keys = [self.keys[i] for i in order]
+        matrix = matrix[order]
+        starts = [i for i in range(len(keys)) if i == 0 or keys[i] != keys[i - 1]]
+        counts = np.diff(starts + [len(keys)])
+        means = np.add.reduceat(matrix, starts) / counts[:, None]
+        lows, highs = np.minimum.reduceat(matrix, starts), np.maximum.reduceat(matrix, starts)
+        ids = self._ids(tuple(keys[i] for i in starts))
+        for metric in dict.fromkeys(m for _g, m, _u in study.metrics):
+            cols = [j for j, (_g, m, _u) in enumerate(study.metrics) if m == metric]
+            key_ids = ids[:, cols].ravel()
+            by_id = np.argsort(key_ids)
+            self.points.append(
+                (
+                    self.run,
+                    self.plan,
+                    self.created,
+                    metric,
+                    len(key_ids),
+                    key_ids[by_id].astype(summarystore.KEY).tobytes(),
+                    *(
+                        a[:, cols].ravel()[by_id].astype(summarystore.FLOAT).tobytes()
+                        for a in (means, lows, highs)
+                    ),
+                    np.repeat(counts, len(cols))[by_id].astype(summarystore.COUNT).tobytes(),
+                )
+            )
+        self.keys, self.values = [], []
+        if len(self.points) > 50000:
             self._write()
+
+    def _ids(self, keys: tuple) -> np.ndarray:
+        """SeriesKey ids of the run's plan, one row per cell key, one column
+        per (group, metric) of its study; created on a plan's first run."""
+        from benchapp.store import summarystore
+
+        known = self.names.get(self.plan)
+        if known is None or known[0] != keys:
+            names = [(m, k, g) for k in keys for g, m, _u in self.study.metrics]
+            ids = summarystore.key_ids(self.plan, names)
+            matrix = np.array([ids[n] for n in names]).reshape(len(keys), -1)
+            known = self.names[self.plan] = (keys, matrix)
+        return known[1]
 
     def flush(self) -> None:
         self._close_run()
@@ -495,12 +537,13 @@ class _Totals:
             for row in self.totals:
                 copy.write_row(row)
         with self.conn.cursor().copy(
-            'COPY benchapp_runsummary (run_id, plan_id, run_created_at, cell_key, "group", '
-            "metric, mean, low, high, count) FROM STDIN"
+            "COPY benchapp_runpoints (run_id, plan_id, run_created_at, metric, count, keys, "
+            "means, lows, highs, counts) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            for row in self.summaries:
+            copy.set_types(["int8", "int8", "timestamptz", "varchar", "int4"] + ["bytea"] * 5)
+            for row in self.points:
                 copy.write_row(row)
-        self.totals, self.summaries = [], []
+        self.totals, self.points = [], []
 
 
 # --------------------------------------------------------------- the figures
@@ -511,7 +554,8 @@ SIZED_TABLES = (
     "benchapp_cellmeasurements",
     "benchapp_measurekey",
     "benchapp_runmetric",
-    "benchapp_runsummary",
+    "benchapp_runpoints",
+    "benchapp_serieskey",
     "benchapp_cellseries",
 )
 

@@ -5,7 +5,8 @@ them (runners.changepoint) that turns new change points into Alerts.
 A run contributes one point per series: the mean of its cells' repeats and
 iterations (latest attempt of each cell), with their min and max for the band
 on the trend page. The points are computed once per run (`summarize_run`,
-stored as RunSummary rows) so histories read one row per run and series.
+stored packed by benchapp.store.summarystore) so histories read one row per run
+and metric.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Window
+from django.db.models import Count, F, Q, Window
 from django.db.models.functions import Lag
 
 from benchapp.analysis import queryparams
-from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
+from benchapp.models import Alert, HistoryState, Plan, Run
 from benchapp.models_history import PlanRevision
-from benchapp.store import measurestore
+from benchapp.store import measurestore, summarystore
 from runners import changepoint, levels, tools
 from runners.metrics import HIGHER
 
@@ -62,14 +63,23 @@ def history_plans(plan: Plan) -> list[int]:
     )
 
 
-def trend_choices(plan_ids: list[int], query) -> tuple[str, list[str], list[str], list[str]]:
+def series_names(plan_ids: list[int]) -> dict:
+    """The names of every series of the history (one query), for
+    trend_choices and load_series to share."""
+    return summarystore.names(plan_ids)
+
+
+def trend_choices(
+    plan_ids: list[int], query, names: dict | None = None
+) -> tuple[str, list[str], list[str], list[str]]:
     """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
     query (a page's GET or the API's query_params): the metric and keys it
     asks for, refused (queryparams.BadParameter) when the history has no such
-    metric or cell key. `keys` is "|"-separated."""
-    pairs = set(
-        RunSummary.objects.filter(plan_id__in=plan_ids).values_list("metric", "cell_key").distinct()
-    )
+    metric or cell key. `keys` is "|"-separated. One query, none when given
+    the history's `names` (series_names)."""
+    if names is None:
+        names = series_names(plan_ids)
+    pairs = {(m, k) for k, _g, m in names.values()}
     metrics = sorted({m for m, _ in pairs})
     queryparams.check(query, {"metric": metrics})
     metric = query.get("metric") or (metrics[0] if metrics else "")
@@ -81,9 +91,9 @@ def trend_choices(plan_ids: list[int], query) -> tuple[str, list[str], list[str]
     return metric, metrics, keys, wanted
 
 
-def run_points(run: Run) -> list[RunSummary]:
-    """The run's point of each series (unsaved RunSummary rows), from its
-    measurements of each cell's latest attempt (one query)."""
+def run_points(run: Run) -> list[summarystore.Point]:
+    """The run's point of each series, from its measurements of each cell's
+    latest attempt (one query)."""
     keys = dict(run.cells.values_list("pk", "key"))
     rows = list(measurestore.read(runs=[run.pk], all_attempts=True))
     latest: dict[int, int] = {}
@@ -94,9 +104,8 @@ def run_points(run: Run) -> list[RunSummary]:
         if m.attempt == latest[m.cell_id]:
             values[(keys[m.cell_id], m.group, m.metric)].append(m.value)
     return [
-        RunSummary(
+        summarystore.Point(
             run_id=run.pk,
-            plan_id=run.plan_id,
             run_created_at=run.created_at,
             cell_key=key,
             group=group,
@@ -112,21 +121,21 @@ def run_points(run: Run) -> list[RunSummary]:
 
 @transaction.atomic
 def summarize_run(run: Run) -> int:
-    """(Re)write the RunSummary rows of a finished run of a plan; how many.
+    """(Re)write the stored points of a finished run of a plan; how many.
     Only finished runs have summaries: a history reads them as they are."""
-    RunSummary.objects.filter(run_id=run.pk).delete()
     if run.plan_id is None or run.status not in FINISHED:
+        summarystore.delete(run)
         return 0
     points = run_points(run)
-    RunSummary.objects.bulk_create(points, batch_size=1000)
+    summarystore.write(run, points)
     return len(points)
 
 
 def ensure_summaries(plan_ids: list[int]) -> int:
     """Summarize the history's finished runs that have no summary yet (one
     query when none lacks: runs recorded before summaries, or by hand)."""
-    missing = Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED).exclude(
-        Exists(RunSummary.objects.filter(run_id=OuterRef("pk")))
+    missing = summarystore.unsummarized(
+        Run.objects.filter(plan_id__in=plan_ids, status__in=FINISHED)
     )
     runs = list(missing.only("pk", "plan_id", "created_at", "status"))
     for run in runs:
@@ -135,40 +144,25 @@ def ensure_summaries(plan_ids: list[int]) -> int:
 
 
 def load_series(
-    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True
+    plan_ids: list[int], metrics=None, keys=None, since=None, dates: bool = True, names=None
 ) -> dict[tuple, Series]:
     """One Series per (cell key, group, metric) of the history of `plan_ids`,
-    from the runs' summaries (one query, in index order), optionally only of
-    some metrics and cell keys, and of runs created at or after `since`;
-    without `dates` only run ids and means are read (detection needs no more)."""
-    qs = RunSummary.objects.filter(plan_id__in=plan_ids)
-    if metrics:
-        qs = qs.filter(metric__in=list(metrics))
-    if keys:
-        qs = qs.filter(cell_key__in=list(keys))
-    if since is not None:
-        qs = qs.filter(run_created_at__gte=since)
-    qs = qs.order_by("cell_key", "group", "metric", "run_created_at", "run_id")
-    if dates:
-        rows = qs.values_list(
-            "cell_key", "group", "metric", "run_id", "run_created_at", "mean", "low", "high"
-        )
-    else:
-        rows = (
-            (k, g, m, r, None, mean, None, None)
-            for k, g, m, r, mean in qs.values_list("cell_key", "group", "metric", "run_id", "mean")
-        )
+    from the runs' stored points (two queries, one when given the history's
+    `names`), in name order, optionally only of some metrics and cell keys,
+    and of runs created at or after `since`; without `dates` only run ids
+    and means are read (detection needs no more)."""
     series: dict[tuple, Series] = {}
-    s = None
-    for key, group, metric, run_id, created, mean, low, high in rows:
-        if s is None or (s.cell_key, s.group, s.metric) != (key, group, metric):
-            s = series[(key, group, metric)] = Series(key, group, metric)
-        s.run_ids.append(run_id)
-        s.dates.append(created)
-        s.means.append(mean)
-        s.lows.append(low)
-        s.highs.append(high)
-    return series
+    for p in summarystore.read(plan_ids, metrics, keys, since, dates, names):
+        name = (p.cell_key, p.group, p.metric)
+        s = series.get(name)
+        if s is None:
+            s = series[name] = Series(*name)
+        s.run_ids.append(p.run_id)
+        s.dates.append(p.run_created_at)
+        s.means.append(p.mean)
+        s.lows.append(p.low)
+        s.highs.append(p.high)
+    return {name: series[name] for name in sorted(series)}
 
 
 def detect_plan(plan: Plan, resolved: list | None = None) -> list[Alert]:

@@ -17,12 +17,14 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, storages
 from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
+from django.utils import timezone
 
 from benchapp.models import Artifact, OutputBlob
 
@@ -167,3 +169,41 @@ def _delete_object(sender, instance: OutputBlob, **kwargs) -> None:
             log.warning("artifact object not deleted: %s", exc)
 
     transaction.on_commit(delete_quietly)
+
+
+ORPHAN_SECONDS = 3600  # a recording's objects are written before its transaction commits
+
+
+def sweep_orphans(older_than: float = ORPHAN_SECONDS) -> int:
+    """Delete the store's output objects that no OutputBlob names and that
+    are older than `older_than` seconds: those of recordings rolled back
+    after their objects were written. How many were deleted. One query per
+    run folder (outputs/run-N/), whatever the store holds."""
+    s = store()
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    deleted = 0
+    for run_dir in _folders(s, "outputs"):
+        names = _files(s, run_dir)
+        kept = set(OutputBlob.objects.filter(key__in=names).values_list("key", flat=True))
+        for name in names:
+            if name not in kept and s.get_modified_time(name) < cutoff:
+                s.delete(name)
+                deleted += 1
+    return deleted
+
+
+def _folders(s, path: str) -> list[str]:
+    try:
+        folders, _files_here = s.listdir(path)
+    except FileNotFoundError:
+        return []
+    return [f"{path}/{f}" for f in folders]
+
+
+def _files(s, path: str) -> list[str]:
+    """Every object under path, its subfolders' too."""
+    folders, files = s.listdir(path)
+    out = [f"{path}/{f}" for f in files]
+    for folder in folders:
+        out += _files(s, f"{path}/{folder}")
+    return out

@@ -163,10 +163,13 @@ class PlanViewSet(TeamScoped, viewsets.ModelViewSet):
         plan = self.get_object()
         plan_ids = history.history_plans(plan)
         try:
-            metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.query_params)
+            names = history.series_names(plan_ids)  # read once for both
+            metric, metrics, keys, wanted = history.trend_choices(
+                plan_ids, request.query_params, names
+            )
         except queryparams.BadParameter as exc:
             raise ValidationError({exc.name: [str(exc)]}) from exc
-        series = history.load_series(plan_ids, [metric], wanted or keys).values()
+        series = history.load_series(plan_ids, [metric], wanted or keys, names=names).values()
         return Response(
             {
                 "metric": metric,

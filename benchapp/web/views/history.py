@@ -66,14 +66,15 @@ def _line(s, change: int | None) -> dict:
 def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
     plan_ids = history.history_plans(plan)
-    metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.GET)
-    chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES]).values()
+    names = history.series_names(plan_ids)  # read once for both
+    metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.GET, names)
+    chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES], names=names)
     alerts = {
         (a.cell_key, a.group): a  # the latest alert of a series wins
         for a in Alert.objects.filter(plan=plan, metric=metric).order_by("created_at")
     }
     lines = []
-    for s in chosen:
+    for s in chosen.values():
         alert = alerts.get((s.cell_key, s.group))
         lines.append(_line(s, alert.start_run_id if alert else None))
         lines[-1]["alert"] = _alert_marker(alert) if alert else None

@@ -6,7 +6,7 @@ import pytest
 
 from benchapp.histories import history
 from benchapp.history_tasks import detect_changes
-from benchapp.models import Alert, HistoryState, Plan, Run, RunSummary
+from benchapp.models import Alert, HistoryState, Plan, Run, RunPoints
 from tests.benchapp.results_data import make_run
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def test_failed_and_other_plans_runs_are_not_history(team, plan):
     Run.objects.filter(pk__in=[r.pk for r in failed]).update(status=Run.FAILED)
     assert history.detect_plan(plan) == []
     # The history detection read: the plan's 20 finished runs, summarized.
-    in_history = RunSummary.objects.filter(plan_id__in=history.history_plans(plan))
+    in_history = RunPoints.objects.filter(plan_id__in=history.history_plans(plan))
     assert in_history.values("run").distinct().count() == 20
 
 

@@ -6,6 +6,8 @@ move_artifacts moves outputs kept in the database."""
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 import tracemalloc
 from io import StringIO
 from pathlib import Path
@@ -14,6 +16,7 @@ import boto3
 import pytest
 from django.core.files.storage import storages
 from django.core.management import call_command
+from django.db import transaction
 from django.urls import reverse
 
 from benchapp.analysis import rawoutput
@@ -255,3 +258,25 @@ def test_output_the_store_refuses_is_kept_in_the_database(owner_client, team, se
     call_command("move_artifacts", stdout=StringIO())
     assert artifact.blobs.get().size == len("tps: 7\n")
     assert Artifact.objects.get(pk=artifact.pk).stdout == ""
+
+
+def test_sweep_deletes_objects_of_rolled_back_recordings_after_an_hour(team, file_store):
+    kept = recorded(team, {"stdout": "a\n", "stderr": "b\n"})
+    cell = kept.cell
+    orphans = []
+    for _ in range(2):
+        with pytest.raises(RuntimeError), transaction.atomic():
+            orphans.append(artifactstore.new_blob(cell, "stdout", "rolled back\n").key)
+            raise RuntimeError("the recording failed after writing its object")
+    assert not OutputBlob.objects.filter(key__in=orphans).exists()
+    old = time.time() - 2 * 3600
+    for key in [orphans[0], *kept.blobs.values_list("key", flat=True)]:
+        os.utime(file_store / key, (old, old))
+    out = StringIO()
+    call_command("sweep_artifacts", stdout=out)
+    assert out.getvalue().strip() == "1 orphaned objects deleted"
+    assert not (file_store / orphans[0]).exists()
+    assert (file_store / orphans[1]).exists()  # younger than an hour: maybe still recording
+    assert (
+        artifactstore.text(kept, "stdout") == "a\n" and artifactstore.text(kept, "stderr") == "b\n"
+    )

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchapp.models import CellMeasurements, CellSeries, Run, RunMetric, RunSummary
-from benchapp.store import measurestore
+from benchapp.histories import history
+from benchapp.models import CellMeasurements, CellSeries, Run, RunMetric
+from benchapp.store import measurestore, summarystore
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the generator COPYs over its own connections
 
@@ -43,9 +44,12 @@ def test_one_generated_day_is_what_the_app_reads():
     qps = [v.value for v in values if v.metric == "qps"]
     total = RunMetric.objects.get(run=run, metric="qps")
     assert (total.count, total.total) == (len(qps), pytest.approx(sum(qps)))
-    point = RunSummary.objects.get(
-        run=run, cell_key="concurrency=1,queries=1000", group="", metric="qps"
-    )
+    stored = [p for p in summarystore.read([run.plan_id]) if p.run_id == run.pk]
+    (point,) = [
+        p
+        for p in stored
+        if (p.cell_key, p.group, p.metric) == ("concurrency=1,queries=1000", "", "qps")
+    ]
     repeats = [
         v.value
         for v in values
@@ -56,3 +60,15 @@ def test_one_generated_day_is_what_the_app_reads():
     ]
     assert point.count == study.repeats == len(repeats)
     assert point.mean == pytest.approx(sum(repeats) / len(repeats))
+    # Every stored point is the one the app computes from the run's measurements.
+    computed = sorted(history.run_points(run), key=_figures)
+    assert [_figures(p)[:3] for p in sorted(stored, key=_figures)] == [
+        _figures(p)[:3] for p in computed
+    ]
+    assert [x for p in sorted(stored, key=_figures) for x in _figures(p)[3:]] == pytest.approx(
+        [x for p in computed for x in _figures(p)[3:]]
+    )
+
+
+def _figures(p) -> tuple:
+    return (p.run_id, p.cell_key, p.group, p.metric, p.mean, p.low, p.high, p.count)

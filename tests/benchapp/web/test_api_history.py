@@ -8,7 +8,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from benchapp.models import Alert, Notifier, Plan, Run, RunSummary
+from benchapp.models import Alert, Notifier, Plan, Run
+from benchapp.store import summarystore
 
 pytestmark = pytest.mark.django_db
 
@@ -30,17 +31,18 @@ def make_run(team, plan, mean: float) -> Run:
     run = Run.objects.create(
         team=team, plan=plan, name="r", tool="fio", document=plan.document, status=Run.SUCCEEDED
     )
-    RunSummary.objects.create(
-        run=run,
-        plan=plan,
+    point = summarystore.Point(
+        run_id=run.pk,
         run_created_at=run.created_at,
         cell_key="rw=read",
+        group="",
         metric="iops",
         mean=mean,
         low=mean - 1,
         high=mean + 1,
         count=3,
     )
+    summarystore.write(run, [point])
     return run
 
 
