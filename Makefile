@@ -93,9 +93,12 @@ bench: system services setup
 	$(TEST_ENV) $(PY) bench/run.py
 
 # The generated year alone (scripts/bench_scale.py): YEAR_SCALE=0.1 builds a tenth of it.
+# YEAR_CHROMIUM=1: then its pages in Chromium, cold and warm (bench/pages.py --year, ~9 min).
 YEAR_SCALE ?= 1
+YEAR_CHROMIUM ?= 0
 bench-scale: system services setup
-	$(TEST_ENV) $(PY) bench/run.py --only scale-data --year-scale $(YEAR_SCALE)
+	$(TEST_ENV) $(PY) bench/run.py --only scale-data --year-scale $(YEAR_SCALE) \
+		$(if $(filter 1,$(YEAR_CHROMIUM)),--year-chromium)
 
 faults: system services setup
 	$(TEST_ENV) $(PY) -m pytest -v tests/faults \

@@ -2,6 +2,8 @@
 """Results pages in a real browser: load time and bytes on the wire, cold and warm.
 
     .venv/bin/python bench/pages.py [--loads 5] [--database sqlite|postgresql]
+    .venv/bin/python bench/pages.py --year [--rounds 5] [--warm 4] [--year-scale 1]
+
 
 Serves the app the way `make run` and production do (DEBUG off, collectstatic,
 gunicorn with 2 workers, whitenoise) on a database of 2 runs × 500 cells ×
@@ -23,6 +25,16 @@ start, the page's own clock): the HTML received, Plotly received, every
 script run, Plotly included (DOMContentLoaded), the first JSON request
 asked and the last one answered (none when the page asks for no JSON),
 every chart drawn. Prints JSON on its last line.
+
+--year loads the pages of one team of the generated year instead
+(scripts/bench_scale.py's database, `benchboard_scale`, 100 M measurements;
+built by `make bench-scale`, read here, only a login session written): the
+home dashboard, the runs list, an archive search, a run's page (its cells),
+its results page (the first cell's series drawn with it), the comparisons of
+2 and 5 runs and a plan's trend page (its Plotly chart drawn). Each round
+starts the server afresh for each page: cold is the page's first load, in a
+new browser context, after the server's start; warm is the same context
+loading it again (--warm times). Figures: median and range over the rounds.
 """
 
 from __future__ import annotations
@@ -138,16 +150,32 @@ def prepare_data() -> dict:
     }
 
 
-@contextlib.contextmanager
-def server(env: dict):
-    """gunicorn as `make run` starts it, DEBUG off, static files collected."""
-    var_dir = Path(env["BENCHBOARD_VAR_DIR"])
+def collectstatic(env: dict) -> None:
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
         cwd=ROOT,
         env=env,
         check=True,
     )
+
+
+# A gunicorn hook that logs each worker once it has loaded the app (benchapp.wsgi imports
+# every view, and scipy, at that point): the port answers before, while the workers boot.
+READY_HOOK = """def post_worker_init(worker):
+    worker.log.info("worker ready")
+"""
+
+
+@contextlib.contextmanager
+def server(env: dict, collect: bool = True, workers_ready: bool = False):
+    """gunicorn as `make run` starts it, DEBUG off, static files collected;
+    workers_ready: wait until both workers have loaded the app, not just
+    until the port answers."""
+    var_dir = Path(env["BENCHBOARD_VAR_DIR"])
+    if collect:
+        collectstatic(env)
+    hook = var_dir / "gunicorn_ready.py"
+    hook.write_text(READY_HOOK)
     port = _free_port()
     log = open(var_dir / "gunicorn.log", "w")
     proc = subprocess.Popen(
@@ -162,6 +190,7 @@ def server(env: dict):
             "2",
             "--timeout",
             "60",
+            *(["--config", str(hook)] if workers_ready else []),
         ],
         cwd=ROOT,
         env=env,
@@ -172,8 +201,12 @@ def server(env: dict):
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
+            if workers_ready:
+                if (var_dir / "gunicorn.log").read_text().count("worker ready") >= 2:
+                    break
+            else:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                    break
             if proc.poll() is not None:
                 raise RuntimeError((var_dir / "gunicorn.log").read_text()[-2000:])
             time.sleep(0.2)
@@ -191,7 +224,7 @@ def _fernet_key() -> str:
 
 
 # The page's clock (ms since navigation) when every chart is drawn (or marked empty).
-ALL_DRAWN = """() => [...document.querySelectorAll("div.chart[id]")].every(
+ALL_DRAWN = """() => [...document.querySelectorAll("div.chart[id], div.trend-chart")].every(
     (d) => d.querySelector(".main-svg") || d.classList.contains("chart-empty")
 ) && performance.now()"""
 # Where the time went, from the page's resource timing.
@@ -312,14 +345,151 @@ def page_figures(loads: int = 5, databases=tuple(DATABASES)) -> dict:
     return {"goals": GOALS, "pages": figures}
 
 
+# ------------------------------------------------------------ the generated year
+
+
+def prepare_year() -> dict:
+    """A session of the year's user on team-00, and that team's page URLs
+    (the saved comparisons scripts/bench_scale.py made; made here if missing)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_scale
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchapp.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from benchapp.accounts.access import SESSION_KEY
+    from benchapp.models import Team
+
+    team = Team.objects.get(name="team-00")
+    user = User.objects.get(username="scale")
+    urls = {name: url for name, url, _goal in bench_scale.pages(team, 0)}
+    session = SessionStore()
+    session["_auth_user_id"] = str(user.pk)
+    session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    session["_auth_user_hash"] = user.get_session_auth_hash()
+    session[SESSION_KEY] = team.pk
+    session.create()
+    results = urls["run results page"]
+    return {
+        "session_cookie": settings.SESSION_COOKIE_NAME,
+        "session": session.session_key,
+        "pages": {
+            "home dashboard": urls["home dashboard"],
+            "runs list": urls["runs list"],
+            "archive search (by tool)": urls["archive: by tool"],
+            "run page (its cells)": results.removesuffix("results/"),
+            "run results page (and a cell's series)": results,
+            "comparison of 2 runs": urls["comparison of 2 runs"],
+            "comparison of 5 runs": urls["comparison of 5 runs"],
+            "plan trend page (chart drawn)": urls["plan trend page"],
+        },
+    }
+
+
+def year_figures(rounds: int = 5, warm_loads: int = 4, scale: float = 1.0) -> dict:
+    """Figures of `--year`: see the module docstring."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_scale
+
+    with tempfile.TemporaryDirectory(prefix="bb-year-pages-") as tmp:
+        env = environment("sqlite", Path(tmp))
+        env.pop("BENCHBOARD_EMBEDDED", None)
+        env["DATABASE_URL"] = bench_scale.database_url(scale)
+        data = prepared({**env, "BB_PAGES_YEAR": "1"})
+        collectstatic(env)
+        times = {name: {"cold": [], "warm": [], "steps": ([], [])} for name in data["pages"]}
+        loads_avg = [os.getloadavg()[0]]
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            try:
+                for _ in range(rounds):
+                    for name, path in data["pages"].items():
+                        with server(env, collect=False, workers_ready=True) as base:
+                            cold, warm, steps = year_loads(browser, base, data, path, warm_loads)
+                        times[name]["cold"].append(cold)
+                        times[name]["warm"] += warm
+                        times[name]["steps"][0].append(steps[0])
+                        times[name]["steps"][1].extend(steps[1:])
+                    loads_avg.append(os.getloadavg()[0])
+            finally:
+                browser.close()
+    pages = {
+        name: {
+            "cold_s": spread(t["cold"]),
+            "warm_s": spread(t["warm"]),
+            "cold_timeline_ms": timeline(t["steps"][0]),
+            "warm_timeline_ms": timeline(t["steps"][1]),
+        }
+        for name, t in times.items()
+    }
+    load_range = [round(min(loads_avg), 1), round(max(loads_avg), 1)]
+    return {"goals": GOALS, "pages": pages, "load_average_1min": load_range}
+
+
+def year_loads(browser, base: str, data: dict, path: str, warm_loads: int):
+    """One page's first load in a new context (the server just started), then
+    its warm loads in that context: seconds until every chart is drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        context.add_cookies(
+            [{"name": data["session_cookie"], "value": data["session"], "url": base}]
+        )
+        page = context.new_page()
+        seconds, steps = [], []
+        for _ in range(1 + warm_loads):
+            elapsed, _size, steps_ms = load(page, [], base + path)
+            if "/login/" in page.url:
+                raise RuntimeError(f"{path}: not logged in")
+            seconds.append(elapsed)
+            steps.append(steps_ms)
+        return seconds[0], seconds[1:], steps
+    finally:
+        context.close()
+
+
+def print_year(figures: dict) -> None:
+    goals = figures["goals"]
+    print(f"load average (1 min) while measuring: {figures['load_average_1min']}")
+    for name, row in figures["pages"].items():
+        cells = []
+        for key in ("cold_s", "warm_s"):
+            s = row[key]
+            met = "met" if s["median"] <= goals[key] else "NOT met"
+            cells.append(
+                f"{key[:-2]} {s['median']:.3f} s ({s['min']:.3f}-{s['max']:.3f}, n={s['n']}, "
+                f"goal {goals[key]} s: {met})"
+            )
+        print(f"{name:<40} " + "  ".join(cells))
+        for key in ("cold_timeline_ms", "warm_timeline_ms"):
+            steps = ", ".join(f"{k[:-3]} {v}" for k, v in row[key].items())
+            print(f"  {key:<17} {steps} (ms, medians)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--database", choices=DATABASES, action="append", help="default: both")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--year", action="store_true", help="the generated year's pages")
+    parser.add_argument("--rounds", type=int, default=5, help="--year: server starts per page")
+    parser.add_argument("--warm", type=int, default=4, help="--year: warm loads per round")
+    parser.add_argument("--year-scale", type=float, default=1.0, help="--year: the year's share")
     args = parser.parse_args()
     if args.prepare:  # the child process of `prepared`
-        print(json.dumps(prepare_data()))
+        year = os.environ.get("BB_PAGES_YEAR")
+        print(json.dumps(prepare_year() if year else prepare_data()))
+        return 0
+    if args.year:
+        figures = year_figures(args.rounds, args.warm, args.year_scale)
+        print_year(figures)
+        print(json.dumps(figures))
         return 0
     figures = page_figures(args.loads, args.database or tuple(DATABASES))
     print_browser_pages(figures)

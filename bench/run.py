@@ -19,7 +19,8 @@ Prints a table and writes bench/results.json with:
   bench-scale`): 50 teams' runs of the five studies' plans in a database of
   their own (built once, then reused; --year-scale to build a share of it),
   its storage per table and the pages' server time, cold and warm, next
-  to their budgets;
+  to their budgets; with --year-chromium, then its pages in Chromium
+  (bench/pages.py --year);
 - the results and comparison pages in chromium (bench/pages.py): cold and
   warm load time and bytes on the wire, next to their goals.
 
@@ -287,6 +288,11 @@ def main() -> int:
     )
     parser.add_argument("--skip-year", action="store_true", help="skip the generated year")
     parser.add_argument(
+        "--year-chromium",
+        action="store_true",
+        help="scale-data: then the year's pages in Chromium (bench/pages.py --year)",
+    )
+    parser.add_argument(
         "--only",
         choices=["overhead", "ssh-overhead", "pages", "scale", "scale-data"],
         help="measure one thing and print it (nothing written)",
@@ -359,6 +365,9 @@ def only(args) -> int:
         figures = year_figures(args.year_scale)
         print(json.dumps(figures, indent=2))
         print_year(figures)
+        if args.year_chromium:  # its own process: it serves the year's database
+            pages = [sys.executable, str(ROOT / "bench" / "pages.py"), "--year"]
+            return subprocess.call([*pages, "--year-scale", args.year_scale])
         return 0
     if args.only == "scale":
         ensure_database()
