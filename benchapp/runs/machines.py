@@ -28,6 +28,7 @@ from django.db.models import Min, Q
 from django.utils import timezone
 
 from benchapp.models import Cell, CellLock, Run
+from runners.errors import ValidationError
 from runners.isolation import cell_machines
 
 Machine = tuple[str, str]
@@ -52,7 +53,13 @@ def next_per_target(run: Run) -> list[Cell]:
 
 
 def isolation(run: Run) -> str:
-    return run.spec.isolation
+    """The run's isolation mode; the stored key itself when the document is
+    one this version cannot read (an imported run, an older plan), so a page
+    of such a run still shows why its cells wait."""
+    try:
+        return run.spec.isolation
+    except ValidationError:
+        return (run.document or {}).get("isolation", "machine")
 
 
 def lease() -> timezone.datetime:
