@@ -7,8 +7,10 @@ set -euo pipefail
 # the list generated from the tool registry (`python -m runners packages --debian`).
 TOOLS="$(grep -v '^#' "$(dirname "$0")/debian-packages.txt" | tr '\n' ' ')"
 # postgresql: the tests start private servers as benchmark targets; haproxy: the
-# balancer the S4 test puts in front of two private MariaDB servers.
-PACKAGES="$TOOLS postgresql openssh-server haproxy chromium chromium-driver procps"
+# balancer the S4 test puts in front of two private MariaDB servers; mariadb-server
+# and redis-server: the private database servers the tests start; iproute2: the
+# network namespaces and the shaped veth link of the network-bound test.
+PACKAGES="$TOOLS postgresql mariadb-server redis-server iproute2 openssh-server haproxy chromium chromium-driver procps"
 tools_only=""
 if [ "${1:-}" = "--tools" ]; then tools_only=1; PACKAGES="$TOOLS"; fi
 missing=""
