@@ -250,6 +250,7 @@ def test_benchapp_test_files_are_named_after_their_modules():
 # "counted on") names its tool or provider in, outside tests and docs.
 CODE_TREES = ("benchapp", "runners", "bench", "scripts", "templates", "static/js")
 CODE_FILES = ("Dockerfile", "docker-compose.yml", "Makefile", "pyproject.toml")
+CODE_SUFFIXES = (".py", ".sh", ".txt", ".html", ".js", ".yml", ".yaml", ".toml", ".cfg")
 
 
 def change_rows() -> dict[str, str]:
@@ -282,7 +283,12 @@ def files_naming(words: set[str]) -> set[str]:
     from tests.test_registry_closed import code_strings
 
     pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(w)}(?![\w-])" for w in words))
-    paths = [p for top in CODE_TREES for p in (ROOT / top).rglob("*") if p.is_file()]
+    paths = [
+        p
+        for top in CODE_TREES
+        for p in (ROOT / top).rglob("*")
+        if p.is_file() and p.suffix in CODE_SUFFIXES and "vendor" not in p.parts
+    ]
     paths += [ROOT / name for name in CODE_FILES]
     found = set()
     for path in paths:
@@ -291,8 +297,6 @@ def files_naming(words: set[str]) -> set[str]:
             continue  # frozen history; plan templates are data written with tool names
         if path.suffix == ".py":
             named = any(pattern.search(text) for _, text in code_strings(path))
-        elif path.suffix in (".png", ".ico", ".gz") or "vendor" in path.parts:
-            continue
         else:
             named = bool(pattern.search(path.read_text(errors="replace")))
         if named:
