@@ -21,7 +21,7 @@ from benchapp.models import Artifact, Cell, CellSeries, CloudResource, Run
 from benchapp.store import measurestore, seriesstore
 from benchapp.store.measurestore import Value
 from runners import cellwatch, telemetry
-from runners.plan import load_plan
+from runners.errors import ValidationError
 from runners.providers import Handle, get_provider
 from runners.providers.slots import variant_of
 
@@ -63,8 +63,8 @@ def collect_watched(run_id: int, context_of) -> int:
     if run is None:
         return 0
     try:
-        targets = load_plan(run.document).targets
-    except Exception as exc:  # noqa: BLE001 - a plan that no longer loads watches nothing
+        targets = run.spec.targets
+    except ValidationError as exc:  # a plan this version cannot read watches nothing
         log.warning("run %s: plan not readable, no cloud monitoring read: %s", run_id, exc)
         return 0
     updated = 0
