@@ -18,7 +18,7 @@ from runners.cell import cleanup_target, run_cell
 from runners.context import CellContext
 from runners.plan import expand, load_plan
 from tests.support.dbtargets import mariadb_sql, mariadb_target, postgres_target  # noqa: F401
-from tests.support.sshd import sshd  # noqa: F401
+from tests.support.sshd import host_target, sshd  # noqa: F401
 
 PASSWORD_ENV = "BB_TEST_CELL_PASSWORD"
 
@@ -450,18 +450,7 @@ def test_error_line_picks_the_cause(output, line):
 def test_run_cell_on_target_host_over_ssh_with_stress(sshd, tmp_path):  # noqa: F811
     # client: {on: target}: fio and stress-ng both run on the target's host,
     # reached over the fixture's sshd with a key resolved by name.
-    target = {
-        "name": "box",
-        "kind": "host",
-        "host": sshd.host,
-        "ssh": {
-            "host": sshd.host,
-            "port": sshd.port,
-            "user": sshd.user,
-            "credential": "box-key",
-            "known_host_key": sshd.host_key,
-        },
-    }
+    target = host_target(sshd)
     plan = _plan(
         "fio",
         target,

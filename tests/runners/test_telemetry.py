@@ -29,7 +29,7 @@ from tests.support.private_services import (  # noqa: F401
     private_redis,
     redis_server,
 )
-from tests.support.sshd import sshd  # noqa: F401
+from tests.support.sshd import host_target, sshd  # noqa: F401
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
 
@@ -224,18 +224,7 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
     """client: {on: target} over SSH: the host's telemetry (sampled each
     second) and the client CPU figure (two reads of /proc/stat around the
     measure) describe one machine over one window."""
-    target = {
-        "name": "box",
-        "kind": "host",
-        "host": sshd.host,
-        "ssh": {
-            "host": sshd.host,
-            "port": sshd.port,
-            "user": sshd.user,
-            "credential": "box-key",
-            "known_host_key": sshd.host_key,
-        },
-    }
+    target = host_target(sshd)
     keys = {"box-key": sshd.client_key}
     (outcome,) = _run(
         {

@@ -11,7 +11,7 @@ from runners.cell import phase_times, run_cell
 from runners.cellwatch import measured
 from runners.context import CellContext
 from runners.plan import expand, load_plan
-from tests.support.sshd import sshd  # noqa: F401
+from tests.support.sshd import host_target, sshd  # noqa: F401
 
 
 def test_a_second_counts_for_the_phase_its_middle_falls_in():
@@ -98,18 +98,7 @@ def test_warmup_over_ssh_is_sampled_on_the_measures_time_axis(sshd, tmp_path):  
     """The same over the test suite's sshd (client on the target): the host
     sampler runs over the pooled SSH connection from the warmup on, and its
     samples are placed on the measure's axis by the start's wall clock."""
-    target = {
-        "name": "box",
-        "kind": "host",
-        "host": sshd.host,
-        "ssh": {
-            "host": sshd.host,
-            "port": sshd.port,
-            "user": sshd.user,
-            "credential": "box-key",
-            "known_host_key": sshd.host_key,
-        },
-    }
+    target = host_target(sshd)
     (outcome,) = _run(
         {
             "tool": "fio",

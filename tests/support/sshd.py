@@ -189,6 +189,23 @@ def start_sshd(directory: Path) -> SSHServer:
     )
 
 
+def host_target(server: SSHServer, name: str = "box", credential: str = "box-key") -> dict:
+    """A plan's host target reached over this sshd, its key named `credential`
+    (the test resolves that name to server.client_key)."""
+    return {
+        "name": name,
+        "kind": "host",
+        "host": server.host,
+        "ssh": {
+            "host": server.host,
+            "port": server.port,
+            "user": server.user,
+            "credential": credential,
+            "known_host_key": server.host_key,
+        },
+    }
+
+
 def stop_sshd(server: SSHServer) -> None:
     """Kill the listener and its per-connection children; reap the listener."""
     if server.process.poll() is None:
