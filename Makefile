@@ -94,6 +94,8 @@ bench: system services setup
 
 # The generated year alone (scripts/bench_scale.py): YEAR_SCALE=0.1 builds a tenth of it.
 # YEAR_CHROMIUM=1: then its pages in Chromium, cold and warm (bench/pages.py --year, ~9 min).
+# BENCH_COLD_DATABASE="pg_ctlcluster 15 main restart": cold figures on a restarted database
+# server with the OS's page cache dropped (as root; every other client is disconnected).
 YEAR_SCALE ?= 1
 YEAR_CHROMIUM ?= 0
 bench-scale: system services setup

@@ -35,6 +35,10 @@ its results page (the first cell's series drawn with it), the comparisons of
 starts the server afresh for each page: cold is the page's first load, in a
 new browser context, after the server's start; warm is the same context
 loading it again (--warm times). Figures: median and range over the rounds.
+PostgreSQL's buffers and the OS's page cache stay warm unless --cold-database
+COMMAND (or BENCH_COLD_DATABASE) names the command that restarts the database
+server (scripts/bench_scale.py: the same option); then it runs before each
+server start, and the OS's page cache is dropped where permitted.
 """
 
 from __future__ import annotations
@@ -391,7 +395,9 @@ def prepare_year() -> dict:
     }
 
 
-def year_figures(rounds: int = 5, warm_loads: int = 4, scale: float = 1.0) -> dict:
+def year_figures(
+    rounds: int = 5, warm_loads: int = 4, scale: float = 1.0, cold_database: str = ""
+) -> dict:
     """Figures of `--year`: see the module docstring."""
     from playwright.sync_api import sync_playwright
 
@@ -406,11 +412,19 @@ def year_figures(rounds: int = 5, warm_loads: int = 4, scale: float = 1.0) -> di
         collectstatic(env)
         times = {name: {"cold": [], "warm": [], "steps": ([], [])} for name in data["pages"]}
         loads_avg = [os.getloadavg()[0]]
+        cold = "server started, database and OS caches warm"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
             try:
                 for _ in range(rounds):
                     for name, path in data["pages"].items():
+                        if cold_database:
+                            dropped = bench_scale.restart_database(
+                                cold_database, env["DATABASE_URL"]
+                            )
+                            cold = "server started after a database restart" + (
+                                ", OS page cache dropped" if dropped else " (OS page cache kept)"
+                            )
                         with server(env, collect=False, workers_ready=True) as base:
                             cold, warm, steps = year_loads(browser, base, data, path, warm_loads)
                         times[name]["cold"].append(cold)
@@ -430,7 +444,7 @@ def year_figures(rounds: int = 5, warm_loads: int = 4, scale: float = 1.0) -> di
         for name, t in times.items()
     }
     load_range = [round(min(loads_avg), 1), round(max(loads_avg), 1)]
-    return {"goals": GOALS, "pages": pages, "load_average_1min": load_range}
+    return {"goals": GOALS, "pages": pages, "load_average_1min": load_range, "cold": cold}
 
 
 def year_loads(browser, base: str, data: dict, path: str, warm_loads: int):
@@ -457,6 +471,7 @@ def year_loads(browser, base: str, data: dict, path: str, warm_loads: int):
 def print_year(figures: dict) -> None:
     goals = figures["goals"]
     print(f"load average (1 min) while measuring: {figures['load_average_1min']}")
+    print(f"cold: {figures['cold']}")
     for name, row in figures["pages"].items():
         cells = []
         for key in ("cold_s", "warm_s"):
@@ -481,13 +496,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="--year: server starts per page")
     parser.add_argument("--warm", type=int, default=4, help="--year: warm loads per round")
     parser.add_argument("--year-scale", type=float, default=1.0, help="--year: the year's share")
+    parser.add_argument(
+        "--cold-database",
+        default=os.environ.get("BENCH_COLD_DATABASE", ""),
+        metavar="COMMAND",
+        help="--year: restart the database server with COMMAND before each server start",
+    )
     args = parser.parse_args()
     if args.prepare:  # the child process of `prepared`
         year = os.environ.get("BB_PAGES_YEAR")
         print(json.dumps(prepare_year() if year else prepare_data()))
         return 0
     if args.year:
-        figures = year_figures(args.rounds, args.warm, args.year_scale)
+        figures = year_figures(args.rounds, args.warm, args.year_scale, args.cold_database)
         print_year(figures)
         print(json.dumps(figures))
         return 0
