@@ -402,6 +402,7 @@ def year_figures(
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_parsers
     import bench_scale
 
     with tempfile.TemporaryDirectory(prefix="bb-year-pages-") as tmp:
@@ -444,7 +445,15 @@ def year_figures(
         for name, t in times.items()
     }
     load_range = [round(min(loads_avg), 1), round(max(loads_avg), 1)]
-    return {"goals": GOALS, "pages": pages, "load_average_1min": load_range, "cold": cold}
+    return {
+        "goals": GOALS,
+        "pages": pages,
+        "load_average_1min": load_range,
+        "cold": cold,
+        # How fast this CPU is (bench_parsers' yardstick): figures from two
+        # machines compare once this is known; the goals are per CPU.
+        "yardstick_ms": bench_parsers.yardstick_ms(),
+    }
 
 
 def year_loads(browser, base: str, data: dict, path: str, warm_loads: int):
@@ -472,6 +481,7 @@ def print_year(figures: dict) -> None:
     goals = figures["goals"]
     print(f"load average (1 min) while measuring: {figures['load_average_1min']}")
     print(f"cold: {figures['cold']}")
+    print(f"this CPU runs sum(range(10**6)) in {figures['yardstick_ms']} ms")
     for name, row in figures["pages"].items():
         cells = []
         for key in ("cold_s", "warm_s"):
