@@ -44,6 +44,12 @@
 
   var number = window.BenchCharts.number;
 
+  // A line of up to this many runs marks each run with a dot; a longer one is
+  // drawn as a line alone (still hovered and clicked run by run): at 10 lines
+  // of 200 points the dots were ~40 % of the chart's first draw, and at that
+  // density they overlap into a thick line anyway.
+  var MARKED_RUNS = 60;
+
   function traces(data) {
     var out = [];
     data.lines.forEach(function (l, k) {
@@ -57,7 +63,8 @@
         return number(y) + " (" + number(l.low[i]) + " to " + number(l.high[i]) + ")" +
           (n > 1 ? ", mean of " + n + " runs" : "");
       });
-      out.push({ x: l.x, y: l.mean, name: l.key, mode: "lines+markers", legendgroup: l.key,
+      var mode = l.x.length <= MARKED_RUNS ? "lines+markers" : "lines";
+      out.push({ x: l.x, y: l.mean, name: l.key, mode: mode, legendgroup: l.key,
                  line: { color: color }, marker: { color: color }, customdata: l.runs, text: text,
                  hovertemplate: "run #%{customdata}: %{text}<extra>" + l.key + "</extra>" });
       var i = l.runs.indexOf(l.change);

@@ -3,6 +3,7 @@ real browser: the trend page draws its band, line and change marker, and each
 trace type static/js asks for is registered and drawn, not dropped."""
 
 import pytest
+from playwright.sync_api import expect
 
 from benchapp.histories import history
 from benchapp.models import Plan
@@ -47,4 +48,45 @@ def test_trend_page_draws_and_every_trace_kind_is_in_the_bundle(page, live_serve
     assert drawn["types"] == ["scatter", "scatter", "bar", "box"]
     assert drawn["bars"] == 3 and drawn["boxes"] == 1
     assert drawn["errorbars"] >= 6 and drawn["fills"] >= 1
+    assert page.console_errors == []
+
+
+def test_a_long_trend_is_a_line_without_a_dot_per_run_and_still_opens_a_run(
+    page,  # noqa: F811
+    live_server,
+    owner,
+    team,
+):
+    """Past 60 runs a trend line has no dot per run (they were ~40 % of the
+    first draw of the year's trend page); hovering a point still names its run
+    and clicking it opens that run."""
+    plan = Plan.objects.create(team=team, name="nightly", tool="sysbench", document={})
+    runs = nightly(team, plan, [1000] * 70)
+    history.detect_plan(plan)
+    login(page, live_server, owner)
+    page.goto(f"{live_server.url}/plans/{plan.pk}/trend/?metric=tps&keys=threads%3D4")
+    expect(page.locator("#trend-chart")).to_have_attribute("data-ready", "1")
+    traces = page.evaluate(
+        "document.getElementById('trend-chart')._fullData.map((t) => [t.mode, t.x.length])"
+    )
+    assert ["lines", 70] in traces
+    assert not [t for t in traces if t[0] == "lines+markers"]
+    assert page.locator("#trend-chart .scatterlayer .point").count() == 0
+    # the middle run's point, under a real mouse: hovered, then clicked
+    page.locator("#trend-chart").scroll_into_view_if_needed()
+    x, y, run = page.evaluate(
+        """() => { const div = document.getElementById('trend-chart');
+        const line = div.data.find((t) => t.customdata && t.mode === 'lines');
+        const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;
+        const box = div.getBoundingClientRect(), i = 35;
+        return [box.left + xa._offset + xa.d2p(line.x[i]),
+                box.top + ya._offset + ya.d2p(line.y[i]), line.customdata[i]]; }"""
+    )
+    page.mouse.move(x - 30, y)
+    page.mouse.move(x, y, steps=5)
+    expect(page.locator("#trend-chart .hoverlayer")).to_contain_text(f"run #{run}:")
+    with page.expect_navigation():
+        page.mouse.click(x, y)
+    assert run in {r.pk for r in runs}
+    assert page.url.endswith(f"/runs/{run}/")
     assert page.console_errors == []
