@@ -411,9 +411,10 @@ def test_the_s1_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
         assert outcome.facts["verdict"]["limit"] != "no_telemetry"
     print("measured seconds per S1 quick cell:", seconds)  # shown with -s
     # mysqlslap runs a number of queries, not a time: the seconds follow the
-    # machine's speed. Seen here: [2, 3, 4, 3, 2, 2, 3, 3, 3, 2] with the machine
-    # otherwise idle, [3, 4, 5, 5, 3, 2, 5, 6, 5, 4] beside the rest of the suite,
-    # 7-19 a cell under heavier load. Every verdict rests on two samples or more.
+    # machine's speed. 8000 queries × 2 iterations gave [2, 3, 4, 3, 2, 2, 3, 3,
+    # 3, 2] on an idle machine and 1 s cells on a faster one; 16000 × 4 gives
+    # [3, 8, 5, 8, 5, 3, 8, 5, 8, 5] on that faster one, idle, more when busy.
+    # Every verdict rests on two samples or more.
     assert min(seconds) >= 2, seconds
 
 
