@@ -65,7 +65,7 @@ def sandbox_here():
     yield
     assert _groups_left() == []  # every group removed after its tool
     # Every scratch file system unmounted. Another test process's tool may
-    # mount one meanwhile (make test runs two): it goes when that tool ends,
+    # mount one meanwhile (make test runs several): it goes when that tool ends,
     # so only a mount that stays is a leak.
     deadline = time.monotonic() + 60
     while not set(_scratch_mounts()) <= mounted and time.monotonic() < deadline:

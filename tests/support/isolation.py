@@ -4,7 +4,7 @@ process a Celery queue of its own before Django reads its settings.
 Several test sessions on one machine share the broker's Redis database; with
 one queue name they would take each other's tasks and look the ids up in the
 wrong test database. The worker processes a test starts inherit the variable.
-Under pytest-xdist (`make test` runs two processes) each process inherits the
+Under pytest-xdist (`make test` runs three processes) each process inherits the
 controller's environment, so each adds its own worker id to the name.
 
 The tests run the development settings (DJANGO_DEBUG=True: secrets generated
