@@ -413,7 +413,7 @@ def year_figures(
         collectstatic(env)
         times = {name: {"cold": [], "warm": [], "steps": ([], [])} for name in data["pages"]}
         loads_avg = [os.getloadavg()[0]]
-        cold = "server started, database and OS caches warm"
+        cold_note = "server started, database and OS caches warm"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
             try:
@@ -423,7 +423,7 @@ def year_figures(
                             dropped = bench_scale.restart_database(
                                 cold_database, env["DATABASE_URL"]
                             )
-                            cold = "server started after a database restart" + (
+                            cold_note = "server started after a database restart" + (
                                 ", OS page cache dropped" if dropped else " (OS page cache kept)"
                             )
                         with server(env, collect=False, workers_ready=True) as base:
@@ -449,7 +449,7 @@ def year_figures(
         "goals": GOALS,
         "pages": pages,
         "load_average_1min": load_range,
-        "cold": cold,
+        "cold": cold_note,
         # How fast this CPU is (bench_parsers' yardstick): figures from two
         # machines compare once this is known; the goals are per CPU.
         "yardstick_ms": bench_parsers.yardstick_ms(),
