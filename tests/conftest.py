@@ -59,6 +59,36 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         db.setdefault("TEST", {})["NAME"] = f"test_{db['NAME']}_{os.getpid()}"
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test databases, and before they are dropped, the
+    sessions still open on them ended: a connection a finished live-server or
+    worker thread never closed made the drop fail ("is being accessed by
+    other users") and left the database behind on the server."""
+    yield
+    from django.db import connections
+
+    for alias in connections:
+        db = connections[alias].settings_dict
+        if not (db["ENGINE"].endswith("postgresql") and db["NAME"].startswith("test_")):
+            continue  # never another database's sessions
+        import psycopg
+
+        with psycopg.connect(
+            host=db["HOST"],
+            port=db["PORT"] or 5432,
+            user=db["USER"],
+            dbname="postgres",
+            password=db["PASSWORD"] or None,
+            autocommit=True,
+        ) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = %s AND pid <> pg_backend_pid()",
+                (db["NAME"],),
+            )
+
+
 @pytest.fixture
 def team(db):
     from benchapp.models import Team
