@@ -141,7 +141,11 @@ def read(
 def _unpacked(row, named: dict, wanted: np.ndarray, dates: bool) -> Iterator[Point]:
     run_id, created, keys, means, counts, *band = row
     ids = np.frombuffer(bytes(keys), KEY)
-    chosen = np.flatnonzero(np.isin(ids, wanted))
+    # Which of the row's series are wanted (`wanted` is sorted): a binary
+    # search per id, ~5 times faster than np.isin on rows of tens of series,
+    # a fifth of the trend data's time at the year.
+    at = np.minimum(np.searchsorted(wanted, ids), len(wanted) - 1)
+    chosen = np.flatnonzero(wanted[at] == ids)
     if not len(chosen):
         return
     columns = [np.frombuffer(bytes(means), FLOAT)[chosen].tolist()]
