@@ -10,8 +10,10 @@ that walks them all again added 120-160 ms to the request it fell on (one in
 20 to 40 comparison pages, measured with scripts/bench_results.py on a slow
 2-core machine).
 
-gunicorn imports this module in each worker after forking (no --preload):
-the connection opened here is the worker's own.
+gunicorn imports this module in each worker after forking: the connection
+opened here is the worker's own. With --preload it is imported once, before
+the fork, and a connection shared by two processes would mix their
+messages: it is closed before any fork, so each worker opens its own.
 """
 
 import gc
@@ -69,6 +71,15 @@ def open_connection() -> bool:
     return True
 
 
+def close_before_fork() -> None:
+    """Close this process's database connections (os.register_at_fork's
+    `before`): a child must not inherit an open one."""
+    from django.db import connections
+
+    connections.close_all()
+
+
 compile_templates()
 open_connection()
+os.register_at_fork(before=close_before_fork)
 gc.freeze()

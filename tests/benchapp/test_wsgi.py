@@ -77,3 +77,42 @@ def test_without_kept_connections_the_app_starts_without_one():
     found = probe(DATABASE_CONN_MAX_AGE="0")
     assert not found["opened"]
     assert found["status"] == 200
+
+
+FORK = """
+import json, os
+import benchapp.wsgi
+from django.db import connection
+opened = connection.connection is not None
+pid = os.fork()
+if pid == 0:  # a worker forked after the app loaded (gunicorn --preload)
+    inherited = connection.connection is not None
+    with connection.cursor() as cursor:  # its own connection
+        cursor.execute("SELECT pg_backend_pid()")
+        child = cursor.fetchone()[0]
+    print(json.dumps({"inherited": inherited, "backend": child}), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+with connection.cursor() as cursor:
+    cursor.execute("SELECT pg_backend_pid()")
+    parent = cursor.fetchone()[0]
+print(json.dumps({"opened": opened, "parent_backend": parent}))
+"""
+
+
+def test_a_process_forked_after_the_app_loaded_opens_its_own_connection(db):
+    """gunicorn --preload imports the app once and then forks its workers:
+    the connection opened at load is closed before the fork, not shared."""
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "benchapp.settings",
+        "DATABASE_URL": "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(**database),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", FORK], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    child, parent = (json.loads(line) for line in proc.stdout.strip().splitlines()[-2:])
+    assert parent["opened"]
+    assert not child["inherited"]
+    assert child["backend"] != parent["parent_backend"]
