@@ -420,12 +420,10 @@ def year_figures(
                 for _ in range(rounds):
                     for name, path in data["pages"].items():
                         if cold_database:
-                            dropped = bench_scale.restart_database(
+                            restarted = bench_scale.restart_database(
                                 cold_database, env["DATABASE_URL"]
                             )
-                            cold_note = "server started after a database restart" + (
-                                ", OS page cache dropped" if dropped else " (OS page cache kept)"
-                            )
+                            cold_note = f"server started; {restarted}"
                         with server(env, collect=False, workers_ready=True) as base:
                             cold, warm, steps = year_loads(browser, base, data, path, warm_loads)
                         times[name]["cold"].append(cold)

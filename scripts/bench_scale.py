@@ -626,11 +626,11 @@ SESSION_QUERIES = tuple(
 ) + ("BEGIN", "COMMIT", 'UPDATE "django_session"')
 
 
-def restart_database(command: str, url: str) -> bool:
+def restart_database(command: str, url: str) -> str:
     """Restart the database server with `command`, drop the OS's page cache
     where permitted (root), and wait until the server at `url` accepts
-    connections again: the next query reads from disk. Whether the page
-    cache was dropped. Close this process's connections first."""
+    connections again: the next query reads from disk. Returns what was done,
+    for the figures. Close this process's connections first."""
     import psycopg
 
     subprocess.run(shlex.split(command), check=True, capture_output=True)
@@ -644,7 +644,9 @@ def restart_database(command: str, url: str) -> bool:
     while True:
         try:
             psycopg.connect(url, connect_timeout=2).close()
-            return dropped
+            return "database server restarted" + (
+                ", OS page cache dropped" if dropped else " (OS page cache kept: not permitted)"
+            )
         except psycopg.OperationalError:  # still starting
             if time.monotonic() > deadline:
                 raise
@@ -749,10 +751,7 @@ def main() -> int:
     for name, page, goal in pages(team, args.requests):
         if args.cold_database:
             connections.close_all()  # it dies with the server; the request opens a new one
-            dropped = restart_database(args.cold_database, url)
-            cold = "database server restarted" + (
-                ", OS page cache dropped" if dropped else " (OS page cache kept: not permitted)"
-            )
+            cold = restart_database(args.cold_database, url)
         row = {"page": name, "goal_ms": goal, **timed(client, page, args.requests)}
         row["met"] = row["p95_ms"] <= goal and row["cold_ms"] <= goal and row["queries"] <= 10
         rows.append(row)

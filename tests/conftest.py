@@ -60,32 +60,26 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
+def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test databases, and before they are dropped, the
-    sessions still open on them ended: a connection a finished live-server or
-    worker thread never closed made the drop fail ("is being accessed by
-    other users") and left the database behind on the server."""
+    sessions still open on them ended: a connection whose thread had ended
+    without closing it made the drop fail ("is being accessed by other
+    users") and left the database behind on the server."""
     yield
     from django.db import connections
 
     for alias in connections:
-        db = connections[alias].settings_dict
-        if not (db["ENGINE"].endswith("postgresql") and db["NAME"].startswith("test_")):
+        connection = connections[alias]
+        name = connection.settings_dict["NAME"]
+        if connection.vendor != "postgresql" or not name.startswith("test_"):
             continue  # never another database's sessions
-        import psycopg
-
-        with psycopg.connect(
-            host=db["HOST"],
-            port=db["PORT"] or 5432,
-            user=db["USER"],
-            dbname="postgres",
-            password=db["PASSWORD"] or None,
-            autocommit=True,
-        ) as admin:
-            admin.execute(
+        # Django's own connection to the server's maintenance database, as
+        # its test-database creation and teardown use.
+        with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
+            cursor.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = %s AND pid <> pg_backend_pid()",
-                (db["NAME"],),
+                [name],
             )
 
 

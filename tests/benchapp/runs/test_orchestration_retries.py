@@ -13,7 +13,7 @@ import pytest
 
 from benchapp.models import Cell, Credential, Run
 from benchapp.runs import orchestration
-from tests.support.sshd import SSHD, _wait_listening, start_sshd, stop_sshd
+from tests.support.sshd import SSHD, _wait_listening, host_target, start_sshd, stop_sshd
 from tests.support.waiting import finished, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,19 +41,7 @@ def ssh_plan(tmp_path, server, credential):
     return {
         "name": "retries",
         "tool": "fio",
-        "targets": [
-            {
-                "name": "remote",
-                "kind": "host",
-                "ssh": {
-                    "host": server.host,
-                    "port": server.port,
-                    "user": server.user,
-                    "credential": credential,
-                    "known_host_key": server.host_key,
-                },
-            }
-        ],
+        "targets": [host_target(server, "remote", credential)],
         # Relative: the cell's scratch directory on the host (an absolute path
         # would need the target's data_dirs or allow_custom_scripts).
         "params": {
