@@ -594,14 +594,17 @@ class _CellRun:
     def _collect_together(self, target: TargetSpec, runs: list) -> None:
         """Each client's output read and checked, then the figures combined
         (runners.combine); the first failing client names the cell's error."""
-        from runners.combine import Window, combine, overlap_share, start_spread, uneven_clients
+        from runners.combine import combine, measured_window, overlap_share, start_spread, uneven_clients
         from runners.tools import metric
 
         self._gather_facts(target)
         # A client that failed is the cause; those stopped because of it are not.
         checked = {r.index: self._client_result(r) for r in sorted(runs, key=lambda r: r.stopped)}
         results = [checked[run.index] for run in runs]
-        windows = [Window(r.execution.started, r.execution.finished) for r in runs]
+        windows = [
+            measured_window(r.execution.started, r.execution.finished, self._elapsed(result))
+            for r, result in zip(runs, results)
+        ]
         spread, overlap = start_spread(windows), overlap_share(windows)
         facts = self.outcome.facts
         facts["clients"] = len(runs)
@@ -649,6 +652,17 @@ class _CellRun:
                 permanent=True,
             )
         self.outcome.status = "succeeded"
+
+    def _elapsed(self, result) -> float | None:
+        """Seconds one client's tool measured: the run time it reported
+        (ELAPSED_METRIC), else the plan's time limit, else None."""
+        from runners.tools import duration_seconds
+
+        name = getattr(self.tool, "ELAPSED_METRIC", None)
+        reported = result.metrics.get(name) if name else None
+        if isinstance(reported, int | float) and reported > 0:
+            return float(reported)
+        return duration_seconds(self.plan.tool, self.cell.params)
 
     def _client_result(self, run):
         """One client's parsed Result; CellFailed naming the client if it failed."""

@@ -53,6 +53,20 @@ class Window:
 # ---------------------------------------------------------------- windows
 
 
+def measured_window(started: float, finished: float, elapsed: float | None) -> Window:
+    """When one client measured: from its command's start to the end of the
+    run time the tool reported (or its time limit), never past the command's
+    exit; the command's whole wall-clock span when neither is known.
+
+    The seconds an SSH session takes to close after the tool ended (over a
+    second on a busy host) are not measuring, and would make clients that
+    ran together look apart.
+    """
+    if not elapsed or elapsed <= 0:
+        return Window(started, finished)
+    return Window(started, min(finished, started + elapsed))
+
+
 def start_spread(windows: Sequence[Window]) -> float:
     """Seconds between the first and the last client's start."""
     starts = [w.start for w in windows]

@@ -11,7 +11,9 @@ Every module exposes the same interface:
 - its registry block (at the end of the module): TARGET_KIND (a target's
   kind when the plan does not say), TARGET_KINDS (the kinds it runs
   against), MEASURED (a plan may measure with it), DURATION_PARAM (the
-  parameter in seconds, or None) or duration_seconds(params), METRICS (the
+  parameter in seconds, or None) or duration_seconds(params), optionally
+  ELAPSED_METRIC (the metric holding the seconds it measured) and
+  LATENCY_WEIGHT (the count that weighs clients' average latencies), METRICS (the
   metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
   DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with

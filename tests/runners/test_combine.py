@@ -14,6 +14,7 @@ from runners.combine import (
     combine_metrics,
     combine_series,
     histogram_percentile,
+    measured_window,
     merge_histograms,
     overlap_share,
     percentile_of,
@@ -98,6 +99,23 @@ def test_windows_spread_and_overlap():
     # every client ran from 101 to 110: 9 of the 11 seconds spanned
     assert overlap_share(windows) == pytest.approx(9 / 11)
     assert overlap_share([Window(0, 1), Window(2, 3)]) == 0.0
+
+
+def test_a_measured_window_ends_with_the_tools_run_time_not_the_sessions_exit():
+    # The windows CI saw: three sysbench --time=6 clients started within 7 ms,
+    # their SSH sessions closed 6.5, 7.0 and 7.25 s after: 90 % by wall clock.
+    sessions = [(308.5600, 315.0801), (308.5605, 315.5679), (308.5668, 315.8138)]
+    assert overlap_share([Window(*s) for s in sessions]) < 0.9
+    measured = [measured_window(start, end, 6.0012) for start, end in sessions]
+    assert overlap_share(measured) > 0.99
+    assert [w.end - w.start for w in measured] == pytest.approx([6.0012] * 3)
+    # never past the command's exit; the wall clock when the run time is unknown
+    assert measured_window(10.0, 12.0, 5.0) == Window(10.0, 12.0)
+    assert measured_window(10.0, 12.0, None) == Window(10.0, 12.0)
+    assert measured_window(10.0, 12.0, 0) == Window(10.0, 12.0)
+    # a client that really ran late still shows apart
+    late = [measured_window(0.0, 6.5, 6.0), measured_window(3.0, 9.5, 6.0)]
+    assert overlap_share(late) == pytest.approx(3 / 9)
 
 
 def test_uneven_clients_are_those_below_the_share_of_the_median():
