@@ -594,7 +594,13 @@ class _CellRun:
     def _collect_together(self, target: TargetSpec, runs: list) -> None:
         """Each client's output read and checked, then the figures combined
         (runners.combine); the first failing client names the cell's error."""
-        from runners.combine import combine, measured_window, overlap_share, start_spread, uneven_clients
+        from runners.combine import (
+            combine,
+            measured_window,
+            overlap_share,
+            start_spread,
+            uneven_clients,
+        )
         from runners.tools import metric
 
         self._gather_facts(target)
