@@ -115,3 +115,46 @@ def test_a_chart_with_many_repeats_draws_their_dots_on_demand(page, live_server,
     page.wait_for_selector("#chart-main[data-ready='1']", state="attached")
     assert page.evaluate(DOTS) == 1
     assert not page.locator("#charts .repeat-dots").is_visible()
+
+
+# What charts.js writes on axes and hover labels, next to what the
+# Intl.NumberFormat it replaced (compact, 3 significant digits from 10,000 on;
+# 4 below) wrote: the same text from 1e-6 up, without its locale data.
+NUMBERS = {
+    0: "0",
+    -1: "-1",
+    0.5: "0.5",
+    0.000123456: "0.0001235",
+    0.1 + 0.2: "0.3",
+    123.456: "123.5",
+    3732: "3,732",
+    9999.5: "10,000",
+    10000: "10K",
+    12345: "12.3K",
+    -12345: "-12.3K",
+    99950: "100K",
+    999499: "999K",
+    999950: "1M",  # not "1000K"
+    -999950: "-1M",
+    1.5e6: "1.5M",
+    2.345e9: "2.35B",
+    7e12: "7T",
+    1e15: "1000T",
+}
+
+
+def test_chart_numbers_read_as_people_write_them(page, live_server, owner, team):  # noqa: F811
+    run = _runs(team)[0]
+    login(page, live_server, owner)
+    page.goto(f"{live_server.url}/runs/{run.pk}/results/")
+    written = page.evaluate(
+        """(values) => {
+          const si = new Intl.NumberFormat("en", { notation: "compact", maximumSignificantDigits: 3 });
+          const plain = new Intl.NumberFormat("en", { maximumSignificantDigits: 4 });
+          return values.map((v) => [window.BenchCharts.number(v),
+                                    Math.abs(v) >= 10000 ? si.format(v) : plain.format(v)]);
+        }""",
+        list(NUMBERS),
+    )
+    assert [ours for ours, _ in written] == list(NUMBERS.values())
+    assert [ours for ours, _ in written] == [intl for _, intl in written]
