@@ -601,14 +601,18 @@ class _CellRun:
             start_spread,
             uneven_clients,
         )
-        from runners.tools import metric
+        from runners.tools import measured_seconds, metric
 
         self._gather_facts(target)
         # A client that failed is the cause; those stopped because of it are not.
         checked = {r.index: self._client_result(r) for r in sorted(runs, key=lambda r: r.stopped)}
         results = [checked[run.index] for run in runs]
         windows = [
-            measured_window(r.execution.started, r.execution.finished, self._elapsed(result))
+            measured_window(
+                r.execution.started,
+                r.execution.finished,
+                measured_seconds(self.plan.tool, self.cell.params, result.metrics),
+            )
             for r, result in zip(runs, results)
         ]
         spread, overlap = start_spread(windows), overlap_share(windows)
@@ -658,17 +662,6 @@ class _CellRun:
                 permanent=True,
             )
         self.outcome.status = "succeeded"
-
-    def _elapsed(self, result) -> float | None:
-        """Seconds one client's tool measured: the run time it reported
-        (ELAPSED_METRIC), else the plan's time limit, else None."""
-        from runners.tools import duration_seconds
-
-        name = getattr(self.tool, "ELAPSED_METRIC", None)
-        reported = result.metrics.get(name) if name else None
-        if isinstance(reported, int | float) and reported > 0:
-            return float(reported)
-        return duration_seconds(self.plan.tool, self.cell.params)
 
     def _client_result(self, run):
         """One client's parsed Result; CellFailed naming the client if it failed."""

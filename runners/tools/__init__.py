@@ -132,6 +132,16 @@ def duration_seconds(tool: str, params: dict) -> float | None:
     return float(value) if value else None
 
 
+def measured_seconds(tool: str, params: dict, metrics: dict) -> float | None:
+    """Seconds one run of tool measured: the run time its output reported
+    (the module's ELAPSED_METRIC), else its time limit by params, else None."""
+    name = getattr(get_tool(tool), "ELAPSED_METRIC", None)
+    reported = metrics.get(name) if name else None
+    if isinstance(reported, int | float) and reported > 0:
+        return float(reported)
+    return duration_seconds(tool, params)
+
+
 def tools_for_kind(kind: str, measured: bool = True) -> list[str]:
     """Names of the tools that run against a target of this kind (measured
     ones only by default), in registry order."""

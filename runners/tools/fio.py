@@ -540,7 +540,7 @@ TARGET_KIND = "host"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql", "postgres", "host")  # the disks of any host
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = "runtime"
-ELAPSED_METRIC = "runtime_s"  # the seconds it measured (runners.combine.measured_window)
+ELAPSED_METRIC = "runtime_s"  # the seconds it measured (runners.tools.measured_seconds)
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (
     Use("numjobs", "processes"),

@@ -458,7 +458,7 @@ SERIES = (
 )
 # Averages of several clients are weighted by this count (runners.combine).
 LATENCY_WEIGHT = "events"
-ELAPSED_METRIC = "total_time_s"  # the seconds it measured (runners.combine.measured_window)
+ELAPSED_METRIC = "total_time_s"  # the seconds it measured (runners.tools.measured_seconds)
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "qps": m.throughput("Queries per second", "qps"),

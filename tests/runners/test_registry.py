@@ -185,6 +185,23 @@ def test_registry_duration_seconds(tool, params, seconds):
     assert tools.duration_seconds(tool, params) == seconds
 
 
+@pytest.mark.parametrize(
+    "tool, params, metrics, seconds",
+    [
+        # the run time the output reported, over the time asked
+        ("sysbench", {"time": 6}, {"total_time_s": 6.0012, "tps": 50.0}, 6.0012),
+        ("fio", {"runtime": 10}, {"runtime_s": 9.5}, 9.5),
+        # nothing reported: the time limit; no limit either: unknown
+        ("sysbench", {"time": 6}, {"tps": 50.0}, 6.0),
+        ("pgbench", {"time": 6}, {"tps": 50.0}, 6.0),
+        ("pgbench", {"transactions": 100}, {"tps": 50.0}, None),
+        ("mysqlslap", {"number_of_queries": 1000}, {"avg_s": 1.2}, None),
+    ],
+)
+def test_registry_measured_seconds(tool, params, metrics, seconds):
+    assert tools.measured_seconds(tool, params, metrics) == seconds
+
+
 def test_registry_lists_are_derived():
     assert tools.TOOL_NAMES == tuple(tools.TOOLS)
     assert "stress_ng" not in tools.MEASURED_TOOLS and "redis_benchmark" in tools.MEASURED_TOOLS
