@@ -375,9 +375,27 @@ def _job_error(job: dict, jobnum: int) -> str:
 
 
 def _directions(job: dict) -> dict[str, dict[str, float]]:
-    """{direction: _direction(job, direction)} for the directions that did I/O."""
+    """{direction: _direction(job, direction)} for the directions that did I/O,
+    and "sync" (_sync) when the job synced."""
     found = {direction: _direction(job, direction) for direction in DIRECTIONS}
+    found["sync"] = _sync(job)
     return {direction: stats for direction, stats in found.items() if stats is not None}
+
+
+def _sync(job: dict) -> dict[str, float] | None:
+    """The job's fsync/fdatasync latencies (fio 3.x "sync": {"total_ios",
+    "lat_ns"}), as a direction of their own that holds only latencies (named
+    lat: sync_lat_mean_us, sync_lat_p99_us), or None when it did not sync."""
+    sync = _dict(job.get("sync"))
+    lat = _dict(sync.get("lat_ns"))
+    ios = _number(sync.get("total_ios")) or _number(lat.get("N")) or 0.0
+    if not ios or not _has_samples(lat, ios):
+        return None
+    out = {"samples": float(_number(lat.get("N")) or ios)}
+    if _number(lat.get("mean")) is not None:
+        out["lat_mean_us"] = _us(_number(lat["mean"]), 1000.0)
+    out.update(_percentile_figures("lat", lat, 1000.0))
+    return out
 
 
 def _job_metrics(directions: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -388,7 +406,8 @@ def _job_metrics(directions: dict[str, dict[str, float]]) -> dict[str, float]:
         for key, value in stats.items():
             if key not in ("runtime_ms", "samples"):
                 metrics[f"{direction}_{key}"] = value
-        runtimes.append(stats["runtime_ms"])
+        if "runtime_ms" in stats:  # not the sync pseudo-direction
+            runtimes.append(stats["runtime_ms"])
     if runtimes:
         metrics["runtime_s"] = max(runtimes) / 1000.0
     return metrics
@@ -416,24 +435,32 @@ def _direction(job: dict, direction: str) -> dict[str, float] | None:
     if iops is None or bw is None:
         return None
     out = {"iops": iops, "bw_kib_s": bw, "runtime_ms": runtime_ms}
-    clat, lat, scale = _latency_blocks(stats)
+    slat, clat, lat, scale = _latency_blocks(stats)
     if _has_samples(lat, ios) and _number(lat.get("mean")) is not None:
         out["lat_mean_us"] = _us(_number(lat["mean"]), scale)
-    if _has_samples(clat, ios):
-        if _number(clat.get("mean")) is not None:
-            out["clat_mean_us"] = _us(_number(clat["mean"]), scale)
-        for pct, value in _percentiles(clat.get("percentile"), (95, 99)).items():
-            if value is not None:
-                out[f"clat_p{pct}_us"] = _us(value, scale)
+    if _has_samples(clat, ios) and _number(clat.get("mean")) is not None:
+        out["clat_mean_us"] = _us(_number(clat["mean"]), scale)
+    # Each latency's percentiles under its own name: clat always; lat and
+    # slat with lat_percentiles=1 / slat_percentiles=1.
+    for kind, block in (("clat", clat), ("lat", lat), ("slat", slat)):
+        if _has_samples(block, ios):
+            out.update(_percentile_figures(kind, block, scale))
     out["samples"] = float((lat or {}).get("N") or ios)
     return out
 
 
-def _latency_blocks(stats: dict) -> tuple[dict, dict, float]:
-    """(clat, lat, divisor to microseconds) for fio 3.x (ns) or 2.x (us)."""
+def _percentile_figures(kind: str, block: dict, scale: float) -> dict[str, float]:
+    """{"<kind>_p95_us": ..., "<kind>_p99_us": ...} of one latency block."""
+    found = _percentiles(block.get("percentile"), (95, 99)).items()
+    return {f"{kind}_p{pct}_us": _us(value, scale) for pct, value in found if value is not None}
+
+
+def _latency_blocks(stats: dict) -> tuple[dict, dict, dict, float]:
+    """(slat, clat, lat, divisor to microseconds) for fio 3.x (ns) or 2.x (us)."""
     if isinstance(stats.get("lat_ns"), dict) or isinstance(stats.get("clat_ns"), dict):
-        return _dict(stats.get("clat_ns")), _dict(stats.get("lat_ns")), 1000.0
-    return _dict(stats.get("clat")), _dict(stats.get("lat")), 1.0
+        blocks = (stats.get("slat_ns"), stats.get("clat_ns"), stats.get("lat_ns"))
+        return (*(_dict(b) for b in blocks), 1000.0)
+    return _dict(stats.get("slat")), _dict(stats.get("clat")), _dict(stats.get("lat")), 1.0
 
 
 def _us(value: float, scale: float) -> float:
@@ -483,11 +510,13 @@ def _combine(directions: list[dict[str, dict[str, float]]]) -> dict[str, float]:
     runtimes = []
     for job in directions:
         for direction, stats in job.items():
-            runtimes.append(stats["runtime_ms"])
+            if "runtime_ms" in stats:  # not the sync pseudo-direction
+                runtimes.append(stats["runtime_ms"])
             for key in ("iops", "bw_kib_s"):
-                name = f"{direction}_{key}"
-                sums[name] = sums.get(name, 0.0) + stats[key]
-            for key in ("lat_mean_us", "clat_mean_us", "clat_p95_us", "clat_p99_us"):
+                if key in stats:
+                    name = f"{direction}_{key}"
+                    sums[name] = sums.get(name, 0.0) + stats[key]
+            for key in _WEIGHTED:
                 if key in stats:
                     weighted.setdefault(f"{direction}_{key}", []).append(
                         (stats[key], stats["samples"])
@@ -502,6 +531,14 @@ def _combine(directions: list[dict[str, dict[str, float]]]) -> dict[str, float]:
     if runtimes:
         metrics["runtime_s"] = max(runtimes) / 1000.0
     return {name: metrics[name] for name in sorted(metrics)}
+
+
+# Latency figures combined over jobs weighted by I/O count (_combine).
+_WEIGHTED = (
+    "lat_mean_us",
+    "clat_mean_us",
+    *(f"{kind}_p{pct}_us" for kind in ("clat", "lat", "slat") for pct in (95, 99)),
+)
 
 
 def _facts(doc: dict, notes: list[str]) -> dict[str, Any]:
@@ -589,8 +626,20 @@ for _way in DIRECTIONS:
             f"{_way}_clat_mean_us": m.latency(f"{_way} mean completion latency", "µs"),
             f"{_way}_clat_p95_us": m.latency(f"{_way} 95th percentile completion latency", "µs"),
             f"{_way}_clat_p99_us": m.latency(f"{_way} 99th percentile completion latency", "µs"),
+            f"{_way}_lat_p95_us": m.latency(f"{_way} 95th percentile total latency", "µs"),
+            f"{_way}_lat_p99_us": m.latency(f"{_way} 99th percentile total latency", "µs"),
+            f"{_way}_slat_p95_us": m.latency(f"{_way} 95th percentile submission latency", "µs"),
+            f"{_way}_slat_p99_us": m.latency(f"{_way} 99th percentile submission latency", "µs"),
         }
     )
+# fsync/fdatasync latencies of the jobs (fio's "sync" block).
+METRICS.update(
+    {
+        "sync_lat_mean_us": m.latency("mean fsync/fdatasync latency", "µs"),
+        "sync_lat_p95_us": m.latency("95th percentile fsync/fdatasync latency", "µs"),
+        "sync_lat_p99_us": m.latency("99th percentile fsync/fdatasync latency", "µs"),
+    }
+)
 
 
 def default_view(axes: list[str]) -> dict:

@@ -8,6 +8,8 @@ clat_mean_us, clat_p95_us, clat_p99_us, runtime_ms and the I/O count
 ("samples", the weight when jobs are combined), so the metric names are
 those of JSON. Units: IOPS; bandwidth in KiB/s; latencies in µs.
 
+Every percentile block of normal output (clat, lat, slat, and the job's
+sync block) is kept under its own name in the unit of its own header.
 Normal output prints IOPS rounded (a whole number, or three significant
 digits with a suffix: "IOPS=42.6k") and bandwidth with three significant
 digits ("BW=166MiB/s"), percentiles as whole numbers of their unit
@@ -148,10 +150,20 @@ _DIRECTION_2 = re.compile(
     rf"runt=\s*(?P<runtime>\d+)msec\s*$"
 )
 _LATENCY = re.compile(
-    rf"^\s*(?P<kind>slat|clat|lat)\s*\((?P<unit>nsec|usec|msec)\): min=\s*{_NUM}[kKMG]?, "
+    rf"^\s*(?P<kind>slat|clat|lat|sync)\s*\((?P<unit>nsec|usec|msec)\): min=\s*{_NUM}[kKMG]?, "
     rf"max=\s*{_NUM}[kKMG]?, avg=\s*(?P<avg>{_NUM})(?P<avg_unit>[kKMG]?), stdev=\s*{_NUM}[kKMG]?\s*$"
 )
-_PCT_HEADER = re.compile(r"^\s*clat percentiles \((?P<unit>nsec|usec|msec)\):\s*$")
+# Each latency fio measures prints its own percentile block: clat always,
+# lat with lat_percentiles=1, slat with slat_percentiles=1 (async engines),
+# and, after the directions, sync (fsync/fdatasync) for the whole job. Each
+# block's values are in the unit of its own header.
+_PCT_HEADER = re.compile(
+    r"^\s*(?P<kind>clat|lat|slat|sync) percentiles \((?P<unit>nsec|usec|msec)\):\s*$"
+)
+_SYNC_HEADER = re.compile(r"^\s*fsync/fdatasync/sync_file_range:\s*$")
+# The figure names of each kind of latency inside its block ("sync" is the
+# job's own pseudo-direction, whose one latency is named lat: sync_lat_p99_us).
+_LATENCY_NAME = {"clat": "clat", "lat": "lat", "slat": "slat", "sync": "lat"}
 _PCT_ROW = re.compile(rf"^\s*\|(?:\s*{_NUM}th=\[\s*[0-9]+\],?)+\s*$")
 _PCT = re.compile(rf"({_NUM})th=\[\s*([0-9]+)\]")
 _ISSUED = re.compile(r"^\s*issued\s*(?:rwts|rwt|r/w/d|r/w)?\s*:\s*total=(?P<ios>[0-9,rwd=/]+)")
@@ -172,7 +184,7 @@ _TO_KIB = {"B": 1 / 1024, "KiB": 1.0, "MiB": 1024.0, "GiB": 1048576.0, "TiB": 10
 _TO_KIB_2 = {"B": 1 / 1024, "KB": 1.0, "MB": 1024.0, "GB": 1048576.0, "TB": 1073741824.0}
 _SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 _TO_US = {"nsec": 0.001, "usec": 1.0, "msec": 1000.0}
-_DIRECTION_INDEX = {"read": 0, "write": 1, "trim": 2}
+_DIRECTION_INDEX = {"read": 0, "write": 1, "trim": 2, "sync": 3}
 
 
 def is_normal(text: str) -> bool:
@@ -210,6 +222,7 @@ class _NormalReader:
         self.warnings: list[str] = []
         self.direction: dict | None = None
         self.pct_unit: str | None = None
+        self.pct_kind = "clat"
         self.in_disks = False
         self.run_status: set[int] = set()
 
@@ -217,7 +230,8 @@ class _NormalReader:
         if not line.strip():
             self.pct_unit = None
             return
-        for reader in (self._job, self._direction, self._latency, self._percentiles, self._other):
+        readers = (self._job, self._direction, self._sync, self._latency, self._percentiles)
+        for reader in (*readers, self._other):
             if reader(line):
                 return
         self.warnings.append(line_warning("fio normal output", line))
@@ -253,27 +267,43 @@ class _NormalReader:
         self.pct_unit = None
         return True
 
+    def _sync(self, line: str) -> bool:
+        """ "fsync/fdatasync/sync_file_range:" opens the job's sync block, read
+        as a direction of its own (named "sync") that holds only latencies."""
+        if not _SYNC_HEADER.match(line) or not self.jobs:
+            return False
+        self.direction = self.directions[-1].setdefault("sync", {})
+        self.pct_unit = None
+        return True
+
     def _latency(self, line: str) -> bool:
         match = _LATENCY.match(line)
         if not match or self.direction is None:
             return False
+        if (match["kind"] == "sync") != self._in_sync():
+            return False  # a sync line outside the sync block, or the reverse
         value = float(match["avg"]) * _SUFFIX[match["avg_unit"]] * _TO_US[match["unit"]]
         if match["kind"] != "slat":
-            self.direction[f"{match['kind']}_mean_us"] = round(value, 9)
+            self.direction[f"{_LATENCY_NAME[match['kind']]}_mean_us"] = round(value, 9)
         return True
 
     def _percentiles(self, line: str) -> bool:
         header = _PCT_HEADER.match(line)
         if header and self.direction is not None:
-            self.pct_unit = header["unit"]
+            if (header["kind"] == "sync") != self._in_sync():
+                return False
+            self.pct_unit, self.pct_kind = header["unit"], _LATENCY_NAME[header["kind"]]
             return True
         if self.pct_unit is None or not _PCT_ROW.match(line):
             return False
         for pct, value in _PCT.findall(line):
             if float(pct) in (95.0, 99.0):
                 us = float(value) * _TO_US[self.pct_unit]
-                self.direction[f"clat_p{int(float(pct))}_us"] = round(us, 9)
+                self.direction[f"{self.pct_kind}_p{int(float(pct))}_us"] = round(us, 9)
         return True
+
+    def _in_sync(self) -> bool:
+        return self.direction is not None and self.direction is self.directions[-1].get("sync")
 
     def _other(self, line: str) -> bool:
         issued = _ISSUED.match(line)
@@ -321,6 +351,9 @@ class _NormalReader:
         the weight of this job's latencies when jobs are combined."""
         index = _DIRECTION_INDEX.get(name, len(issued or ()))
         ios = issued[index] if issued and index < len(issued) else None
+        if name == "sync":  # the 4th "issued rwts" count; 0 when fio did not count them
+            stats["samples"] = float(ios or 0.0)
+            return
         suffixed = stats.pop("_suffixed")
         stats.pop("_io")
         if ios is not None and stats["runtime_ms"]:
