@@ -227,6 +227,8 @@ def parse(text: str) -> Result:
                 "stress-ng printed no metrics (killed with SIGKILL, or stopped before its summary?)"
             )
         raise ParseError("not stress-ng output (no 'stress-ng:' lines)")
+    if not text.endswith("\n") and _WHOLE_UNITS_AT_END.search(text):
+        facts.pop("run_s", None)  # "completed in 1 min" with no newline: "1 min, 0.42 secs" cut?
     if "run_s" not in facts and not any("run completed" in e for e in errors):
         errors.append("stress-ng output cut short: no 'run completed' line after its metrics")
     return Result(
@@ -298,31 +300,47 @@ def _fact(rest: str, facts: dict) -> None:
     stress-ng was stopped early (SIGTERM), which is how Benchboard stops it."""
     # A substring check before each search: most info lines hold no fact.
     if "setting to a" in rest and (match := _TIMEOUT.search(rest)):
-        facts["timeout_s"] = _seconds(match)
+        _set(facts, "timeout_s", _seconds(match))
     elif "run completed" in rest and (match := _RUN_TIME.search(rest)):
-        facts["run_s"] = _seconds(match)
+        _set(facts, "run_s", _seconds(match))
     elif "dispatching hogs" in rest and (match := _STRESSORS.search(rest)):
         facts["stressors"] = match.group(1).strip()
 
 
-# "3.04s", "60.42s (1 min, 0.42 secs)", "1 min, 10.23 secs", "2 hours, 1 min,
-# 0.50 secs", "1 day, 0 hours, 0 mins, 1.00 secs"; "setting to a 60 second
-# run" or "a 1 min, 10 secs run".
+def _set(facts: dict, name: str, value: float | None) -> None:
+    if value is not None:
+        facts[name] = value
+
+
+# stress-ng writes a duration (stress_duration_to_str) as "3.04s" under a
+# minute, and over it as the years, weeks, days, hours and mins that are not
+# zero, then the seconds only if some are left: "60.42s (1 min, 0.42 secs)",
+# "1 min, 10.23 secs", "2 hours, 1 min, 0.50 secs", "1 min" (exactly 60 s),
+# "1 hour"; "setting to a 60 second run" or "a 1 min run".
+_SCALES = {"year": 365.25 * 86400, "week": 7 * 86400, "day": 86400, "hour": 3600, "min": 60}
+_UNIT = r"(?:years?|weeks?|days?|hours?|mins?)"
 _DURATION = (
-    r"(?:(?P<days>\d+) days?,\s*)?(?:(?P<hours>\d+) hours?,\s*)?(?:(?P<mins>\d+) mins?,\s*)?"
-    r"(?P<secs>[0-9]+(?:\.[0-9]+)?)\s*(?:s\b|secs?\b|seconds?\b)"
+    rf"(?P<units>(?:\d+ {_UNIT}(?:,\s*|\b))*)"
+    r"(?P<secs>[0-9]+(?:\.[0-9]+)?\s*(?:s\b|secs?\b|seconds?\b))?"
 )
 _TIMEOUT = re.compile(rf"setting to a {_DURATION}")
 _RUN_TIME = re.compile(rf"successful run completed in {_DURATION}")
 _STRESSORS = re.compile(r"dispatching hogs: (.*)$")
+_PART = re.compile(rf"(\d+) ({_UNIT})")
+_WHOLE_UNITS_AT_END = re.compile(rf"run completed in (?:\d+ {_UNIT},?\s*)+\Z")
 
 
-def _seconds(match: re.Match) -> float:
-    days, hours, mins, secs = match.group("days", "hours", "mins", "secs")
-    if days is None and hours is None and mins is None:  # "3.04s": the common case
-        return float(secs)
-    units = (int(days or 0) * 86400) + (int(hours or 0) * 3600) + (int(mins or 0) * 60)
-    return round(units + float(secs), 6)
+def _seconds(match: re.Match) -> float | None:
+    """The seconds of a _DURATION match, None when it holds no duration."""
+    units, secs = match.group("units", "secs")
+    if not secs and (not units or units.rstrip().endswith(",")):
+        return None  # nothing, or "1 min, " whose seconds were cut off
+    seconds = float(re.match(r"[0-9.]+", secs).group()) if secs else 0.0
+    if not units:  # "3.04s": the common case
+        return seconds
+    for count, unit in _PART.findall(units):
+        seconds += int(count) * _SCALES[unit.rstrip("s")]
+    return round(seconds, 6)
 
 
 def _combine(groups: list[dict]) -> dict[str, float]:

@@ -541,18 +541,29 @@ def _derive_legacy_rates(found: dict) -> list[str]:
     return derived
 
 
+# sysbench 1.1's fileio prints its own summary (file_report_cumulative):
+# "Throughput:" with read/write/fsync IOPS lines, then "Latency (ms):", whose
+# "sum:" line is the last it prints; no General statistics, no Threads fairness.
+_FILEIO_11_FSYNC = re.compile(r"(?m)^\s*fsync:[ \t]*IOPS=")
+
+
 def _cut_short(text: str, result: Result) -> list[str]:
     """Errors for an output that stopped before its summary ended.
 
-    Every sysbench version ends a summary with "Threads fairness:" and its
-    "execution time (avg/stddev)" line; interval lines with no summary after
-    them are a run that never finished (unless a FATAL line says why).
+    What a summary prints last depends on the version and test: every
+    version's general summary ends with "Threads fairness:" and its
+    "execution time (avg/stddev)" line; 1.1's fileio summary ends with its
+    latency block's "sum:" line. Interval lines with no summary after them
+    are a run that never finished (unless a FATAL line says why).
     """
-    if result.metrics and "thread_time_s_stddev" not in result.facts:
-        return [
-            "sysbench summary cut short: it stops before 'Threads fairness' (run killed or "
-            "output cut)"
-        ]
+    if result.metrics:
+        fileio_11 = _FILEIO_11_FSYNC.search(text) is not None
+        last = "latency_sum_ms" if fileio_11 else "thread_time_s_stddev"
+        if last not in result.facts:
+            where = "the end of 'Latency (ms)'" if fileio_11 else "'Threads fairness'"
+            return [
+                f"sysbench summary cut short: it stops before {where} (run killed or output cut)"
+            ]
     if result.series and not result.metrics and "FATAL:" not in text:
         return ["sysbench output has interval lines but no summary (run interrupted or output cut)"]
     cut = ends_mid_number(text) if result.metrics or result.series else ""
