@@ -10,11 +10,16 @@ Revoking deletes the token: the next request with it gets a 401.
 
 from __future__ import annotations
 
+from functools import wraps
+
 from axes.handlers.proxy import AxesProxyHandler
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.signals import user_login_failed
+from django.http import JsonResponse
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
 
 # Not a valid username (Django usernames have no spaces or parentheses).
 API_TOKEN_USERNAME = "(api token)"
@@ -61,3 +66,27 @@ def revoke_token(user, prefix: str) -> bool:
         return False
     deleted, _ = Token.objects.filter(user=user, key__startswith=prefix).delete()
     return bool(deleted)
+
+
+def token_or_login_required(view):
+    """A page download (an export) for a signed-in browser or an API token.
+
+    With `Authorization: Token <key>` the request is the token's user (a
+    wrong key counts as with the API, and answers 401, or 429 while locked
+    out, in JSON); without it, login_required's redirect to the login page.
+    """
+    signed_in = login_required(view)
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        header = get_authorization_header(request).split()
+        if not header or header[0].lower() != b"token":
+            return signed_in(request, *args, **kwargs)
+        try:
+            found = CountedTokenAuthentication().authenticate(Request(request))
+        except exceptions.APIException as exc:
+            return JsonResponse({"detail": str(exc.detail)}, status=exc.status_code)
+        request.user = found[0]
+        return view(request, *args, **kwargs)
+
+    return wrapped

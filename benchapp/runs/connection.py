@@ -34,6 +34,7 @@ import stat
 import struct
 
 from django.conf import settings
+from django.utils import timezone
 
 from benchapp.models import Credential, Target
 from runners.command import WORKDIR, Command, Endpoint, Upload
@@ -103,6 +104,19 @@ def test_connection(target: Target) -> dict:
         return result
     result["ok"] = True
     return result
+
+
+def record_check(target: Target, result: dict) -> None:
+    """Keep a test's outcome on the target: the home page shows the last
+    check, and the pre-run checks (benchapp.plans.prerun) read the database's
+    variables and a host directory's free space of a successful one."""
+    kept = {name: result[name] for name in ("db", "disk") if result[name]} if result["ok"] else {}
+    Target.objects.filter(pk=target.pk).update(
+        last_check_at=timezone.now(),
+        last_check_ok=result["ok"],
+        last_check_error=result["error"],
+        last_check_facts=kept,
+    )
 
 
 def _refused(target: Target) -> str:

@@ -5,8 +5,12 @@ team's (the `team` query parameter picks one of the user's teams, else the
 first), anything else is a 404. Pages never call this over HTTP.
 """
 
+import math
+
 from django.db.models import Count, F
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -19,8 +23,8 @@ from rest_framework.views import APIView
 
 from benchapp.accounts import tokens
 from benchapp.accounts.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.analysis import pivot, queryparams, results
-from benchapp.histories import comparisons, confirmation, history
+from benchapp.analysis import pivot, queryparams, results, timeline
+from benchapp.histories import archive, comparisons, confirmation, history, scheduling
 from benchapp.models import (
     Alert,
     Cell,
@@ -33,7 +37,7 @@ from benchapp.models import (
     Target,
 )
 from benchapp.plans.planning import PlanRefused
-from benchapp.runs import orchestration
+from benchapp.runs import connection, orchestration
 from benchapp.store import measurestore
 from benchapp.web import serializers as s
 
@@ -101,10 +105,12 @@ class TeamScoped:
 
     schema = BenchSchema()
     write_role = MEMBER
+    action_roles: dict[str, str] = {}  # actions that need another role than write_role
 
     def _check_write_role(self, request):
         if request.method not in ("GET", "HEAD", "OPTIONS"):
-            require_role(request.user, self.get_team(), self.write_role)
+            role = self.action_roles.get(self.action, self.write_role)
+            require_role(request.user, self.get_team(), role)
 
     def check_permissions(self, request):
         super().check_permissions(request)
@@ -141,6 +147,19 @@ class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = Target.objects.select_related("credential", "ssh_credential")
     serializer_class = s.TargetSerializer
     write_role = ADMIN
+    action_roles = {"test_connection": MEMBER}  # as the target page's button
+
+    @extend_schema(request=None, responses=s.ConnectionTestSerializer, parameters=[TEAM_PARAM])
+    @action(detail=True, methods=["post"], url_path="test")
+    def test_connection(self, request, pk=None):
+        """Test connection (the target page's button, members and up): reach the
+        target as a run would and answer its facts, or the error naming what is
+        missing. An SSH host whose key is not yet known is not connected to:
+        its key and fingerprint are answered, to be accepted on the target page."""
+        target = self.get_object()
+        result = connection.test_connection(target)
+        connection.record_check(target, result)
+        return Response(s.ConnectionTestSerializer(result).data)
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
@@ -270,15 +289,106 @@ class NotificationSettings(APIView):
         return Response(s.NotifierSerializer(given.save()).data)
 
 
-@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
+RUN_FILTERS = [
+    OpenApiParameter("plan", int, description="runs of this plan (id)"),
+    OpenApiParameter(
+        "status", str, enum=[code for code, _ in Run.STATUSES], description="runs in this status"
+    ),
+    OpenApiParameter("tool", str, description="runs of this tool (e.g. sysbench)"),
+    OpenApiParameter(
+        "created_after",
+        str,
+        description="created at or after (ISO 8601 date or date-time; a date is its midnight)",
+    ),
+    OpenApiParameter(
+        "created_before",
+        str,
+        description="created before (ISO 8601 date or date-time; a date is its midnight)",
+    ),
+]
+_CSV = {(200, "text/csv"): OpenApiTypes.STR}
+_JSON_FILE = {(200, "application/json"): OpenApiTypes.OBJECT}
+
+
+def run_filters(query) -> dict:
+    """The queryset filters of the run list's query parameters (RUN_FILTERS);
+    a value that cannot be read is a 400 naming the parameter, never ignored."""
+    found = {}
+    plan = query.get("plan")
+    if plan:
+        if not plan.isdigit():
+            raise ValidationError({"plan": ["a plan id (a whole number)"]})
+        found["plan"] = int(plan)
+    status_value = query.get("status")
+    if status_value:
+        if status_value not in dict(Run.STATUSES):
+            raise ValidationError({"status": [f"one of {', '.join(dict(Run.STATUSES))}"]})
+        found["status"] = status_value
+    if query.get("tool"):
+        found["tool"] = query["tool"][:20]
+    for name, lookup in (
+        ("created_after", "created_at__gte"),
+        ("created_before", "created_at__lt"),
+    ):
+        if query.get(name):
+            found[lookup] = _moment(name, query[name])
+    return found
+
+
+def _moment(name: str, text: str):
+    """An aware datetime from an ISO 8601 date-time or date (its midnight, in
+    the site's time zone)."""
+    try:
+        moment = parse_datetime(text)
+        day = None if moment else parse_date(text)
+    except ValueError:
+        moment = day = None
+    if day is not None:
+        moment = timezone.datetime(day.year, day.month, day.day)
+    if moment is None:
+        raise ValidationError({name: ["an ISO 8601 date (2026-01-31) or date-time"]})
+    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
+
+def _download(content: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM, *RUN_FILTERS]))
 class RunViewSet(
     TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
-    """Runs. POST starts one (orchestration.start_run); PATCH edits tags and notes."""
+    """Runs, newest first. POST starts one (orchestration.start_run); PATCH
+    edits tags and notes. The list filters by plan, status, tool and creation
+    dates (query parameters)."""
 
-    queryset = Run.objects.annotate(cells_total=Count("cells"))
+    queryset = Run.objects.annotate(cells_total=Count("cells")).order_by("-created_at", "-pk")
     serializer_class = s.RunSerializer
     http_method_names = ("get", "post", "patch", "head", "options")
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.action == "list":
+            qs = qs.filter(**run_filters(self.request.query_params))
+        return qs
+
+    @extend_schema(responses=_CSV, operation_id="runs_export_csv")
+    @action(detail=True, methods=["get"], url_path="export.csv")
+    def export_csv(self, request, pk=None):
+        """The run's measurements as CSV (the run page's CSV export)."""
+        run = self.get_object()
+        return _download(archive.export_csv(run.team, [run]), "text/csv", f"run-{run.pk}.csv")
+
+    @extend_schema(responses=_JSON_FILE, operation_id="runs_export_json")
+    @action(detail=True, methods=["get"], url_path="export.json")
+    def export_json(self, request, pk=None):
+        """The run with its cells and measurements as one JSON document (the
+        run page's JSON export)."""
+        run = self.get_object()
+        content = archive.export_json(run.team, [run])
+        return _download(content, "application/json", f"run-{run.pk}.json")
 
     @extend_schema(request=None, responses=s.RunSerializer)
     @action(detail=True, methods=["post"])
@@ -320,6 +430,27 @@ class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     queryset = Cell.objects.order_by("run_id", "index")
     serializer_class = s.CellSerializer
 
+    @extend_schema(responses=s.TimelineSerializer, parameters=[TEAM_PARAM])
+    @action(detail=True, methods=["get"])
+    def timeline(self, request, pk=None):
+        """The cell's per-second series (the cell page's timeline): the tool's
+        and each telemetry source's ("host", "db", ...), as seconds from the
+        measure's start (x) and values (y, at most 1,200 points each, spikes
+        kept; "total" is the number of seconds stored), with the phases'
+        boundaries."""
+        return Response(_finite(timeline.cell_timeline(self.get_object())))
+
+
+def _finite(value):
+    """value with every NaN or infinity as null (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
 
 @extend_schema_view(
     list=extend_schema(
@@ -355,6 +486,24 @@ class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
 class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = Comparison.objects.prefetch_related("runs")
     serializer_class = s.ComparisonSerializer
+
+    @extend_schema(responses=_CSV, operation_id="comparisons_export_csv")
+    @action(detail=True, methods=["get"], url_path="export.csv")
+    def export_csv(self, request, pk=None):
+        """The compared runs' measurements as CSV (the comparison page's export)."""
+        comparison = self.get_object()
+        runs = comparisons.comparison_runs(comparison)
+        content = archive.export_csv(comparison.team, runs, comparison.cells)
+        return _download(content, "text/csv", f"comparison-{comparison.pk}.csv")
+
+    @extend_schema(responses=_JSON_FILE, operation_id="comparisons_export_json")
+    @action(detail=True, methods=["get"], url_path="export.json")
+    def export_json(self, request, pk=None):
+        """The comparison with its runs' cells and measurements as one JSON document."""
+        comparison = self.get_object()
+        runs = comparisons.comparison_runs(comparison)
+        content = archive.export_json(comparison.team, runs, comparison.cells, comparison)
+        return _download(content, "application/json", f"comparison-{comparison.pk}.json")
 
     @extend_schema(request=None, responses=s.ShareSerializer)
     @action(detail=True, methods=["post"])
@@ -395,6 +544,66 @@ class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
                 ],
             }
         )
+
+
+_SCHEDULE_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[TEAM_PARAM, OpenApiParameter("plan", int, description="one plan's schedules")]
+    ),
+    retrieve=extend_schema(parameters=[_SCHEDULE_ID]),
+    destroy=extend_schema(parameters=[_SCHEDULE_ID]),
+    partial_update=extend_schema(parameters=[_SCHEDULE_ID]),
+)
+class ScheduleViewSet(
+    TeamScoped,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Scheduled runs of the team's plans (the schedules page's): once at a
+    time ("at") or repeatedly ("cron", in the site's time zone). Viewers read,
+    members create, pause/resume (PATCH enabled) and delete."""
+
+    serializer_class = s.ScheduleSerializer
+    http_method_names = ("get", "post", "patch", "delete", "head", "options")
+    lookup_value_regex = "[0-9]+"
+    pagination_class = None
+
+    def get_queryset(self):
+        plan = None
+        wanted = self.request.query_params.get("plan")
+        if wanted and wanted.isdigit():
+            plan = Plan.objects.filter(team=self.get_team(), pk=wanted).first()
+            if plan is None:
+                return []
+        return scheduling.team_schedules(self.get_team(), plan)
+
+    def get_object(self):
+        pk = self.kwargs["pk"]
+        task = scheduling.get_schedule(self.get_team(), int(pk) if str(pk).isdigit() else 0)
+        task = next(t for t in scheduling.team_schedules(self.get_team()) if t.pk == task.pk)
+        self.check_object_permissions(self.request, task)
+        return task
+
+    def perform_destroy(self, instance):
+        scheduling.delete(instance)
+
+    @extend_schema(
+        request=s.ScheduleEnabledSerializer,
+        responses=s.ScheduleSerializer,
+        parameters=[_SCHEDULE_ID],
+    )
+    def partial_update(self, request, pk=None):
+        task = self.get_object()
+        given = s.ScheduleEnabledSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        scheduling.set_enabled(task, given.validated_data["enabled"])
+        return Response(self.get_serializer(task).data)
 
 
 class ObtainToken(ObtainAuthToken):

@@ -3,8 +3,10 @@
 documents through planning.validate_document.
 Credentials are write-only: the secret is accepted, never returned."""
 
+from django.utils import timezone
 from rest_framework import serializers
 
+from benchapp.histories import scheduling
 from benchapp.models import Alert, Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.plans import planning, targetrules
 from benchapp.plans.planning import check_untrusted
@@ -472,3 +474,88 @@ class NotifierSerializer(serializers.Serializer):
             secret=data.get("secret") or None,
             clear_secret=data.get("clear_secret", False),
         )
+
+
+class ConnectionTestSerializer(serializers.Serializer):
+    """A Test connection's answer (benchapp.runs.connection.test_connection)."""
+
+    ok = serializers.BooleanField()
+    where = serializers.CharField(help_text="what was reached, and from where")
+    error = serializers.CharField(help_text="what is missing, when not ok")
+    access = serializers.CharField(help_text="the access check's finding")
+    host = serializers.DictField(help_text="host facts: CPUs, memory, kernel, tool versions")
+    db = serializers.DictField(help_text="the database's version and key variables")
+    disk = serializers.DictField(help_text="free space of a host target's directory")
+    host_key = serializers.CharField(
+        help_text="an SSH host key not yet accepted (accept it on the page)"
+    )
+    fingerprint = serializers.CharField()
+
+
+class TimelineSerializer(serializers.Serializer):
+    """A cell's per-second series (benchapp.analysis.timeline.cell_timeline)."""
+
+    sources = serializers.DictField(
+        child=serializers.DictField(),
+        help_text='{source ("tool", "host", "db", ...): {metric: {"x": [s], "y": [value], '
+        '"total": seconds stored[, "low", "high"]}}}; x in seconds from the measure\'s start',
+    )
+    tool = serializers.ListField(child=serializers.CharField(), help_text="the tool's series")
+    defaults = serializers.ListField(child=serializers.CharField(), help_text="shown first")
+    phases = serializers.ListField(
+        child=serializers.DictField(), help_text='[{"phase", "start", "end"}] on the same axis'
+    )
+
+
+class ScheduleSerializer(serializers.Serializer):
+    """A scheduled run of a plan: once `at` a time, or on a `cron` line
+    ("minute hour day-of-month month day-of-week", in the site's time zone)."""
+
+    AT, CRON = "at", "cron"
+    id = serializers.IntegerField(source="pk", read_only=True)
+    plan = serializers.PrimaryKeyRelatedField(queryset=Plan.objects.none())
+    kind = serializers.ChoiceField(choices=[AT, CRON], write_only=True)
+    at = serializers.DateTimeField(write_only=True, required=False)
+    cron = serializers.CharField(write_only=True, required=False, max_length=100)
+    when = serializers.CharField(read_only=True, help_text="the schedule in words")
+    enabled = serializers.BooleanField(read_only=True)
+    last_run_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    total_run_count = serializers.IntegerField(read_only=True)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "team" in self.context:
+            self.fields["plan"].queryset = Plan.objects.filter(team=self.context["team"])
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["plan"] = instance.plan.pk
+        return data
+
+    def validate(self, attrs):
+        """The schedule form's rules (benchapp.web.forms_schedule)."""
+        if attrs["kind"] == self.AT:
+            if "at" not in attrs:
+                raise serializers.ValidationError({"at": ["Give the date and time."]})
+            if attrs["at"] <= timezone.now():
+                raise serializers.ValidationError({"at": ["This time is in the past."]})
+        else:
+            try:
+                attrs["cron_fields"] = scheduling.parse_cron(attrs.get("cron", ""))
+                scheduling.check_interval(attrs["cron_fields"])
+            except ValueError as exc:
+                raise serializers.ValidationError({"cron": [str(exc)]}) from None
+        return attrs
+
+    def create(self, validated_data):
+        plan = validated_data["plan"]
+        if validated_data["kind"] == self.AT:
+            task = scheduling.schedule_at(plan, validated_data["at"])
+        else:
+            task = scheduling.schedule_cron(plan, validated_data["cron_fields"])
+        task.plan, task.when = plan, scheduling.describe(task)
+        return task
+
+
+class ScheduleEnabledSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(help_text="false pauses the schedule, true resumes it")

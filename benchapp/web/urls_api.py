@@ -20,6 +20,7 @@ router.register("cells", api.CellViewSet, basename="api-cell")
 router.register("measurements", api.MeasurementViewSet, basename="api-measurement")
 router.register("comparisons", api.ComparisonViewSet, basename="api-comparison")
 router.register("alerts", api.AlertViewSet, basename="api-alert")
+router.register("schedules", api.ScheduleViewSet, basename="api-schedule")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_comparison, get_run, role_required
+from benchapp.accounts.tokens import token_or_login_required
 from benchapp.histories import archive as service
 from benchapp.histories import comparisons, formats, pkb_import
 from benchapp.models import Run
@@ -196,25 +197,25 @@ def _download(body: str, content_type: str, filename: str) -> HttpResponse:
     return response
 
 
-@login_required
+@token_or_login_required
 def export_run_csv(request, pk):
     run = get_run(request, pk)
     return _download(service.export_csv(run.team, [run]), "text/csv", f"run-{run.pk}.csv")
 
 
-@login_required
+@token_or_login_required
 def export_run_json(request, pk):
     run = get_run(request, pk)
     return _download(service.export_json(run.team, [run]), "application/json", f"run-{run.pk}.json")
 
 
-@login_required
+@token_or_login_required
 def export_run_pkb(request, pk):
     run = get_run(request, pk)
     return _download(formats.to_pkb_lines(run), "application/x-ndjson", f"run-{run.pk}.pkb.jsonl")
 
 
-@login_required
+@token_or_login_required
 def export_run_bmf(request, pk):
     run = get_run(request, pk)
     return _download(
@@ -222,7 +223,7 @@ def export_run_bmf(request, pk):
     )
 
 
-@login_required
+@token_or_login_required
 def export_comparison_csv(request, pk):
     comparison = get_comparison(request, pk)
     runs = comparisons.comparison_runs(comparison)
@@ -233,7 +234,7 @@ def export_comparison_csv(request, pk):
     )
 
 
-@login_required
+@token_or_login_required
 def export_comparison_json(request, pk):
     comparison = get_comparison(request, pk)
     runs = comparisons.comparison_runs(comparison)

@@ -3,7 +3,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import ADMIN, MEMBER, current_team, get_target, require_role
@@ -72,12 +71,7 @@ def target_delete(request, pk):
 def target_test(request, pk):
     target = get_target(request, pk, role=MEMBER)
     result = connection.test_connection(target)
-    Target.objects.filter(pk=target.pk).update(  # the home page shows the last check
-        last_check_at=timezone.now(),
-        last_check_ok=result["ok"],
-        last_check_error=result["error"],
-        last_check_facts=_kept_facts(result),
-    )
+    connection.record_check(target, result)  # the home page shows the last check
     if result["host_key"]:
         request.session[PENDING_KEYS] = {
             **request.session.get(PENDING_KEYS, {}),
@@ -91,14 +85,6 @@ def target_test(request, pk):
         "targets/detail.html",
         {"target": target, "result": result, "fingerprint": fingerprint},
     )
-
-
-def _kept_facts(result: dict) -> dict:
-    """What the pre-run checks read later (benchapp.plans.prerun): the database's
-    variables and a host directory's free space, from a successful test only."""
-    if not result["ok"]:
-        return {}
-    return {name: result[name] for name in ("db", "disk") if result[name]}
 
 
 @login_required
