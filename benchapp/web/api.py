@@ -82,7 +82,8 @@ VIEW_PARAMETERS = [
 
 class BenchSchema(AutoSchema):
     """Documents the error answers every operation may give: 401 without a
-    valid token, 404 for another team's (or no) object, 400 for refused input."""
+    valid token, 404 for another team's (or no) object, 400 for refused input
+    (a list's too when its filters refuse what they cannot read)."""
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
@@ -93,7 +94,7 @@ class BenchSchema(AutoSchema):
         if (
             self.method in ("POST", "PUT", "PATCH")
             or self.method == "GET"
-            and not self._is_list_view()
+            and (not self._is_list_view() or getattr(self.view, "list_filters_refuse", False))
         ):
             responses.setdefault("400", {"description": "Refused input", **_ERROR})
         return responses
@@ -367,6 +368,7 @@ class RunViewSet(
     queryset = Run.objects.annotate(cells_total=Count("cells")).order_by("-created_at", "-pk")
     serializer_class = s.RunSerializer
     http_method_names = ("get", "post", "patch", "head", "options")
+    list_filters_refuse = True  # a filter it cannot read is a 400 (run_filters)
 
     def get_queryset(self):
         qs = super().get_queryset()
