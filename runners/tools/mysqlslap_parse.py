@@ -173,7 +173,7 @@ def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) ->
     match = _BLOCK_LINE.match(line)
     if match and blocks:
         _fill(blocks[-1], match)
-    elif not match and _DEBUG_INFO.fullmatch(stripped):  # --debug-info's resource usage
+    elif not match and _is_debug_info(stripped):  # --debug-info's resource usage
         info = facts.setdefault("debug_info", {})
         previous = ""
         for key, value in _DEBUG_PAIR.findall(stripped):
@@ -188,6 +188,32 @@ def _read_line(line: str, blocks: list[dict], errors: list[str], facts: dict) ->
 # --debug-info: "User time 0.02, System time 0.29", "Blocks in 0 out 0, ...".
 _DEBUG_PAIR = re.compile(r"([A-Za-z][A-Za-z -]*?) ([0-9]+(?:\.[0-9]+)?)")
 _DEBUG_INFO = re.compile(r"(?:[A-Za-z][A-Za-z -]*? [0-9]+(?:\.[0-9]+)?(?:,? |$))+")
+
+
+# The getrusage() fields --debug-info prints (client/mysqlslap.cc): a line of
+# other words and numbers is not debug info, and is warned about as unknown.
+_DEBUG_KEYS = {
+    "User time",
+    "System time",
+    "Maximum resident set size",
+    "Integral resident set size",
+    "Non-physical pagefaults",
+    "Physical pagefaults",
+    "Swaps",
+    "Blocks in",
+    "out",
+    "Messages in",
+    "Signals",
+    "Voluntary context switches",
+    "Involuntary context switches",
+}
+
+
+def _is_debug_info(line: str) -> bool:
+    """A --debug-info line: only the known getrusage() fields, each with its number."""
+    if not _DEBUG_INFO.fullmatch(line):
+        return False
+    return all(key.strip() in _DEBUG_KEYS for key, _ in _DEBUG_PAIR.findall(line))
 
 
 def _fill(block: dict, match: re.Match) -> None:

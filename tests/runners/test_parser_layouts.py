@@ -505,3 +505,14 @@ def _assert_warned_and_unchanged(tool: str, text: str, changed: str, line: str) 
     assert after.metrics == before.metrics
     assert after.series == before.series
     assert [g["metrics"] for g in after.groups] == [g["metrics"] for g in before.groups]
+
+
+@pytest.mark.parametrize("line", ["AA 0", "Queries per second 12, Seconds 3"])
+def test_mysqlslap_words_and_numbers_are_not_debug_info_unless_known(line):
+    """Only --debug-info's own fields are kept silently; another line of words
+    and a number inside a block is warned about (found by the property below)."""
+    text = read("mysqlslap", "public_mysql56_multi_engine_concurrency_debuginfo")
+    changed = text.replace("\tMinimum number", f"\t{line}\n\tMinimum number", 1)
+    result = TOOLS["mysqlslap"].parse(changed)
+    assert "debug_info" not in result.facts or line not in str(result.facts["debug_info"])
+    assert any(line.strip() in w for w in result.warnings)
