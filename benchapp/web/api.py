@@ -7,6 +7,7 @@ first), anything else is a 404. Pages never call this over HTTP.
 
 from django.db.models import Count, F
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -19,7 +20,7 @@ from rest_framework.views import APIView
 
 from benchapp.accounts import tokens
 from benchapp.accounts.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.analysis import pivot, queryparams, results
+from benchapp.analysis import environments, pivot, queryparams, results
 from benchapp.histories import comparisons, confirmation, history
 from benchapp.models import (
     Alert,
@@ -34,7 +35,7 @@ from benchapp.models import (
 )
 from benchapp.plans.planning import PlanRefused
 from benchapp.runs import orchestration
-from benchapp.store import measurestore
+from benchapp.store import envstore, measurestore
 from benchapp.web import serializers as s
 
 TEAM_PARAM = OpenApiParameter(
@@ -270,6 +271,20 @@ class NotificationSettings(APIView):
         return Response(s.NotifierSerializer(given.save()).data)
 
 
+AGAINST_RUN = OpenApiParameter("against", int, description="a run of the team to diff against")
+AGAINST_CELL = OpenApiParameter("against", int, description="a cell of the team to diff against")
+
+
+def _against(request, rows):
+    """The row named by ?against= among rows (the team's), None without one; 404 otherwise."""
+    value = request.query_params.get("against")
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValidationError({"against": ["an id"]})
+    return get_object_or_404(rows, pk=int(value))
+
+
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class RunViewSet(
     TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
@@ -285,6 +300,19 @@ class RunViewSet(
     def cancel(self, request, pk=None):
         run = orchestration.cancel_run(self.get_object())
         return Response(self.get_serializer(run).data)
+
+    @extend_schema(parameters=[AGAINST_RUN], responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def environment(self, request, pk=None):
+        """The run's distinct environment snapshots (the cells each served);
+        with ?against=<run id> of the same team, also what differs from that run."""
+        run = self.get_object()
+        answer = {"snapshots": environments.run_snapshots(run)}
+        other = _against(request, Run.objects.filter(team=self.get_team()))
+        if other is not None:
+            answer["against"] = other.pk
+            answer["diff"] = environments.run_diff(other, run).get("diff", {})
+        return Response(answer)
 
     @extend_schema(parameters=VIEW_PARAMETERS, responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
@@ -319,6 +347,20 @@ class _RunFilterMixin:
 class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
     queryset = Cell.objects.order_by("run_id", "index")
     serializer_class = s.CellSerializer
+
+    @extend_schema(parameters=[AGAINST_CELL], responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def environment(self, request, pk=None):
+        """The cell's environment snapshot; with ?against=<cell id> of the
+        same team, also what differs (by group: database, host, cloud, tools, plan)."""
+        cell = self.get_object()
+        found = envstore.contents([cell.environment_id])
+        answer = {"hash": cell.environment_id, "snapshot": found.get(cell.environment_id)}
+        other = _against(request, Cell.objects.filter(run__team=self.get_team()))
+        if other is not None:
+            answer["against"] = other.pk
+            answer["diff"] = environments.cell_diff(other, cell)["diff"]
+        return Response(answer)
 
 
 @extend_schema_view(
