@@ -52,6 +52,9 @@ class Alert(models.Model):
     # The plan edit(s) between the last run before the change and the first
     # after it (benchapp.histories.history.straddled_edit): the change may be the edit's.
     plan_edit = models.TextField(blank=True)
+    # What else changed around the change point, nearest first
+    # (benchapp.histories.explain.changes): settings, versions, verdicts.
+    explanation = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

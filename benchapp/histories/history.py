@@ -20,6 +20,7 @@ from django.db.models import Count, F, Q, Window
 from django.db.models.functions import Lag
 
 from benchapp.analysis import queryparams
+from benchapp.histories import explain
 from benchapp.models import Alert, HistoryState, Plan, Run
 from benchapp.models_history import PlanRevision
 from benchapp.store import measurestore, summarystore
@@ -328,6 +329,7 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
                 metric=s.metric,
                 start_run_id=start,
                 plan_edit=straddled_edit(edits, before, start),
+                explanation=explain.changes(s.cell_key, s.run_ids, cp.index - offset),
                 before_mean=cp.before.mean,
                 before_low=cp.before.ci_low,
                 before_high=cp.before.ci_high,

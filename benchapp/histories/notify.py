@@ -88,6 +88,7 @@ def payload(alert: Alert, event: str) -> dict:
             "bad": alert.bad,
             "change": alert.change,
             "plan_edit": alert.plan_edit,
+            "what_else_changed": [c["text"] for c in alert.explanation or []],
             "plan": {"id": alert.plan_id, "name": alert.plan.name},
             "cell_key": alert.cell_key,
             "group": alert.group,
@@ -210,6 +211,9 @@ def _mail(notifier: Notifier, delivery: AlertDelivery) -> None:
         lines.append(f"Confirmation: {alert.confirm_note}")
     if alert.plan_edit:
         lines.append(f"Note: the change straddles a {alert.plan_edit}")
+    if alert.explanation:
+        lines += ["", "What else changed (nearest the change first):"]
+        lines += [f"  - {c['text']}" for c in alert.explanation]
     send_mail(
         subject(alert, event),
         "\n".join(lines) + "\n",

@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_plan, require_role
@@ -100,11 +101,14 @@ def plan_trend_json(request, pk):
 def _alert_marker(alert: Alert) -> dict:
     """What the trend's marker of a detected change says: "worse -34.4 %
     from run #12 (new)", coloured by `change` (worse, better, changed)."""
-    return {
-        "change": alert.change,
-        "text": f"{alert.change} {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} "
-        f"({alert.get_status_display().lower()})",
-    }
+    text = (
+        f"{alert.change} {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} "
+        f"({alert.get_status_display().lower()})"
+    )
+    # What else changed, nearest first: the hover names the likely cause.
+    for change in (alert.explanation or [])[:3]:
+        text += "<br>" + escape(change["text"])  # Plotly reads tags (<a>) in hover text
+    return {"change": alert.change, "text": text}
 
 
 @login_required
