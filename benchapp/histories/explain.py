@@ -76,9 +76,7 @@ def changes(cell_key: str, run_ids: list[int], position: int) -> list[dict]:
                 "run": window[i],
                 "distance": distance,
             }
-    ranked = sorted(
-        found.values(), key=lambda c: (c["distance"], GROUP_RANK[c["group"]], c["key"])
-    )
+    ranked = sorted(found.values(), key=lambda c: (c["distance"], GROUP_RANK[c["group"]], c["key"]))
     return [{**change, "text": text(change)} for change in ranked[:KEEP]]
 
 
