@@ -27,7 +27,11 @@ DEFAULT_LINES = 10
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
     history.trend_choices(history.history_plans(plan), request.GET)
-    alerts = list(Alert.objects.filter(plan=plan).select_related("plan", "start_run")[:50])
+    alerts = list(
+        Alert.objects.filter(plan=plan, lead=None)
+        .select_related("plan", "start_run")
+        .prefetch_related("followers")[:50]
+    )
     return render(request, "history/trend.html", {"plan": plan, "alerts": alerts})
 
 
@@ -141,7 +145,12 @@ def plan_history_settings(request, pk):
 def alert_list(request):
     """The team's alerts, or one plan's with ?plan=ID (the plan page links here)."""
     team = current_team(request)
-    alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")
+    # One row per incident: an alert's followers (what moved with it) are listed in its row.
+    alerts = (
+        Alert.objects.filter(team=team, lead=None)
+        .select_related("plan", "start_run")
+        .prefetch_related("followers")
+    )
     plan = None
     raw = request.GET.get("plan")
     if raw:

@@ -81,3 +81,44 @@ def test_the_explanation_reaches_the_webhook_and_the_email(alert, mailoutbox):
     text = mailoutbox[0].body
     assert "What else changed" in text
     assert f"innodb_buffer_pool_size 21474836480 → 8589934592 from run #{runs[12].pk}" in text
+
+
+def test_one_change_is_one_incident_notified_once(team, mailoutbox):
+    """tps, qps and latency of two cells move at one buffer-pool change: one
+    lead (tps, a bad change) that every other alert follows; one email, which
+    names every metric that moved and the variable."""
+    plan = Plan.objects.create(team=team, name="incident", tool="sysbench", document={})
+    Notifier.objects.create(team=team, emails="oncall@example.test", only_bad=False)
+    rng = random.Random(5)
+    big, small = snapshot("21474836480", "6.1", "1.0.20"), snapshot("8589934592", "6.1", "1.0.20")
+    for i in range(24):
+        snap, tps = (big, 1000) if i < 12 else (small, 600)
+        digest = envstore.store(snap)
+        cells = [
+            (
+                {"threads": t},
+                r,
+                {
+                    "tps": tps * t * (1 + rng.gauss(0, 0.01)),
+                    "qps": 20 * tps * t * (1 + rng.gauss(0, 0.01)),
+                    "latency_avg_ms": 1000 / tps * (1 + rng.gauss(0, 0.01)),
+                },
+                {"environment_id": digest},
+            )
+            for t in (4, 8)
+            for r in (1, 2)
+        ]
+        make_run(team, name=f"night {i}", plan=plan, cells=cells)
+    created = history.detect_plan(plan)
+    assert len(created) == 6  # three metrics of two cells
+    leads = [a for a in created if a.lead_id is None]
+    assert len(leads) == 1 and leads[0].metric == "tps" and leads[0].bad
+    lead = leads[0]
+    assert lead.followers.count() == 5
+    sent = [d for a in created for d in notify.queue(a, "new")]
+    assert [d.alert_id for d in sent] == [lead.pk]
+    body = notify.payload(lead, "new")["alert"]
+    assert sorted(f["metric"] for f in body["also_moved"]) == ["latency_avg_ms"] * 2 + [
+        "qps"
+    ] * 2 + ["tps"]
+    assert body["what_else_changed"][0].startswith("innodb_buffer_pool_size")
