@@ -296,6 +296,21 @@ class Run(TypedDocument, models.Model):
         return self.status in self.ACTIVE
 
 
+class Environment(models.Model):
+    """One distinct environment snapshot (runners.environment: database variables,
+    host settings, cloud, tools), stored once and named by the sha256 of its
+    canonical JSON: a nightly run whose machines did not change adds a
+    reference from each cell, not a copy. Redacted before it is stored."""
+
+    hash = models.CharField(max_length=64, primary_key=True)
+    content = models.JSONField()
+    size = models.PositiveIntegerField()  # bytes of the canonical JSON
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.hash[:12]
+
+
 class Cell(models.Model):
     """One combination of axis values and one repetition."""
 
@@ -339,6 +354,10 @@ class Cell(models.Model):
     # The machines this cell loads (runners.isolation), set when it is sent:
     # [[key, label], ...]; held as locks unless its plan says `isolation: target`.
     machines = models.JSONField(default=list, blank=True)
+    # The environment the cell ran in (read before its measure), shared by hash.
+    environment = models.ForeignKey(
+        Environment, null=True, blank=True, on_delete=models.PROTECT, related_name="cells"
+    )
 
     class Meta:
         ordering = ["run", "index"]

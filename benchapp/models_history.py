@@ -52,6 +52,15 @@ class Alert(models.Model):
     # The plan edit(s) between the last run before the change and the first
     # after it (benchapp.histories.history.straddled_edit): the change may be the edit's.
     plan_edit = models.TextField(blank=True)
+    # What else changed around the change point, nearest first
+    # (benchapp.histories.explain.changes): settings, versions, verdicts.
+    explanation = models.JSONField(default=list, blank=True)
+    # One change, one incident: the alerts of a plan that moved at the same
+    # change point follow the first of them (its lead), which alone is listed
+    # first and notified, naming every metric and cell that moved.
+    lead = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="followers"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -24,7 +24,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-from runners import prepared
+from runners import cellenv, prepared
 from runners.combine import UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
@@ -200,6 +200,8 @@ class _CellRun:
         ]
         self._prepare(target)
         self._check_data(target)
+        # Before the measure and its samplers: the reads stay off the measured window.
+        self.outcome.facts["environment"] = cellenv.gather(self, target)
         self.watch = self._watch(target)
         self._warmup()
         self._start_stress(target)

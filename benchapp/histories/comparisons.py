@@ -12,7 +12,7 @@ from django.db import transaction
 from django.http import Http404
 
 from benchapp import crypto
-from benchapp.analysis import results, significance
+from benchapp.analysis import environments, results, significance
 from benchapp.models import Cell, Comparison, Run, Team
 from runners.metrics import HIGHER, LOWER
 from runners.tools import direction as catalog_direction
@@ -32,6 +32,7 @@ SKIP_FACTS = {
     "client_cpu_busy_pct",
     "telemetry",
     "verdict",
+    "environment_read_s",
 }
 
 
@@ -303,6 +304,7 @@ def diff(runs: list[Run], cells: dict) -> dict:
         "parameters": _rows([{k: _show(v) for k, v in p.items()} for p in params]),
         "tool_versions": _rows([{"tool version": ", ".join(sorted(v))} for v in versions]),
         "facts": _rows([{k: _joined(v) for k, v in f.items()} for f in facts]),
+        **environments.sections(runs, cells.keys()),
     }
 
 

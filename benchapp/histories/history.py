@@ -20,11 +20,13 @@ from django.db.models import Count, F, Q, Window
 from django.db.models.functions import Lag
 
 from benchapp.analysis import queryparams
+from benchapp.histories import explain
 from benchapp.models import Alert, HistoryState, Plan, Run
 from benchapp.models_history import PlanRevision
 from benchapp.store import measurestore, summarystore
 from runners import changepoint, levels, tools
 from runners.metrics import HIGHER
+from runners.tools import get_tool
 
 FINISHED = (Run.SUCCEEDED, Run.PARTIAL)
 WINDOW = 50
@@ -328,6 +330,7 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
                 metric=s.metric,
                 start_run_id=start,
                 plan_edit=straddled_edit(edits, before, start),
+                explanation=explain.changes(s.cell_key, s.run_ids, cp.index - offset),
                 before_mean=cp.before.mean,
                 before_low=cp.before.ci_low,
                 before_high=cp.before.ci_high,
@@ -341,12 +344,45 @@ def _create_alerts(plan: Plan, changes: list) -> list[Alert]:
         )
     known = set(Alert.objects.filter(plan=plan).values_list("pk", flat=True))
     Alert.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-    return list(
+    created = list(
         Alert.objects.filter(plan=plan)
         .exclude(pk__in=known)
         .select_related("plan", "start_run")
         .order_by("pk")
     )
+    group_incidents(plan, created)
+    return created
+
+
+def group_incidents(plan: Plan, created: list[Alert]) -> None:
+    """One change, one incident: new alerts that start at the same run follow
+    one lead (a bad one, the plan's main metric first, then the largest
+    change); so does a new alert whose change point already has a lead."""
+    main = main_metric(plan)
+    by_start: dict[int, list[Alert]] = {}
+    for alert in created:
+        by_start.setdefault(alert.start_run_id, []).append(alert)
+    for start, alerts in by_start.items():
+        existing = (
+            Alert.objects.filter(plan=plan, start_run_id=start, lead=None)
+            .exclude(pk__in=[a.pk for a in alerts])
+            .first()
+        )
+        lead = existing or min(
+            alerts, key=lambda a: (a.bad is not True, a.metric != main, -abs(a.magnitude))
+        )
+        followers = [a for a in alerts if a.pk != lead.pk]
+        Alert.objects.filter(pk__in=[a.pk for a in followers]).update(lead=lead)
+        for alert in followers:
+            alert.lead = lead
+
+
+def main_metric(plan: Plan) -> str | None:
+    """The plan's main metric: its tool's first catalogued one (tps for sysbench)."""
+    try:
+        return next(iter(get_tool(plan.tool).METRICS))
+    except (KeyError, AttributeError, StopIteration):
+        return None
 
 
 def resolve_recovered(

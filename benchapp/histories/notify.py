@@ -55,6 +55,9 @@ def queue(alert: Alert, event: str) -> list[AlertDelivery]:
     # with no direction (alert.bad None) is not sent.
     if notifier is None or (notifier.only_bad and alert.bad is not True):
         return []
+    if alert.lead_id is not None:
+        return []  # one change, one notification: its lead's names every metric
+
     channels = ([AlertDelivery.WEBHOOK] if notifier.webhook_url else []) + (
         [AlertDelivery.EMAIL] if notifier.recipients else []
     )
@@ -88,6 +91,18 @@ def payload(alert: Alert, event: str) -> dict:
             "bad": alert.bad,
             "change": alert.change,
             "plan_edit": alert.plan_edit,
+            "what_else_changed": [c["text"] for c in alert.explanation or []],
+            "also_moved": [
+                {
+                    "id": f.pk,
+                    "cell_key": f.cell_key,
+                    "group": f.group,
+                    "metric": f.metric,
+                    "change": f.change,
+                    "magnitude": _number(f.magnitude),
+                }
+                for f in alert.followers.order_by("metric", "cell_key")
+            ],
             "plan": {"id": alert.plan_id, "name": alert.plan.name},
             "cell_key": alert.cell_key,
             "group": alert.group,
@@ -210,6 +225,13 @@ def _mail(notifier: Notifier, delivery: AlertDelivery) -> None:
         lines.append(f"Confirmation: {alert.confirm_note}")
     if alert.plan_edit:
         lines.append(f"Note: the change straddles a {alert.plan_edit}")
+    also = list(alert.followers.order_by("metric", "cell_key"))
+    if also:
+        lines += ["", f"Also moved at this change ({len(also)}):"]
+        lines += [f"  - {f.series_name} {f.metric} {f.magnitude:+.1%}" for f in also]
+    if alert.explanation:
+        lines += ["", "What else changed (nearest the change first):"]
+        lines += [f"  - {c['text']}" for c in alert.explanation]
     send_mail(
         subject(alert, event),
         "\n".join(lines) + "\n",

@@ -20,7 +20,7 @@ from benchapp.accounts import credbinding, targetguard
 from benchapp.cloud import provisioning
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
 from benchapp.plans.planning import sandbox_limits
-from benchapp.store import artifactstore, measurestore, seriesstore
+from benchapp.store import artifactstore, envstore, measurestore, seriesstore
 from benchapp.store.measurestore import Value
 from runners import telemetry
 from runners.cell import run_cell
@@ -330,6 +330,9 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
         if requeue and status == Cell.FAILED:
             status = Cell.QUEUED
         facts = dict(outcome.facts)
+        snapshot = facts.pop("environment", None)
+        if snapshot:
+            facts["environment_read_s"] = snapshot.get("read_seconds")
         if outcome.result is not None and outcome.result.errors:
             facts["tool_errors"] = [mask(e) for e in outcome.result.errors[:50]]
         if outcome.warnings:
@@ -344,6 +347,7 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             command=mask(outcome.command),
             tool_version=outcome.tool_version or "",
             facts=facts,
+            environment_id=envstore.store(snapshot, mask if book else None),
             client_bound=bool(facts.get("client_bound")),
             finished_at=_when(outcome.finished),
             phase="",

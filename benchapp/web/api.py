@@ -9,6 +9,7 @@ import math
 
 from django.db.models import Count, F
 from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.openapi import AutoSchema
@@ -23,7 +24,7 @@ from rest_framework.views import APIView
 
 from benchapp.accounts import tokens
 from benchapp.accounts.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.analysis import pivot, queryparams, results, timeline
+from benchapp.analysis import environments, pivot, queryparams, results, timeline
 from benchapp.histories import archive, comparisons, confirmation, history, scheduling
 from benchapp.models import (
     Alert,
@@ -38,7 +39,7 @@ from benchapp.models import (
 )
 from benchapp.plans.planning import PlanRefused
 from benchapp.runs import connection, orchestration
-from benchapp.store import measurestore
+from benchapp.store import envstore, measurestore
 from benchapp.web import serializers as s
 
 TEAM_PARAM = OpenApiParameter(
@@ -357,6 +358,20 @@ def _download(content: str, content_type: str, filename: str) -> HttpResponse:
     return response
 
 
+AGAINST_RUN = OpenApiParameter("against", int, description="a run of the team to diff against")
+AGAINST_CELL = OpenApiParameter("against", int, description="a cell of the team to diff against")
+
+
+def _against(request, rows):
+    """The row named by ?against= among rows (the team's), None without one; 404 otherwise."""
+    value = request.query_params.get("against")
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValidationError({"against": ["an id"]})
+    return get_object_or_404(rows, pk=int(value))
+
+
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM, *RUN_FILTERS]))
 class RunViewSet(
     TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
@@ -397,6 +412,19 @@ class RunViewSet(
     def cancel(self, request, pk=None):
         run = orchestration.cancel_run(self.get_object())
         return Response(self.get_serializer(run).data)
+
+    @extend_schema(parameters=[AGAINST_RUN], responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def environment(self, request, pk=None):
+        """The run's distinct environment snapshots (the cells each served);
+        with ?against=<run id> of the same team, also what differs from that run."""
+        run = self.get_object()
+        answer = {"snapshots": environments.run_snapshots(run)}
+        other = _against(request, Run.objects.filter(team=self.get_team()))
+        if other is not None:
+            answer["against"] = other.pk
+            answer["diff"] = environments.run_diff(other, run).get("diff", {})
+        return Response(answer)
 
     @extend_schema(parameters=VIEW_PARAMETERS, responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
@@ -441,6 +469,20 @@ class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
         kept; "total" is the number of seconds stored), with the phases'
         boundaries."""
         return Response(_finite(timeline.cell_timeline(self.get_object())))
+
+    @extend_schema(parameters=[AGAINST_CELL], responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def environment(self, request, pk=None):
+        """The cell's environment snapshot; with ?against=<cell id> of the
+        same team, also what differs (by group: database, host, cloud, tools, plan)."""
+        cell = self.get_object()
+        found = envstore.contents([cell.environment_id])
+        answer = {"hash": cell.environment_id, "snapshot": found.get(cell.environment_id)}
+        other = _against(request, Cell.objects.filter(run__team=self.get_team()))
+        if other is not None:
+            answer["against"] = other.pk
+            answer["diff"] = environments.cell_diff(other, cell)["diff"]
+        return Response(answer)
 
 
 def _finite(value):

@@ -418,6 +418,7 @@ class AlertSerializer(serializers.ModelSerializer):
             "confirm_note",
             "resolved_run",
             "plan_edit",
+            "explanation",
             "created_at",
         )
         read_only_fields = fields

@@ -76,6 +76,7 @@ urlpatterns = [
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/progress.json", runs.run_progress_json, name="run_progress"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/environment/", runs.run_environment, name="run_environment"),
     path("runs/<int:pk>/cells/<int:cell_id>/cancel/", runs.cell_cancel, name="cell_cancel"),
     path(
         "runs/<int:pk>/cells/<int:cell_id>/artifacts/", runs.cell_artifacts, name="cell_artifacts"

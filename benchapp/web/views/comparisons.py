@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_comparison, role_required
 from benchapp.accounts.redact import Redactor
-from benchapp.analysis import queryparams
+from benchapp.analysis import environments, queryparams
 from benchapp.histories import comparisons
 from benchapp.web.views.archive import SearchForm
 from benchapp.web.views.results import (
@@ -207,6 +207,7 @@ def shared(request, token):
     """The shared comparison only: no links to runs, exports or other pages."""
     comparison = comparisons.by_share_token(token)
     data = _compared(comparison, request, shared=True)
+    data["diff"] = environments.for_share(data["diff"])
     # Everything the page shows goes through the redactor: no hosts, addresses,
     # ports or user names (benchapp/accounts/redact.py); the pivot form keeps the real
     # view names, which are the plan's axis and metric names.

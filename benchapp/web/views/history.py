@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_plan, require_role
@@ -26,7 +27,11 @@ DEFAULT_LINES = 10
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
     history.trend_choices(history.history_plans(plan), request.GET)
-    alerts = list(Alert.objects.filter(plan=plan).select_related("plan", "start_run")[:50])
+    alerts = list(
+        Alert.objects.filter(plan=plan, lead=None)
+        .select_related("plan", "start_run")
+        .prefetch_related("followers")[:50]
+    )
     return render(request, "history/trend.html", {"plan": plan, "alerts": alerts})
 
 
@@ -100,11 +105,14 @@ def plan_trend_json(request, pk):
 def _alert_marker(alert: Alert) -> dict:
     """What the trend's marker of a detected change says: "worse -34.4 %
     from run #12 (new)", coloured by `change` (worse, better, changed)."""
-    return {
-        "change": alert.change,
-        "text": f"{alert.change} {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} "
-        f"({alert.get_status_display().lower()})",
-    }
+    text = (
+        f"{alert.change} {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} "
+        f"({alert.get_status_display().lower()})"
+    )
+    # What else changed, nearest first: the hover names the likely cause.
+    for change in (alert.explanation or [])[:3]:
+        text += "<br>" + escape(change["text"])  # Plotly reads tags (<a>) in hover text
+    return {"change": alert.change, "text": text}
 
 
 @login_required
@@ -137,7 +145,12 @@ def plan_history_settings(request, pk):
 def alert_list(request):
     """The team's alerts, or one plan's with ?plan=ID (the plan page links here)."""
     team = current_team(request)
-    alerts = Alert.objects.filter(team=team).select_related("plan", "start_run")
+    # One row per incident: an alert's followers (what moved with it) are listed in its row.
+    alerts = (
+        Alert.objects.filter(team=team, lead=None)
+        .select_related("plan", "start_run")
+        .prefetch_related("followers")
+    )
     plan = None
     raw = request.GET.get("plan")
     if raw:

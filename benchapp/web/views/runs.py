@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_run, role_required
-from benchapp.analysis import rawoutput, timeline
+from benchapp.analysis import environments, rawoutput, timeline
 from benchapp.analysis.documents import result_document
 from benchapp.models import Artifact, Cell, Run
 from benchapp.runs import fairshare, orchestration
@@ -68,6 +68,31 @@ def run_detail(request, pk):
             "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
             "limits": _limits(run),
             "waits": fairshare.wait_reasons(run),
+        },
+    )
+
+
+@login_required
+def run_environment(request, pk):
+    """The Environment view: each distinct snapshot of the run's cells
+    (database, host, cloud, tools), the cells that ran in it, and what
+    differs from the run's previous run of the same plan."""
+    run = get_run(request, pk)
+    previous = (
+        Run.objects.filter(plan_id=run.plan_id, team=run.team, pk__lt=run.pk)
+        .order_by("-pk")
+        .first()
+        if run.plan_id
+        else None
+    )
+    return render(
+        request,
+        "runs/environment.html",
+        {
+            "run": run,
+            "snapshots": environments.run_snapshots(run),
+            "previous": previous,
+            "changes": environments.run_diff(previous, run) if previous else {},
         },
     )
 

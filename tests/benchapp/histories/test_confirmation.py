@@ -180,10 +180,9 @@ def test_the_task_holds_a_new_bad_alert_until_confirmed(team, plan):
     finish_with(confirm_run, 800)
     assert detect_changes(confirm_run.pk) == []
     assert set(Alert.objects.values_list("status", flat=True)) == {Alert.CONFIRMED}
+    # Both cells moved at one change: one incident, sent once on each channel.
     assert sorted(AlertDelivery.objects.values_list("event", "channel")) == [
         ("confirmed", "email"),
-        ("confirmed", "email"),
-        ("confirmed", "webhook"),
         ("confirmed", "webhook"),
     ]
     assert Run.objects.filter(origin="confirm").count() == 1  # no confirmation of a confirmation
@@ -193,19 +192,15 @@ def test_without_confirmation_new_alerts_are_notified_and_a_recovery_resolves(te
     Notifier.objects.create(team=team, webhook_url="https://hooks.example.com/x")
     runs = nights(team, plan, [1000] * 20 + [800] * 10)
     detect_changes(runs[-1].pk)
-    assert sorted(AlertDelivery.objects.values_list("event", flat=True)) == ["new", "new"]
+    # One change of two cells: one incident, one notification.
+    assert sorted(AlertDelivery.objects.values_list("event", flat=True)) == ["new"]
     back = nights(team, plan, [1000] * 10)
     detect_changes(back[-1].pk)
     resolved = Alert.objects.filter(status=Alert.RESOLVED)
     assert sorted(resolved.values_list("cell_key", flat=True)) == ["rw=read", "rw=write"]
     assert all(a.resolved_run == back[-1] for a in resolved)
-    # improvements are not sent (only_bad), the resolution of a bad alert is
-    assert sorted(AlertDelivery.objects.values_list("event", flat=True)) == [
-        "new",
-        "new",
-        "resolved",
-        "resolved",
-    ]
+    # improvements are not sent (only_bad), the resolution of a bad incident is
+    assert sorted(AlertDelivery.objects.values_list("event", flat=True)) == ["new", "resolved"]
 
 
 def test_a_confirmation_after_a_plan_edit_re_runs_the_frozen_cells(team, plan, dropped):
