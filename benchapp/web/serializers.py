@@ -419,6 +419,7 @@ class AlertSerializer(serializers.ModelSerializer):
             "resolved_run",
             "plan_edit",
             "explanation",
+            "lead",
             "created_at",
         )
         read_only_fields = fields
