@@ -126,7 +126,7 @@ def _net_samples(speeds: dict[str, int], received_mb: dict[str, list[float]]) ->
 def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
     # 1000 Mb/s = 125 MB/s: 120 MB/s is 96 %; lo has no speed (-1).
     text = _net_samples(
-        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120], "lo": [900, 900, 900, 900]}
+        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120] * 2, "lo": [900] * 8}
     )
     summary = telemetry.summarize(telemetry.parse_samples(text))
     assert summary["net_eth0_line_pct"]["max"] == pytest.approx(96.0)
@@ -144,7 +144,7 @@ def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
 
 
 def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
-    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10]})  # 1 second in 4
+    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10] * 2})  # 1 second in 4
     summary = telemetry.summarize(telemetry.parse_samples(text))
     assert summary["net_eth0_line_pct"]["high_share"] == 0.25
     assert verdict.judge({"client": summary}, None)["limit"] == "none"
@@ -152,17 +152,17 @@ def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
 
 def test_a_declared_link_speed_is_the_target_hosts_not_the_clients():
     # A veth's nominal 10000 Mb/s: 6 MB/s is 0.5 % of it, but 96 % of a declared 50 Mb/s.
-    text = _net_samples({"veth0": 10000, "lo": -1}, {"veth0": [6.0] * 4, "lo": [900] * 4})
+    text = _net_samples({"veth0": 10000, "lo": -1}, {"veth0": [6.0] * 8, "lo": [900] * 8})
     watch = CellWatch(
         None, TargetSpec(name="t", kind="redis", host="10.0.0.1", link_mbit=50), None, None, None
     )
     for role in ("target", "host", "client"):
         watch._read(role, text)
     lines = {role: watch.series[role].get("net_veth0_line_pct") for role in watch.series}
-    assert lines["target"] == lines["host"] == [pytest.approx(96.0)] * 4
-    assert lines["client"] == [pytest.approx(0.48)] * 4  # the client keeps its driver's speed
+    assert lines["target"] == lines["host"] == [pytest.approx(96.0)] * 8
+    assert lines["client"] == [pytest.approx(0.48)] * 8  # the client keeps its driver's speed
     assert "net_lo_line_pct" not in watch.series["target"]  # lo is never judged
-    findings = watch.facts(measure_s=4)["verdict"]["findings"]  # the four samples
+    findings = watch.facts(measure_s=8)["verdict"]["findings"]  # the eight samples
     # The host and target roles both found it; the client's 0.5 % did not.
     assert [(f["code"], f["text"].split(":")[0]) for f in findings] == [
         ("network", "network-bound on the host"),
@@ -185,7 +185,11 @@ def test_the_host_sampler_prints_each_interfaces_link_speed():
 
 def test_no_limit_found_when_nothing_is_saturated():
     calm = telemetry.summarize(
-        {"t": [1.0, 2.0, 3.0], "cpu_busy_pct": [20.0, 25.0, 22.0], "cpu_steal_pct": [0.0] * 3}
+        {
+            "t": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "cpu_busy_pct": [20.0, 25.0, 22.0, 21.0, 22.0],
+            "cpu_steal_pct": [0.0] * 5,
+        }
     )
     found = verdict.judge({"client": calm, "target": calm}, None)
     assert found["limit"] == "none"
@@ -194,7 +198,9 @@ def test_no_limit_found_when_nothing_is_saturated():
 
 
 def test_client_cpu_comes_before_target_cpu():
-    busy = telemetry.summarize({"t": [1.0, 2.0], "cpu_busy_pct": [99.0, 97.0]})
+    busy = telemetry.summarize(
+        {"t": [1.0, 2.0, 3.0, 4.0, 5.0], "cpu_busy_pct": [99.0, 97.0] * 2 + [98.0]}
+    )
     found = verdict.judge({"client": busy, "target": busy}, None)
     assert [f["code"] for f in found["findings"]] == ["client_cpu", "target_cpu"]
     assert "98 % busy" in found["text"] and "100 % of the measured seconds" in found["text"]
@@ -231,7 +237,7 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
             "tool": "stress_ng" if False else "fio",
             "targets": [target],
             "client": {"on": "target"},
-            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 4, "time_based": True},
+            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 7, "time_based": True},
             "stress": {"cpu": 2, "cpu_load": 100},
         },
         resolve_secret=keys.__getitem__,
@@ -241,7 +247,16 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
     sampled = outcome.facts["telemetry"]["host"]["cpu_busy_pct"]["mean"]
     direct = outcome.facts["client_cpu_busy_pct"]
     assert sampled == pytest.approx(direct, abs=12)
-    assert outcome.facts["verdict"]["limit"] == "host_cpu"
+    # The stress-ng the cell started over SSH is the cell's own CPU (a child
+    # of the connection's sshd), not "other processes": two workers at 100 %
+    # get a good part of two cores even on a machine shared with other tests.
+    host = outcome.facts["telemetry"]["host"]
+    assert host["cpu_cell_pct"]["mean"] >= 30, host
+    codes = [f["code"] for f in outcome.facts["verdict"]["findings"]]
+    if host["cpu_other_pct"]["mean"] < verdict.DISTURBED_PCT:
+        assert codes[0] == "host_cpu", outcome.facts["verdict"]
+    else:  # others' tests kept the machine busy too: said first
+        assert codes[0] == "disturbed", outcome.facts["verdict"]
 
 
 @pytest.fixture
@@ -508,7 +523,7 @@ def _cpu_cell(cpus: float, threads: int):
             "tool": "sysbench",
             "targets": [{"name": "box", "kind": "host"}],
             "prepare": False,  # a CPU test has no data to prepare
-            "params": {"test": "cpu", "threads": threads, "time": 4},
+            "params": {"test": "cpu", "threads": threads, "time": 6},
         },
         limits=Limits(cpus=cpus),
     )
@@ -517,16 +532,18 @@ def _cpu_cell(cpus: float, threads: int):
 
 
 def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
-    """Four sysbench CPU threads under a quarter-core quota, nothing else to
+    """Eight sysbench CPU threads under a quarter-core quota, nothing else to
     wait for (the target is the idle host itself): the quota stopped them in
-    most periods, and the verdict says the client was the limit. (Four threads,
+    most periods, and the verdict says the client was the limit. (Eight threads,
     so that the quota is reached within each period even when other work
     shares the machine's two cores.) One thread with two cores of quota is
     hardly ever stopped."""
-    held = _cpu_cell(0.25, threads=4)
+    held = _cpu_cell(0.25, threads=8)
     assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
-    assert held.facts["verdict"]["limit"] == "client_cpu"
-    assert "CPU quota stopped it in" in held.facts["verdict"]["text"]
+    # After "disturbed" only, when other tests kept the machine busy meanwhile.
+    findings = [f for f in held.facts["verdict"]["findings"] if f["code"] != "disturbed"]
+    assert findings[0]["code"] == "client_cpu"
+    assert "CPU quota stopped it in" in findings[0]["text"]
 
     free = _cpu_cell(2.0, threads=1)
     throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
