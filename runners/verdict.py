@@ -38,9 +38,13 @@ DISTURBED_PCT = 20.0
 # A busy CPU is the cell's limit only when the tool and the server used at
 # least this share of what was busy; otherwise the others kept it busy.
 OWN_CPU_SHARE = 0.5
-# A verdict rests on at least this many per-second samples of the measure;
-# fewer, and it says "too short to judge" rather than read one or two seconds.
-MIN_SAMPLES = 5
+# A verdict rests on a measure of at least MIN_SECONDS, sampled at least
+# MIN_SAMPLES times (a sampler starved by a busy machine takes 1.5 s a
+# "second": 6 s measured then give 4 samples); less, and it says "too short
+# to judge" rather than read one or two seconds. Where the measure's length
+# is unknown (a verdict judged again later), MIN_SECONDS samples are needed.
+MIN_SECONDS = 5.0
+MIN_SAMPLES = 3
 
 Finding = dict  # {"code", "text", "evidence": {figure: value}}
 
@@ -344,13 +348,13 @@ def judge(
             "checked": [],
             **rests,
         }
-    if samples < MIN_SAMPLES and not (cloud and cloud.get("seconds")):
+    if _too_short(measured_s, samples) and not (cloud and cloud.get("seconds")):
         lasted = "" if measured_s is None else f"the measure lasted {measured_s:.1f} s, "
         return {
             "limit": "too_short",
             "text": f"too short to judge: {lasted}{samples} per-second sample"
-            f"{'s' if samples != 1 else ''}; a verdict needs at least {MIN_SAMPLES} "
-            "(measure longer: docs/telemetry.md)",
+            f"{'s' if samples != 1 else ''}; a verdict needs {MIN_SECONDS:g} measured seconds "
+            f"and {MIN_SAMPLES} samples at least (measure longer: docs/telemetry.md)",
             "findings": [],
             "checked": checked,
             **rests,
@@ -372,6 +376,12 @@ def judge(
         "checked": checked,
         **rests,
     }
+
+
+def _too_short(measured_s: float | None, samples: int) -> bool:
+    if measured_s is None:
+        return samples < MIN_SECONDS
+    return measured_s < MIN_SECONDS or samples < MIN_SAMPLES
 
 
 def _findings(hosts: dict, db: dict | None, cloud: dict | None, throttled) -> list[Finding]:
