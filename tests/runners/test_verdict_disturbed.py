@@ -35,7 +35,7 @@ def _sample(clock: float, cpu: tuple[int, int], procs: list[tuple], me: int = 10
     user, idle = cpu
     lines = [f"@@ {clock:.2f} 0.00", f"cpu  {user} 0 0 {idle} 0 0 0 0 0 0", f"self {me}"]
     lines += [
-        f"proc {pid} {ppid} {state} {ticks} {name}" for pid, ppid, state, ticks, name in procs
+        f"proc {pid} {ppid} {state} {ticks} 0 {name}" for pid, ppid, state, ticks, name in procs
     ]
     return "\n".join(lines + ["@@ end"]) + "\n"
 
@@ -51,7 +51,7 @@ def _two_seconds() -> str:
     second = _sample(
         11.0, (1150, 1050), [(200, 50, "R", 60, "sysbench"), (300, 50, "S", 30, "mariadbd")]
     )
-    second = second.replace("@@ end", "proc 400 1 R 55 stress-ng\n@@ end")
+    second = second.replace("@@ end", "proc 400 1 R 55 0 stress-ng\n@@ end")
     third = _sample(
         12.0,
         (1300, 1100),
