@@ -249,9 +249,11 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
     assert sampled == pytest.approx(direct, abs=12)
     # The stress-ng the cell started over SSH is the cell's own CPU (a child
     # of the connection's sshd), not "other processes": two workers at 100 %
-    # get a good part of two cores even on a machine shared with other tests.
+    # get a share of the two cores even beside ten busy processes of other
+    # tests (2 in 12: 16 %); counted as others', the cell would have ~1 %.
     host = outcome.facts["telemetry"]["host"]
-    assert host["cpu_cell_pct"]["mean"] >= 30, host
+    print("over SSH:", outcome.facts["verdict"]["text"], host["cpu_cell_pct"])
+    assert host["cpu_cell_pct"]["mean"] >= 8, host
     codes = [f["code"] for f in outcome.facts["verdict"]["findings"]]
     if host["cpu_other_pct"]["mean"] < verdict.DISTURBED_PCT:
         assert codes[0] == "host_cpu", outcome.facts["verdict"]
@@ -534,13 +536,15 @@ def _cpu_cell(cpus: float, threads: int):
 
 
 def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
-    """Eight sysbench CPU threads under a quarter-core quota, nothing else to
+    """Four sysbench CPU threads under a tenth-of-a-core quota, nothing else to
     wait for (the target is the idle host itself): the quota stopped them in
-    most periods, and the verdict says the client was the limit. (Eight threads,
-    so that the quota is reached within each period even when other work
-    shares the machine's two cores.) One thread with two cores of quota is
+    most periods, and the verdict says the client was the limit. (Four threads
+    and a tenth of a core, so that the quota is reached within each period
+    even when other work shares the machine's two cores: on cgroup v1 the
+    tool's group weighs like one process against them, and beside ten busy
+    processes got less than the quarter core this test once gave it.) One thread with two cores of quota is
     hardly ever stopped."""
-    held = _cpu_cell(0.25, threads=8)
+    held = _cpu_cell(0.1, threads=4)
     assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
     # After "disturbed" only, when other tests kept the machine busy meanwhile.
     findings = [f for f in held.facts["verdict"]["findings"] if f["code"] != "disturbed"]
@@ -549,7 +553,7 @@ def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
 
     free = _cpu_cell(2.0, threads=1)
     throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
-    print(f"share of CPU periods throttled: 0.25-core quota {throttled[0]}, 2 cores {throttled[1]}")
+    print(f"share of CPU periods throttled: 0.1-core quota {throttled[0]}, 2 cores {throttled[1]}")
     assert free.facts["client_cpu_throttled"] < verdict.THROTTLED_SHARE
     assert not any(
         "client.cpu_throttled_share" in f["evidence"] for f in free.facts["verdict"]["findings"]
