@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import time
 
-from runners import dbstatus, telemetry, verdict
+from runners import dbstatus, proctree, telemetry, verdict
 from runners.errors import RunnerError
+from runners.executors.local import LocalExecutor
 from runners.planspec import TargetSpec
 
 
@@ -40,6 +41,7 @@ class CellWatch:
         self.started: dict[str, float] = {}  # source -> wall clock of its first sample
         self.first: dict[str, float] = {}  # source -> its first sample's t (from origin)
         self.warnings: list[str] = []
+        self.owners: dict[str, proctree.Owners] = {}  # source -> whose CPU is whose there
 
     def _hosts(self) -> list[tuple[str, object]]:
         """(role, executor) of every machine to sample."""
@@ -55,8 +57,19 @@ class CellWatch:
             hosts.append(("target", self.ctx.executor(target_ssh)))
         return hosts
 
+    def _owners(self, role: str, executor) -> proctree.Owners:
+        """Who is the cell and who the server on the machine of role: the
+        server only where the target runs ("host": one machine, "target")."""
+        local = isinstance(executor, LocalExecutor)
+        if role not in ("host", "target") or self.endpoint is None:
+            return proctree.Owners(proctree.PARENT if local else proctree.SESSION)
+        where = self.endpoint
+        return proctree.owners_for(where.kind, local, where.port, where.socket)
+
     def start(self) -> None:
-        starts = [(role, ex, telemetry.sampler_command()) for role, ex in self._hosts()]
+        hosts = self._hosts()
+        self.owners = {role: self._owners(role, ex) for role, ex in hosts}
+        starts = [(role, ex, telemetry.sampler_command()) for role, ex in hosts]
         db_command = dbstatus.sampler_command(self.endpoint) if self.endpoint else None
         if db_command is not None:
             starts.append(("db", self.client, db_command))
@@ -96,7 +109,7 @@ class CellWatch:
         else:
             # The target's declared link speed is its host's ("host": one machine).
             link = self.target.link_mbit if source in ("target", "host") else None
-            series = telemetry.parse_samples(text, link_mbit=link)
+            series = telemetry.parse_samples(text, link_mbit=link, owners=self.owners.get(source))
         if series:
             self.series[source] = _shifted(series, shift)
             self.first[source] = shift
@@ -112,7 +125,7 @@ class CellWatch:
             source: telemetry.summarize(measured(s, 0.0, measure_s, self.first.get(source)))
             for source, s in self.series.items()
         }
-        found = judge(summaries, client_throttled=client_throttled)
+        found = judge(summaries, client_throttled=client_throttled, measured_s=measure_s)
         return {"telemetry": summaries, "verdict": found}
 
 
@@ -151,7 +164,10 @@ def _remove(executor, name: str) -> None:
 
 
 def judge(
-    summaries: dict[str, dict], cloud: dict | None = None, client_throttled: float | None = None
+    summaries: dict[str, dict],
+    cloud: dict | None = None,
+    client_throttled: float | None = None,
+    measured_s: float | None = None,
 ) -> dict:
     """The verdict of a cell's telemetry summaries ({source: summary}).
 
@@ -162,4 +178,6 @@ def judge(
     hosts = {s: v for s, v in hosts.items() if s not in clients}
     if clients:
         hosts["client"] = max((summaries[s] for s in clients), key=_busy)
-    return verdict.judge(hosts, summaries.get("db"), cloud, client_throttled=client_throttled)
+    return verdict.judge(
+        hosts, summaries.get("db"), cloud, client_throttled=client_throttled, measured_s=measured_s
+    )

@@ -12,8 +12,8 @@ PGPASSFILE, never in argv) and prints the counters a DBA reads:
 
 MySQL/MariaDB: SHOW GLOBAL STATUS (questions, commits, rows, buffer pool
 reads vs read requests, MyISAM key cache reads vs read requests, data
-reads/writes, row lock waits and time, deadlocks, threads, temporary disk
-tables). PostgreSQL: pg_stat_database of the target's database (commits,
+reads/writes, row lock waits and time, table locks granted at once and
+after a wait, deadlocks, threads, temporary disk tables). PostgreSQL: pg_stat_database of the target's database (commits,
 rollbacks, blocks read vs hit, tuples, deadlocks, temp bytes), active
 backends and waiting locks. Redis: INFO through redis-cli, its password in
 REDISCLI_AUTH (commands, keyspace hits and misses, evicted keys, used
@@ -58,6 +58,10 @@ MYSQL_COUNTERS = {
     # of those the ones read from a file because the key buffer lacked them.
     "Key_read_requests": "key_read_requests_per_s",
     "Key_reads": "key_reads_per_s",
+    # Table locks (MyISAM, MEMORY, LOCK TABLES): granted at once, or after a
+    # wait for another session's lock on the whole table.
+    "Table_locks_immediate": "table_locks_immediate_per_s",
+    "Table_locks_waited": "table_locks_waited_per_s",
 }
 MYSQL_GAUGES = {"Threads_running": "threads_running", "Threads_connected": "threads_connected"}
 POSTGRES_COUNTERS = {

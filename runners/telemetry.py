@@ -15,10 +15,12 @@ A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
     eth0: 214489060 331180 0 0 ...          /proc/net/dev
     speed eth0 1000                         /sys/class/net/eth0/speed, Mb/s (read once)
 
+It also lists the processes that used CPU (runners.proctree), so a second's
+CPU splits into the cell's own, the target server's and everyone else's.
 Nothing is installed on the host: sh, grep, cat and sleep. It runs through
-the cell's executor like any command (locally in the sandbox, whose /proc
-still shows the whole machine's counters; over SSH on the pooled
-connection). `parse_samples` turns the text into a columnar series
+the cell's executor like any command (locally outside the sandbox, as the
+worker's child, so it sees every process; over SSH on the pooled
+connection, beside the cell's other commands). `parse_samples` turns the text into a columnar series
 (runners.results.Series) of per-second rates and levels; `summarize` gives
 the mean, max and the share of seconds above a level that the verdict
 rules (runners.verdict) read.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from runners import proctree
 from runners.command import Command
 from runners.metrics import CONTEXT, HIGHER, LOWER, NEUTRAL, Metric
 from runners.results import Series
@@ -50,6 +53,7 @@ _SCRIPT = (
     "grep -E '^(pswpin|pswpout) ' /proc/vmstat; "
     "sed 's/^/disk /' /proc/diskstats; "
     "sed -n 's/^ *\\([^ :]*\\): */net \\1 /p' /proc/net/dev; "
+    f"{proctree.SCRIPT}"
     f"echo {MARK} end; sleep {INTERVAL_S}; done"
 )
 # /proc/stat cpu columns, in order (steal is the 8th).
@@ -60,8 +64,12 @@ MB = 1_000_000
 
 
 def sampler_command() -> Command:
-    """The background command that prints one sample a second until stopped."""
-    return Command(argv=["sh", "-c", _SCRIPT], tool="telemetry", package="coreutils")
+    """The background command that prints one sample a second until stopped.
+
+    Outside the sandbox on the worker's own machine: it is this fixed
+    script, not a plan's tool, and a sandbox's pid namespace would hide the
+    other processes whose CPU it accounts (runners.proctree)."""
+    return Command(argv=["sh", "-c", _SCRIPT], tool="telemetry", package="coreutils", sandbox=False)
 
 
 # ------------------------------------------------------------------ parsing
@@ -234,19 +242,39 @@ def _active(samples: list[dict], prefix: str, names: list[str]) -> list[str]:
     ]
 
 
-def parse_samples(text: str, link_mbit: float | None = None) -> Series:
+def _group_shares(prev: dict, cur: dict, ticks: dict, running: int) -> dict[str, float]:
+    """The interval's CPU shares of the cell, the server and the others (runners.proctree)."""
+
+    def delta(field: str) -> float:
+        return cur.get(f"cpu.{field}", 0.0) - prev.get(f"cpu.{field}", 0.0)
+
+    total = sum(delta(field) for field in _CPU_FIELDS)
+    busy = delta("user") + delta("nice") + delta("system")
+    return proctree.shares(ticks, running, total, busy)
+
+
+def parse_samples(
+    text: str, link_mbit: float | None = None, owners: proctree.Owners | None = None
+) -> Series:
     """The sampler's output as a columnar series: t (seconds since the first
     sample), one column per figure; per-second rates
     come from consecutive samples, so n samples give n - 1 rows.
 
     link_mbit: the host's declared link speed (the target's `link_mbit`),
     used for every interface but lo instead of the speed its driver reports.
+    owners: who is the cell and who the server on this machine, for the
+    CPU shares of each (cpu_cell_pct, cpu_server_pct, cpu_other_pct,
+    runnable_other; runners.proctree).
 
     Disks and interfaces that did nothing during the window are left out,
     as are partitions (their disk is there) and loop/ram devices."""
-    parsed = [(clock, _counters(lines)) for clock, lines in samples(text)]
+    blocks = list(samples(text))
+    parsed = [(clock, _counters(lines)) for clock, lines in blocks]
     if len(parsed) < 2:
         return {}
+    accounting = proctree.Accounting(owners or proctree.Owners())
+    # Whose CPU each interval was: None for the first sample (the baseline).
+    accounted = [accounting.interval(lines) for _, lines in blocks]
     counters = [c for _, c in parsed]
     disk_names = {k.split(".")[1] for k in counters[-1] if k.startswith("disk.")}
     net_names = {k.split(".")[1] for k in counters[-1] if k.startswith("net.")}
@@ -255,11 +283,13 @@ def parse_samples(text: str, link_mbit: float | None = None) -> Series:
     cpus = sorted({k.split(".")[0] for k in counters[-1] if k.startswith("cpu")}, key=_cpu_order)
     origin = parsed[0][0]
     rows = []
-    for (t0, prev), (t1, cur) in zip(parsed, parsed[1:]):
+    for (t0, prev), (t1, cur), groups in zip(parsed, parsed[1:], accounted[1:]):
         dt = t1 - t0
         if dt <= 0:
             continue
         row = _interval_row(prev, cur, dt, disks, nets, cpus, link_mbit)
+        if groups is not None:
+            row.update(_group_shares(prev, cur, *groups))
         rows.append({"t": round(t1 - origin, 2), **row})
     names = list(dict.fromkeys(name for row in rows for name in row))
     return {name: [row.get(name) for row in rows] for name in names}
@@ -342,6 +372,11 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "cpu_busy_pct": ("CPU busy", "%", NEUTRAL),
     "cpu_iowait_pct": ("CPU iowait", "%", NEUTRAL),
     "cpu_steal_pct": ("CPU steal", "%", LOWER),
+    # Whose CPU it was (runners.proctree), in % of all the machine's CPUs.
+    "cpu_cell_pct": ("CPU used by the cell's processes", "%", NEUTRAL),
+    "cpu_server_pct": ("CPU used by the database server", "%", NEUTRAL),
+    "cpu_other_pct": ("CPU used by other processes", "%", LOWER),
+    "runnable_other": ("other processes running", "", LOWER),
     "load1": ("load (1 min)", "", NEUTRAL),
     "procs_running": ("run queue", "", NEUTRAL),
     "mem_used_mb": ("memory used", "MB", NEUTRAL),
@@ -363,6 +398,8 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "key_cache_hit_ratio_pct": ("MyISAM key cache hit ratio", "%", HIGHER),
     "key_reads_per_s": ("MyISAM key blocks read from files", "/s", NEUTRAL),
     "row_lock_waits_per_s": ("row lock waits", "/s", LOWER),
+    "table_locks_waited_per_s": ("table lock waits", "/s", LOWER),
+    "table_locks_immediate_per_s": ("table locks granted at once", "/s", NEUTRAL),
     "deadlocks_per_s": ("deadlocks", "/s", LOWER),
     "threads_running": ("threads running", "", NEUTRAL),
     "active_backends": ("active backends", "", NEUTRAL),

@@ -24,13 +24,27 @@ NET_LINE_SHARE = 0.5  # an interface at >= 90 % of its link speed for this share
 SWAP_PAGES_S = 10.0  # mean pages swapped in or out per second
 HIT_RATIO_PCT = 99.0  # buffer pool / cache hit ratio below this ...
 DISK_READS_S = 50.0  # ... with at least this many reads from disk per second
-LOCK_WAITS_S = 1.0  # row lock waits per second, or any deadlock
+LOCK_WAITS_S = 1.0  # row or table lock waits per second, or any deadlock
 CPU_CREDITS_LOW = 1.0  # a burstable instance at or below this many CPU credits is throttled
 BURST_BALANCE_LOW_PCT = 10.0  # gp2/st1 storage burst balance at or below this share
 # The tool's CPU quota (a sandboxed local run, runners.cgroups) stopped it in
 # at least half its 100 ms scheduling periods: its pace was the quota's. A
 # tool with CPU to spare is throttled in few periods, if any.
 THROTTLED_SHARE = 0.5
+# Processes neither the cell's nor the target server's used this share of
+# the machine's CPU (all its cores; runners.proctree): the figure was
+# measured beside someone else's work, whatever limited it.
+DISTURBED_PCT = 20.0
+# A busy CPU is the cell's limit only when the tool and the server used at
+# least this share of what was busy; otherwise the others kept it busy.
+OWN_CPU_SHARE = 0.5
+# A verdict rests on a measure of at least MIN_SECONDS, sampled at least
+# MIN_SAMPLES times (a sampler starved by a busy machine takes 1.5 s a
+# "second": 6 s measured then give 4 samples); less, and it says "too short
+# to judge" rather than read one or two seconds. Where the measure's length
+# is unknown (a verdict judged again later), MIN_SECONDS samples are needed.
+MIN_SECONDS = 5.0
+MIN_SAMPLES = 3
 
 Finding = dict  # {"code", "text", "evidence": {figure: value}}
 
@@ -39,16 +53,57 @@ def _pct(value: float) -> str:
     return f"{value:.0f} %"
 
 
+def _mean(summary: dict, figure: str) -> float | None:
+    entry = summary.get(figure)
+    return entry.get("mean") if isinstance(entry, dict) else None
+
+
+def _own_cpu(summary: dict) -> float | None:
+    """The mean % of the machine's CPU the cell's processes and the server
+    used (None when the sampler could not tell whose CPU it was)."""
+    cell, server = _mean(summary, "cpu_cell_pct"), _mean(summary, "cpu_server_pct")
+    return None if cell is None else cell + (server or 0.0)
+
+
+def _disturbed(summary: dict, role: str) -> Finding | None:
+    other = _mean(summary, "cpu_other_pct")
+    if other is None or other < DISTURBED_PCT:
+        return None
+    cell = _mean(summary, "cpu_cell_pct") or 0.0
+    server = _mean(summary, "cpu_server_pct") or 0.0
+    running = _mean(summary, "runnable_other") or 0.0
+    return {
+        "code": "disturbed",
+        "text": f"disturbed: other processes used {_pct(other)} of the {role}'s CPU on average "
+        f"(the cell's own {_pct(cell)}, the database server's {_pct(server)}), with {running:.1f} "
+        "of their processes running beside the cell's: this figure was measured beside "
+        "someone else's work",
+        "evidence": {
+            f"{role}.cpu_other_pct.mean": other,
+            f"{role}.cpu_cell_pct.mean": cell,
+            f"{role}.cpu_server_pct.mean": server,
+            f"{role}.runnable_other.mean": running,
+        },
+    }
+
+
 def _cpu_bound(summary: dict, role: str) -> Finding | None:
     busy = summary.get("cpu_busy_pct")
     if not busy or busy.get("high_share", 0) < CPU_BUSY_SHARE:
         return None
+    own = _own_cpu(summary)
+    if own is not None and own < OWN_CPU_SHARE * busy["mean"]:
+        return None  # busy with the others' work: the disturbed finding says so
     who = {"client": "client", "target": "target", "host": "host (client and target)"}[role]
+    whose = "" if own is None else f", {_pct(own)} of it the cell's and the server's"
+    evidence = {f"{role}.cpu_busy_pct.mean": busy["mean"], "share": busy["high_share"]}
+    if own is not None:
+        evidence[f"{role}.cpu_own_pct.mean"] = round(own, 2)
     return {
         "code": f"{role}_cpu",
-        "text": f"{who} CPU-bound: CPU {_pct(busy['mean'])} busy on average, at or above "
+        "text": f"{who} CPU-bound: CPU {_pct(busy['mean'])} busy on average{whose}, at or above "
         f"{CPU_BUSY_PCT:g} % for {_pct(100 * busy['high_share'])} of the measured seconds",
-        "evidence": {f"{role}.cpu_busy_pct.mean": busy["mean"], "share": busy["high_share"]},
+        "evidence": evidence,
     }
 
 
@@ -150,19 +205,35 @@ def _not_in_memory(db: dict) -> Finding | None:
 
 
 def _locks(db: dict) -> Finding | None:
-    waits = db.get("row_lock_waits_per_s", {}).get("mean", 0.0)
-    deadlocks = db.get("deadlocks_per_s", {}).get("mean", 0.0)
+    waits = _mean(db, "row_lock_waits_per_s") or 0.0
+    deadlocks = _mean(db, "deadlocks_per_s") or 0.0
+    table_waits = _mean(db, "table_locks_waited_per_s") or 0.0
     seconds = db.get("seconds", 0)
-    if waits < LOCK_WAITS_S and deadlocks * seconds < 1:
+    row_bound = waits >= LOCK_WAITS_S or deadlocks * seconds >= 1
+    if not row_bound and table_waits < LOCK_WAITS_S:
         return None
-    lock_ms = db.get("row_lock_time_ms_per_s", {}).get("mean")
-    detail = f", {lock_ms:.0f} ms waited per second" if lock_ms else ""
-    return {
-        "code": "locks",
-        "text": f"lock contention: {waits:.1f} row lock waits per second{detail}, "
-        f"{deadlocks * seconds:.0f} deadlocks",
-        "evidence": {"db.row_lock_waits_per_s": waits, "db.deadlocks": deadlocks * seconds},
-    }
+    parts, evidence = [], {}
+    if table_waits >= LOCK_WAITS_S:
+        parts.append(_table_locks(db, table_waits))
+        evidence["db.table_locks_waited_per_s"] = table_waits
+    if row_bound:
+        lock_ms = _mean(db, "row_lock_time_ms_per_s")
+        detail = f", {lock_ms:.0f} ms waited per second" if lock_ms else ""
+        parts.append(
+            f"{waits:.1f} row lock waits per second{detail}, {deadlocks * seconds:.0f} deadlocks"
+        )
+        evidence.update({"db.row_lock_waits_per_s": waits, "db.deadlocks": deadlocks * seconds})
+    return {"code": "locks", "text": "lock contention: " + "; ".join(parts), "evidence": evidence}
+
+
+def _table_locks(db: dict, waits: float) -> str:
+    """Table-lock waits in words: how many a second, and their share of all table locks."""
+    immediate = _mean(db, "table_locks_immediate_per_s") or 0.0
+    share = 100 * waits / (waits + immediate) if waits + immediate else 0.0
+    return (
+        f"{waits:.1f} table lock waits per second ({share:.0f} % of table locks waited for "
+        "another session's lock on the whole table: MyISAM locks a table for each write)"
+    )
 
 
 def _burst(cloud: dict) -> Finding | None:
@@ -227,6 +298,8 @@ CODES = (
     "not_in_memory",
     "locks",
     "burst_credits",
+    "disturbed",
+    "too_short",
     "none",
     "no_telemetry",
 )
@@ -241,26 +314,30 @@ def judge(
     cloud: dict | None = None,
     *,
     client_throttled: float | None = None,
+    measured_s: float | None = None,
 ) -> dict:
-    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...]}.
+    """{"limit": headline code, "text": headline, "findings": [...], "checked": [...],
+    "seconds": measured seconds, "samples": per-second samples it rests on}.
 
     cloud: the summary of the target's cloud monitoring (CloudWatch), if read;
-    client_throttled: the share of CPU periods the tool's quota stopped it in."""
-    findings, checked = [], []
-    quota = _client_quota(client_throttled)
-    if quota:
-        findings.append(quota)
-    for role in ROLES:
-        if role in hosts and hosts[role].get("seconds"):
-            checked.append(f"{role} host")
-            findings += [f for rule in HOST_RULES if (f := rule(hosts[role], role))]
+    client_throttled: the share of CPU periods the tool's quota stopped it in;
+    measured_s: how long the measure lasted (None: unknown, e.g. re-judged later).
+
+    A machine busy with others' work comes first (disturbed: every other
+    figure of the cell was measured beside it), then the client's quota,
+    then each machine's and the database's rules. Fewer than MIN_SAMPLES
+    samples: "too short to judge", whatever the rules would say."""
+    checked = [f"{role} host" for role in ROLES if (hosts.get(role) or {}).get("seconds")]
     if cloud and cloud.get("seconds"):
         checked.append("cloud monitoring")
-        findings += [f for rule in CLOUD_RULES if (f := rule(cloud))]
     if db and db.get("seconds"):
         checked.append("database")
-        findings += [f for rule in DB_RULES if (f := rule(db))]
-    if not findings and not checked:
+    samples = max(
+        [(hosts.get(role) or {}).get("seconds", 0) for role in ROLES]
+        + [(db or {}).get("seconds", 0)]
+    )
+    rests = {"seconds": None if measured_s is None else round(measured_s, 1), "samples": samples}
+    if not checked:
         # Not "no limit found": nothing was looked at (a measure shorter than
         # two samples, or every sampler failed), so nothing can be ruled out.
         return {
@@ -269,7 +346,20 @@ def judge(
             f"{2 * INTERVAL_S} s, or sampling failed: see the cell's warnings)",
             "findings": [],
             "checked": [],
+            **rests,
         }
+    if _too_short(measured_s, samples) and not (cloud and cloud.get("seconds")):
+        lasted = "" if measured_s is None else f"the measure lasted {measured_s:.1f} s, "
+        return {
+            "limit": "too_short",
+            "text": f"too short to judge: {lasted}{samples} per-second sample"
+            f"{'s' if samples != 1 else ''}; a verdict needs {MIN_SECONDS:g} measured seconds "
+            f"and {MIN_SAMPLES} samples at least (measure longer: docs/telemetry.md)",
+            "findings": [],
+            "checked": checked,
+            **rests,
+        }
+    findings = _findings(hosts, db, cloud, client_throttled)
     if not findings:
         looked = ", ".join(checked)
         return {
@@ -277,10 +367,45 @@ def judge(
             "text": f"no limit found in the telemetry (looked at: {looked})",
             "findings": [],
             "checked": checked,
+            **rests,
         }
     return {
         "limit": findings[0]["code"],
         "text": findings[0]["text"],
         "findings": findings,
         "checked": checked,
+        **rests,
     }
+
+
+def _too_short(measured_s: float | None, samples: int) -> bool:
+    if measured_s is None:
+        return samples < MIN_SECONDS
+    return measured_s < MIN_SECONDS or samples < MIN_SAMPLES
+
+
+def _findings(hosts: dict, db: dict | None, cloud: dict | None, throttled) -> list[Finding]:
+    """Every rule's finding, in the verdict's order."""
+    sampled = [role for role in ROLES if (hosts.get(role) or {}).get("seconds")]
+    findings = [f for role in sampled if (f := _disturbed(hosts[role], role))]
+    quota = _client_quota(throttled)
+    if quota:
+        findings.append(quota)
+    for role in sampled:
+        findings += [f for rule in HOST_RULES if (f := rule(hosts[role], role))]
+    if cloud and cloud.get("seconds"):
+        findings += [f for rule in CLOUD_RULES if (f := rule(cloud))]
+    if db and db.get("seconds"):
+        findings += [f for rule in DB_RULES if (f := rule(db))]
+    return findings
+
+
+def rests_on(found: dict) -> str:
+    """ "12.3 measured seconds, 11 samples": what a verdict rests on, in words
+    ("" for a verdict stored before it said)."""
+    samples = found.get("samples")
+    if samples is None:
+        return ""
+    seconds = found.get("seconds")
+    head = f"{seconds:g} measured seconds, " if seconds is not None else ""
+    return f"{head}{samples} sample{'s' if samples != 1 else ''}"

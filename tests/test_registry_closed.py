@@ -32,7 +32,7 @@ KNOWN = {
     ("benchapp/runs/connection.py", "pgbench"): "help text of a connection check's finding",
     ("benchapp/runs/connection.py", "fio"): "help text of a host check's finding",
     ("benchapp/web/forms_targets.py", "pgbench"): "help text: what custom scripts allow",
-    ("benchapp/management/commands/demo_run.py", "mysqlslap"): "the demo's plans are data",
+    ("benchapp/management/commands/demo_run.py", "sysbench"): "the demo's plans are data",
     ("benchapp/management/commands/demo_run.py", "fio"): "the demo's plans are data",
     ("runners/docs.py", "sysbench"): "generated plan reference prose",
     ("runners/docs.py", "pgbench"): "generated plan reference prose",

@@ -83,6 +83,8 @@ def display_rows(data: dict) -> list[dict]:
                 "spread": spread(stats),
                 "client_bound": stats.client_bound,
                 "limits": stats.limits,
+                # measured while other processes used the CPU (runners.verdict)
+                "disturbed": "disturbed" in stats.limits,
                 # shown under the figure only when a rule found a limit
                 "limited_by": ", ".join(code for code in stats.limits if code != "none"),
             }

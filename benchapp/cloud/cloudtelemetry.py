@@ -139,7 +139,10 @@ def record(cell: Cell, series: dict) -> None:
         summaries = {**facts.get("telemetry", {}), SOURCE: summary}
         facts["telemetry"] = summaries
         facts["verdict"] = cellwatch.judge(
-            summaries, summary, client_throttled=facts.get("client_cpu_throttled")
+            summaries,
+            summary,
+            client_throttled=facts.get("client_cpu_throttled"),
+            measured_s=(facts.get("verdict") or {}).get("seconds"),
         )
         Cell.objects.filter(pk=current.pk).update(facts=facts)
 

@@ -97,7 +97,7 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
         assert f"... waiting for the web server at {url}" in said
         assert any(
             re.fullmatch(
-                r"Demo run #1 started: demo: mysqlslap load types on local MariaDB \(5 cells\) "
+                r"Demo run #1 started: demo: sysbench OLTP threads on local MariaDB \(3 cells\) "
                 r"in schema benchboard_demo on 127\.0\.0\.1:3306 — see it at /runs/1/",
                 line,
             )

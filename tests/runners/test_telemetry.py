@@ -126,7 +126,7 @@ def _net_samples(speeds: dict[str, int], received_mb: dict[str, list[float]]) ->
 def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
     # 1000 Mb/s = 125 MB/s: 120 MB/s is 96 %; lo has no speed (-1).
     text = _net_samples(
-        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120], "lo": [900, 900, 900, 900]}
+        {"eth0": 1000, "lo": -1}, {"eth0": [120, 120, 10, 120] * 2, "lo": [900] * 8}
     )
     summary = telemetry.summarize(telemetry.parse_samples(text))
     assert summary["net_eth0_line_pct"]["max"] == pytest.approx(96.0)
@@ -144,7 +144,7 @@ def test_an_interface_at_its_line_rate_half_the_seconds_is_network_bound():
 
 
 def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
-    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10]})  # 1 second in 4
+    text = _net_samples({"eth0": 1000}, {"eth0": [120, 100, 100, 10] * 2})  # 1 second in 4
     summary = telemetry.summarize(telemetry.parse_samples(text))
     assert summary["net_eth0_line_pct"]["high_share"] == 0.25
     assert verdict.judge({"client": summary}, None)["limit"] == "none"
@@ -152,17 +152,17 @@ def test_an_interface_under_its_line_rate_most_seconds_is_not_network_bound():
 
 def test_a_declared_link_speed_is_the_target_hosts_not_the_clients():
     # A veth's nominal 10000 Mb/s: 6 MB/s is 0.5 % of it, but 96 % of a declared 50 Mb/s.
-    text = _net_samples({"veth0": 10000, "lo": -1}, {"veth0": [6.0] * 4, "lo": [900] * 4})
+    text = _net_samples({"veth0": 10000, "lo": -1}, {"veth0": [6.0] * 8, "lo": [900] * 8})
     watch = CellWatch(
         None, TargetSpec(name="t", kind="redis", host="10.0.0.1", link_mbit=50), None, None, None
     )
     for role in ("target", "host", "client"):
         watch._read(role, text)
     lines = {role: watch.series[role].get("net_veth0_line_pct") for role in watch.series}
-    assert lines["target"] == lines["host"] == [pytest.approx(96.0)] * 4
-    assert lines["client"] == [pytest.approx(0.48)] * 4  # the client keeps its driver's speed
+    assert lines["target"] == lines["host"] == [pytest.approx(96.0)] * 8
+    assert lines["client"] == [pytest.approx(0.48)] * 8  # the client keeps its driver's speed
     assert "net_lo_line_pct" not in watch.series["target"]  # lo is never judged
-    findings = watch.facts(measure_s=4)["verdict"]["findings"]  # the four samples
+    findings = watch.facts(measure_s=8)["verdict"]["findings"]  # the eight samples
     # The host and target roles both found it; the client's 0.5 % did not.
     assert [(f["code"], f["text"].split(":")[0]) for f in findings] == [
         ("network", "network-bound on the host"),
@@ -185,7 +185,11 @@ def test_the_host_sampler_prints_each_interfaces_link_speed():
 
 def test_no_limit_found_when_nothing_is_saturated():
     calm = telemetry.summarize(
-        {"t": [1.0, 2.0, 3.0], "cpu_busy_pct": [20.0, 25.0, 22.0], "cpu_steal_pct": [0.0] * 3}
+        {
+            "t": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "cpu_busy_pct": [20.0, 25.0, 22.0, 21.0, 22.0],
+            "cpu_steal_pct": [0.0] * 5,
+        }
     )
     found = verdict.judge({"client": calm, "target": calm}, None)
     assert found["limit"] == "none"
@@ -194,7 +198,9 @@ def test_no_limit_found_when_nothing_is_saturated():
 
 
 def test_client_cpu_comes_before_target_cpu():
-    busy = telemetry.summarize({"t": [1.0, 2.0], "cpu_busy_pct": [99.0, 97.0]})
+    busy = telemetry.summarize(
+        {"t": [1.0, 2.0, 3.0, 4.0, 5.0], "cpu_busy_pct": [99.0, 97.0] * 2 + [98.0]}
+    )
     found = verdict.judge({"client": busy, "target": busy}, None)
     assert [f["code"] for f in found["findings"]] == ["client_cpu", "target_cpu"]
     assert "98 % busy" in found["text"] and "100 % of the measured seconds" in found["text"]
@@ -231,7 +237,7 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
             "tool": "stress_ng" if False else "fio",
             "targets": [target],
             "client": {"on": "target"},
-            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 4, "time_based": True},
+            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 7, "time_based": True},
             "stress": {"cpu": 2, "cpu_load": 100},
         },
         resolve_secret=keys.__getitem__,
@@ -241,7 +247,18 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
     sampled = outcome.facts["telemetry"]["host"]["cpu_busy_pct"]["mean"]
     direct = outcome.facts["client_cpu_busy_pct"]
     assert sampled == pytest.approx(direct, abs=12)
-    assert outcome.facts["verdict"]["limit"] == "host_cpu"
+    # The stress-ng the cell started over SSH is the cell's own CPU (a child
+    # of the connection's sshd), not "other processes": two workers at 100 %
+    # get a share of the two cores even beside ten busy processes of other
+    # tests (2 in 12: 16 %); counted as others', the cell would have ~1 %.
+    host = outcome.facts["telemetry"]["host"]
+    print("over SSH:", outcome.facts["verdict"]["text"], host["cpu_cell_pct"])
+    assert host["cpu_cell_pct"]["mean"] >= 8, host
+    codes = [f["code"] for f in outcome.facts["verdict"]["findings"]]
+    if host["cpu_other_pct"]["mean"] < verdict.DISTURBED_PCT:
+        assert codes[0] == "host_cpu", outcome.facts["verdict"]
+    else:  # others' tests kept the machine busy too: said first
+        assert codes[0] == "disturbed", outcome.facts["verdict"]
 
 
 @pytest.fixture
@@ -278,7 +295,7 @@ def test_a_table_larger_than_the_buffer_pool_is_data_not_in_memory(tiny_pool_mar
             "tables": 1,
             "table_size": 200000,
             "threads": 2,
-            "time": 4,
+            "time": 7,
         },
     }
     (small,) = _run({**read, "prepare": {"once": True}})
@@ -309,7 +326,7 @@ def test_many_threads_updating_the_same_rows_is_lock_contention(tiny_pool_mariad
                 "tables": 1,
                 "table_size": 4,
                 "threads": 16,
-                "time": 4,
+                "time": 7,
             },
             "prepare": {"once": True},
         }
@@ -339,7 +356,7 @@ def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key
         "ENGINE=MyISAM; INSERT INTO kc.t SELECT seq, seq * 7919 % 1000003 FROM kc.seq_1_to_300000",
     )
     # Range scans of 3 % of the index (~200 KB each): about 1.5 s per 1000
-    # queries here, so 3000 measure for more than the two samples a verdict needs.
+    # queries here, so 6000 measure for more than the 5 s a verdict needs.
     scan = {
         "tool": "mysqlslap",
         "targets": [_mysql_target(port, "kc")],
@@ -350,7 +367,7 @@ def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key
             "no_drop": True,
             "query": "SELECT COUNT(*) FROM kc.t WHERE k BETWEEN 1000 AND 30000",
             "concurrency": 2,
-            "number_of_queries": 3000,
+            "number_of_queries": 6000,
         },
     }
     (small,) = _run(scan)
@@ -384,7 +401,8 @@ def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
     for outcome in outcomes:
         assert outcome.status == "succeeded", outcome.error
         assert outcome.facts["telemetry"]["db"]["seconds"] >= 4, outcome.facts["telemetry"]
-        assert outcome.facts["verdict"]["limit"] != "no_telemetry"
+        assert outcome.facts["verdict"]["seconds"] >= verdict.MIN_SECONDS
+        assert outcome.facts["verdict"]["limit"] not in ("no_telemetry", "too_short")
         # "Is it in memory?" for MyISAM: its key cache was read.
         assert "key_cache_hit_ratio_pct" in outcome.facts["telemetry"]["db"]
         print(outcome.facts["verdict"]["text"])  # shown with -s: what S5 quick finds here
@@ -407,15 +425,16 @@ def test_the_s1_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
     for outcome in outcomes:
         assert outcome.status == "succeeded", outcome.error
         summaries = outcome.facts["telemetry"]
-        seconds.append(min(summaries[source]["seconds"] for source in ("host", "db")))
-        assert outcome.facts["verdict"]["limit"] != "no_telemetry"
+        assert min(summaries[source]["seconds"] for source in ("host", "db")) >= 3
+        seconds.append(outcome.facts["verdict"]["seconds"])
+        assert outcome.facts["verdict"]["limit"] not in ("no_telemetry", "too_short")
     print("measured seconds per S1 quick cell:", seconds)  # shown with -s
     # mysqlslap runs a number of queries, not a time: the seconds follow the
     # machine's speed. 8000 queries × 2 iterations gave [2, 3, 4, 3, 2, 2, 3, 3,
     # 3, 2] on an idle machine and 1 s cells on a faster one; 16000 × 4 gives
     # [3, 8, 5, 8, 5, 3, 8, 5, 8, 5] on that faster one, idle, more when busy.
-    # Every verdict rests on two samples or more.
-    assert min(seconds) >= 2, seconds
+    # Every verdict rests on 5 measured seconds or more.
+    assert min(seconds) >= verdict.MIN_SECONDS, seconds
 
 
 def _sample_redis(endpoint: Endpoint, load) -> tuple[dict, list[str]]:
@@ -508,7 +527,7 @@ def _cpu_cell(cpus: float, threads: int):
             "tool": "sysbench",
             "targets": [{"name": "box", "kind": "host"}],
             "prepare": False,  # a CPU test has no data to prepare
-            "params": {"test": "cpu", "threads": threads, "time": 4},
+            "params": {"test": "cpu", "threads": threads, "time": 6},
         },
         limits=Limits(cpus=cpus),
     )
@@ -517,20 +536,24 @@ def _cpu_cell(cpus: float, threads: int):
 
 
 def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
-    """Four sysbench CPU threads under a quarter-core quota, nothing else to
+    """Four sysbench CPU threads under a tenth-of-a-core quota, nothing else to
     wait for (the target is the idle host itself): the quota stopped them in
-    most periods, and the verdict says the client was the limit. (Four threads,
-    so that the quota is reached within each period even when other work
-    shares the machine's two cores.) One thread with two cores of quota is
+    most periods, and the verdict says the client was the limit. (Four threads
+    and a tenth of a core, so that the quota is reached within each period
+    even when other work shares the machine's two cores: on cgroup v1 the
+    tool's group weighs like one process against them, and beside ten busy
+    processes got less than the quarter core this test once gave it.) One thread with two cores of quota is
     hardly ever stopped."""
-    held = _cpu_cell(0.25, threads=4)
+    held = _cpu_cell(0.1, threads=4)
     assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
-    assert held.facts["verdict"]["limit"] == "client_cpu"
-    assert "CPU quota stopped it in" in held.facts["verdict"]["text"]
+    # After "disturbed" only, when other tests kept the machine busy meanwhile.
+    findings = [f for f in held.facts["verdict"]["findings"] if f["code"] != "disturbed"]
+    assert findings[0]["code"] == "client_cpu"
+    assert "CPU quota stopped it in" in findings[0]["text"]
 
     free = _cpu_cell(2.0, threads=1)
     throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
-    print(f"share of CPU periods throttled: 0.25-core quota {throttled[0]}, 2 cores {throttled[1]}")
+    print(f"share of CPU periods throttled: 0.1-core quota {throttled[0]}, 2 cores {throttled[1]}")
     assert free.facts["client_cpu_throttled"] < verdict.THROTTLED_SHARE
     assert not any(
         "client.cpu_throttled_share" in f["evidence"] for f in free.facts["verdict"]["findings"]

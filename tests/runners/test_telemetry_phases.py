@@ -104,7 +104,7 @@ def test_warmup_over_ssh_is_sampled_on_the_measures_time_axis(sshd, tmp_path):  
             "tool": "fio",
             "targets": [target],
             "client": {"on": "target"},
-            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 4, "time_based": True},
+            "params": {"directory": str(tmp_path), "size": "4M", "runtime": 6, "time_based": True},
             "warmup": {"runtime": 3},
             "stress": {"cpu": 1, "cpu_load": 50},
         },

@@ -18,6 +18,7 @@ from benchapp.models import Artifact, Cell, Run
 from benchapp.runs import fairshare, orchestration
 from benchapp.runs.progress import run_progress
 from benchapp.store import artifactstore
+from runners import verdict
 
 
 @login_required
@@ -154,6 +155,7 @@ def cell_artifacts(request, pk, cell_id):
             "timeline": timeline.cell_timeline(cell),
             "telemetry_rows": timeline.summary_rows(cell.facts or {}),
             "verdict": (cell.facts or {}).get("verdict"),
+            "verdict_rests_on": verdict.rests_on((cell.facts or {}).get("verdict") or {}),
             "prepared_by": _prepared_by(run, cell),
             "artifacts": rawoutput.excerpts(cell.artifacts.all()),
             "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024,

@@ -251,7 +251,7 @@ def test_preview_needs_post_and_login(owner_client):
 QUICK_CELLS = {
     "s1-rds-classes-mysqlslap": 10,
     "s2-oltp-vs-cpu-stress": 3,
-    "s3-ebs-raid0-fio": 8,
+    "s3-ebs-raid0-fio": 4,  # 2 block sizes × 2 patterns (6 s each; volumes need provisioning)
     "s4-managed-mysql-threads": 8,
     "s5-myisam-update": 6,
 }
