@@ -50,18 +50,14 @@ def run_snapshots(run: Run) -> list[dict]:
     ]
 
 
-def _per_run(runs: list[Run], cell_ids) -> list[dict[str, dict[str, set]]]:
-    """For each run, {group: {setting: {values over the cells' snapshots}}}."""
+def _per_run(runs: list[Run], cells) -> list[dict[str, dict[str, set]]]:
+    """For each run, {group: {setting: {values over its cells' snapshots}}};
+    cells: the comparison's CellInfo rows (their environment_id)."""
     hashes = [set() for _ in runs]
     position = {r.pk: i for i, r in enumerate(runs)}
-    used = (
-        Cell.objects.filter(pk__in=list(cell_ids), run_id__in=list(position))
-        .exclude(environment=None)
-        .values_list("run_id", "environment_id")
-        .distinct()
-    )
-    for run_id, digest in used:
-        hashes[position[run_id]].add(digest)
+    for cell in cells:
+        if cell.environment_id and cell.run_id in position:
+            hashes[position[cell.run_id]].add(cell.environment_id)
     found = envstore.contents(set().union(*hashes))
     out = []
     for digests in hashes:
@@ -85,11 +81,11 @@ def _joined(values: set) -> str:
     return ", ".join(sorted(values)) if len(values) <= 4 else f"{len(values)} different values"
 
 
-def sections(runs: list[Run], cell_ids) -> dict[str, list[dict]]:
+def sections(runs: list[Run], cells) -> dict[str, list[dict]]:
     """The comparison's environment sections: {title: [{"name", "values":
     [per run], "differs"}]}, differing rows first. Runs without a snapshot
     (recorded before environments were read) give no section."""
-    per_run = _per_run(runs, cell_ids)
+    per_run = _per_run(runs, cells)
     out = {}
     for group, title in GROUP_TITLES.items():
         names = sorted({k for run in per_run for k in run.get(group, {})})

@@ -32,6 +32,7 @@ class CellInfo:
     attempt: int = 1
     tool_version: str = ""
     facts: dict = field(default_factory=dict)
+    environment_id: str | None = None  # its environment snapshot (benchapp.store.envstore)
 
     def dimension(self, name: str):
         if name == "target":

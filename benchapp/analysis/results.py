@@ -45,6 +45,7 @@ def cell_infos(runs: list[Run], cell_ids=None) -> dict[int, CellInfo]:
         "attempt",
         "tool_version",
         "facts",
+        "environment_id",
     )
     return {
         row[0]: CellInfo(
@@ -61,6 +62,7 @@ def cell_infos(runs: list[Run], cell_ids=None) -> dict[int, CellInfo]:
             row[9],
             row[10],
             row[11] or {},
+            row[12],
         )
         for row in rows
     }

@@ -304,7 +304,7 @@ def diff(runs: list[Run], cells: dict) -> dict:
         "parameters": _rows([{k: _show(v) for k, v in p.items()} for p in params]),
         "tool_versions": _rows([{"tool version": ", ".join(sorted(v))} for v in versions]),
         "facts": _rows([{k: _joined(v) for k, v in f.items()} for f in facts]),
-        **environments.sections(runs, cells.keys()),
+        **environments.sections(runs, cells.values()),
     }
 
 
