@@ -30,12 +30,14 @@ import re
 import socket as _socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from runners.errors import ValidationError
 
-if TYPE_CHECKING:  # planspec checks its targets with address()
-    from runners.planspec import SSHSpec, TargetSpec
+# Targets and SSH logins are runners.planspec's TargetSpec and SSHSpec, read by
+# attribute: planspec checks its targets with address(), so it sits above this.
+TargetSpec = Any
+SSHSpec = Any
 
 WORKER = "the worker"
 Key = tuple[str, int | None]  # ("db1.example.com", 5432) or ("unix:/run/x.sock", None)
