@@ -104,8 +104,10 @@ def cleanup_target(
         return None
     tool = get_tool(plan.tool)
     target = ctx.target(target_name)
-    executor = ctx.executor(ctx.client_ssh_for(target))
-    command = tool.build(_phase_params(plan, tool, {}, params), ctx.endpoint(target), "cleanup")
+    client = ctx.client_ssh_for(target)
+    endpoint = ctx.endpoint(target, client)  # checked before the client connects
+    executor = ctx.executor(client)
+    command = tool.build(_phase_params(plan, tool, {}, params), endpoint, "cleanup")
     execution = executor.run(command, timeout=CLEANUP_TIMEOUT_S)
     ctx.prepared.discard(target_name)
     return _record("cleanup", command, execution)
@@ -190,13 +192,12 @@ class _CellRun:
         target = self.ctx.target(self.cell.target)
         self.client_ssh = self.ctx.client_ssh_for(target)
         self._check_scope(target)
-        self.endpoint = self.ctx.endpoint(target)
+        self.endpoint = self.ctx.endpoint(target, self.client_ssh)
         self.client = self.ctx.executor(self.client_ssh)
         # Every client of the cell as (ssh, executor); the first is self.client,
         # which alone prepares, warms up and cleans up (the data is shared).
         self.clients = [(self.client_ssh, self.client)] + [
-            (ssh, self.ctx.executor(ssh))
-            for ssh in (self.ctx.client_ssh_for(target, i) for i in range(1, self.cell.clients))
+            self._further_client(target, i) for i in range(1, self.cell.clients)
         ]
         self._prepare(target)
         self._check_data(target)
@@ -209,6 +210,13 @@ class _CellRun:
         execution, command = self._measure(target)
         self._stop_stress()
         self._collect(target, execution, command)
+
+    def _further_client(self, target: TargetSpec, index: int):
+        """(ssh, executor) of client index; its machine's right to the target's
+        credential is checked again (runners.endpoint) before it connects."""
+        ssh = self.ctx.client_ssh_for(target, index)
+        self.ctx.endpoint(target, ssh)
+        return ssh, self.ctx.executor(ssh)
 
     def _check_scope(self, target: TargetSpec) -> None:
         """Refuse, before anything runs, what the trust model does not allow here."""

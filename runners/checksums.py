@@ -46,7 +46,9 @@ def _rows(executor, endpoint: Endpoint, sql: str) -> list[list[str]]:
         executor.remove(f"{executor.workdir}/{OPTION_FILE}")
     if execution.exit_code != 0:
         last = execution.stderr.strip().splitlines()[-1:] or [f"exit {execution.exit_code}"]
-        raise RunnerError(f"table checksums on {endpoint.host}: {last[0]}", output=execution.output)
+        raise RunnerError(
+            f"table checksums on {endpoint.where}: {last[0]}", output=execution.output
+        )
     return [line.split("\t") for line in execution.stdout.splitlines() if line.strip()]
 
 

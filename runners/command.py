@@ -30,6 +30,11 @@ class Endpoint:
     password: str | None = field(default=None, repr=False)
     socket: str | None = None
 
+    @property
+    def where(self) -> str:
+        """The address as a message names it: the socket, else the host."""
+        return self.socket or self.host or "localhost"
+
 
 @dataclass(frozen=True)
 class Upload:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Self
 
 from runners.command import Endpoint
-from runners.errors import RunnerError
+from runners.endpoint import WORKER, address, machine
+from runners.errors import RunnerError, ValidationError
 from runners.limits import Limits
 from runners.netguard import Guard, TargetRefused
 from runners.plan import Plan
@@ -25,9 +26,10 @@ from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
 from runners.sandbox import ANYTHING, Scope, unavailable
 
 SecretResolver = Callable[[str], str]
-# check_use(credential name, host, port): raises RunnerError when the stored
-# credential may not be sent there (benchapp: its binding to stored targets).
-UseCheck = Callable[[str, str | None, int | None], None]
+# check_use(credential name, host, port, client machine): raises RunnerError
+# when the stored credential may not be sent there from that machine
+# (benchapp: its binding, runners.endpoint.holds).
+UseCheck = Callable[[str, str | None, int | None, str], None]
 
 
 def _no_secrets(name: str) -> str:
@@ -87,10 +89,12 @@ class CellContext:
     (runners.netguard.Guard); every endpoint a tool connects to and every SSH
     host is checked against it, after name resolution, right before use.
 
-    check_use(name, host, port): for untrusted plans, asked before a stored
-    credential is resolved for the endpoint or SSH host it will be sent to
-    (benchapp: SecretBook.check_use, the credential's binding); it raises
-    to refuse, and the secret is then never read.
+    check_use(name, host, port, machine): for untrusted plans, asked before a
+    stored credential is resolved for the endpoint or SSH host it will be sent
+    to, from the client machine that sends it (runners.endpoint.machine;
+    SSH logins always leave from the worker). benchapp: SecretBook.check_use,
+    the credential's binding; it raises to refuse, and the secret is then
+    never read.
     """
 
     def __init__(
@@ -152,15 +156,17 @@ class CellContext:
         password_env: str | None,
         host: str | None = None,
         port: int | None = None,
+        client: str = WORKER,
     ) -> str | None:
         """The clear secret named by credential or password_env, or None.
 
         host, port: where the secret will be sent (a socket as "unix:PATH");
-        an untrusted plan's stored credential must be bound there.
+        client: the machine that sends it (runners.endpoint.machine). An
+        untrusted plan's stored credential must be bound there from there.
         """
         if credential:
             if not self.trusted and self.check_use is not None:
-                self.check_use(credential, host, port)
+                self.check_use(credential, host, port, client)
             return self.resolve_secret(credential)
         if password_env:
             if not self.trusted:
@@ -177,25 +183,31 @@ class CellContext:
             return os.environ[password_env]
         return None
 
-    def endpoint(self, target: TargetSpec) -> Endpoint:
-        """The Endpoint the tool connects to (connect_via replaces host)."""
-        host = target.connect_via or target.host
-        port = target.port if target.kind != "host" else None
-        if target.kind != "host" and not (target.socket and target.ssh is not None):
+    def endpoint(self, target: TargetSpec, client_ssh: SSHSpec | None = None) -> Endpoint:
+        """The Endpoint a client at client_ssh (None: this machine) connects to.
+
+        Every client invocation of a cell (the tool, facts, the prepared-table
+        count, telemetry, checksums) uses what this returns: the one address of
+        runners.endpoint.address, its credential checked for that client
+        machine. Called again for each further client before it connects.
+        """
+        try:
+            where = address(target)
+        except ValidationError as exc:
+            raise RunnerError(f"target {target.name}: {exc.message}", permanent=True) from None
+        if target.kind != "host" and not (where.socket and target.ssh is not None):
             # A socket on this machine is this machine; on an SSH host it is the team's.
-            self.check_address(target.name, None if target.socket else host, port)
+            self.check_address(target.name, where.host, where.port)
         return Endpoint(
             kind=target.kind,
-            host=host,
-            port=port,
+            host=where.host,
+            port=where.port,
             user=target.user,
             database=target.database,
             password=self.secret(
-                target.credential,
-                target.password_env,
-                *((f"unix:{target.socket}", None) if target.socket else (host, port)),
+                target.credential, target.password_env, *where.key, client=machine(client_ssh)
             ),
-            socket=target.socket,
+            socket=where.socket,
         )
 
     def check_address(self, name: str, host: str | None, port: int | None) -> None:

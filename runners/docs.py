@@ -232,6 +232,24 @@ def clients_section() -> list[str]:
     ]
 
 
+def address_section() -> list[str]:
+    """Markdown lines on where a target's clients connect (runners/endpoint.py)."""
+    return [
+        "## where clients connect",
+        "",
+        "Every client of a cell connects to one address: the target's `socket`, else its "
+        "`connect_via` or `host`, and its `port`. A PostgreSQL `socket` may name the socket "
+        "file (`/run/postgresql/.s.PGSQL.5433`, whose port it is) or its directory (the file "
+        "for `port` in it). A target naming both `socket` and `host` (or `connect_via`) is "
+        "refused: `targets[0].socket: give socket or host, not both` (a MySQL client takes TCP "
+        "for any host but `localhost`, libpq a host before a socket). For a socket on a host "
+        "reached over SSH, write `ssh: {host: ...}` and leave `host` out. A stored credential "
+        "goes only where it is bound, from the client machine that connects "
+        '(docs/trust-model.md, "Credentials belong to targets").',
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
@@ -245,6 +263,7 @@ def render() -> str:
         "",
     ]
     lines += repeat_section() + prepare_section() + isolation_section() + clients_section()
+    lines += address_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
+from runners.endpoint import socket_directory
 from runners.errors import ParseError, RunnerError
 
 # A cell whose client CPU was busier than this is flagged client-bound: the
@@ -157,7 +158,9 @@ def postgres_facts_command(
     tab-separated output."""
     argv = ["psql", "-X", "-A", "-t", "-F", "\t", "-w"]
     for flag, value in (
-        ("-h", endpoint.host or endpoint.socket),
+        # A socket alone, never beside a host (runners/endpoint.py): libpq
+        # takes its directory as the host.
+        ("-h", socket_directory(endpoint.socket) if endpoint.socket else endpoint.host),
         ("-p", endpoint.port),
         ("-U", endpoint.user),
     ):
@@ -208,7 +211,7 @@ def db_facts(executor, endpoint: Endpoint) -> dict:
         message = execution.stderr.strip().splitlines()[-1:] or [f"exit code {execution.exit_code}"]
         permanent = any(word in execution.stderr for word in AUTH_FAILURES)
         raise RunnerError(
-            f"{command.tool} on {endpoint.host}: {message[0]}",
+            f"{command.tool} on {endpoint.where}: {message[0]}",
             permanent=permanent,
             output=execution.output,
         )
@@ -242,7 +245,7 @@ def db_nodes(executor, endpoint: Endpoint, connections: int = 4) -> list[dict]:
     finally:
         executor.remove(f"{executor.workdir}/{command.uploads[0].name}")
     if not seen:
-        raise RunnerError(f"mysql on {endpoint.host}: {failure or 'no answer'}")
+        raise RunnerError(f"mysql on {endpoint.where}: {failure or 'no answer'}")
     found = [
         {"host": host, "port": port, "server_id": server_id, "connections": count}
         for (host, port, server_id), count in seen.items()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runners import tools
+from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.params import unknown_message
 from runners.providers import PROVIDERS
@@ -381,6 +382,10 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         )
     if target.credential and target.password_env:
         raise ValidationError(f"{path}.password_env", "give credential or password_env, not both")
+    try:  # the one address every client connects to (runners/endpoint.py)
+        address(target)
+    except ValidationError as exc:
+        raise ValidationError(f"{path}.{exc.param}", exc.message) from None
     check = getattr(tools.get_tool(tool), "check_target", None)  # a tool's own limits
     if check is not None:
         check(target, path)

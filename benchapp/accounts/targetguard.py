@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.netguard import Guard, Service, service_from_url
 from runners.tools import DEFAULT_PORTS
@@ -62,10 +63,10 @@ def check_plan(spec) -> None:
         if target.provision is not None:
             continue
         addresses = []
-        if target.kind != "host" and (target.host or target.connect_via):
-            addresses.append(("host", target.connect_via or target.host, target.port))
-        elif target.kind != "host" and target.socket and target.ssh is None:
-            addresses.append(("socket", None, target.port))
+        where = address(target)  # the one address its clients connect to
+        if target.kind != "host" and not (where.socket and target.ssh is not None):
+            # A socket on this machine is this machine; on an SSH host it is the team's.
+            addresses.append(("socket" if where.socket else "host", where.host, where.port))
         if target.ssh is not None:
             addresses.append(("ssh.host", target.ssh.host, target.ssh.port))
         for key, host, port in addresses:

@@ -145,15 +145,16 @@ def check_untrusted(document: dict | str, team: Team) -> tuple[PlanSpec, list[st
 
 def stored_targets(spec: PlanSpec, team: Team) -> dict:
     """The team's stored Targets that are the plan's targets of that name
-    (same address and SSH login): a plan cannot borrow a name's grants or facts."""
+    (runners.endpoint.same_target, as on the worker): a plan cannot borrow a
+    name's grants or facts."""
+    from runners.endpoint import same_target
     from runners.planspec import read_target
 
     rows = team.targets.filter(name__in=[t.name for t in spec.targets])
     mine = {}
     for target in rows.select_related("credential", "ssh_credential"):
-        planned = spec.target(target.name)
         same = read_target(target_document(target), "target", spec.tool)
-        if (same.host, same.port, same.ssh) == (planned.host, planned.port, planned.ssh):
+        if same_target(spec.target(target.name), same):
             mine[target.name] = target
     return mine
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from benchapp.models import Credential, Target, Team
 from runners import limits
+from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.plan import Plan, expand
 from runners.tools import get_tool
@@ -423,7 +424,7 @@ def unresolved_hosts(spec, team, stored) -> list[Finding]:
     for i, target in enumerate(spec.targets):
         if target.provision is not None:
             continue
-        hosts = [(f"targets[{i}].host", target.connect_via or target.host)]
+        hosts = [(f"targets[{i}].host", address(target).host)]
         if target.ssh is not None:
             hosts.append((f"targets[{i}].ssh.host", target.ssh.host))
         for path, host in hosts:

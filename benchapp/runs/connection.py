@@ -126,7 +126,8 @@ def _refused(target: Target) -> str:
 
     checks = [(target.ssh_host, target.ssh_port)] if target.ssh_host else []
     if target.kind != "host":
-        checks.append((target.host or None, target.port or DEFAULT_PORTS.get(target.kind)))
+        where = _address(target)
+        checks.append((where.host, where.port))
     try:
         for host, port in checks:
             guard().check(host, port)
@@ -180,14 +181,27 @@ def _executor(target: Target):
     )
 
 
+def _address(target: Target):
+    """Where its clients connect (runners.endpoint.address, as a run's cells):
+    from its SSH host when it has one, else from this server; the target's own
+    credential is bound there by being its credential (credbinding)."""
+    from runners.endpoint import address
+    from runners.planspec import TargetSpec
+
+    port = (target.port or DEFAULT_PORTS.get(target.kind)) if target.kind != "host" else None
+    return address(TargetSpec(target.name, target.kind, host=target.host or None, port=port))
+
+
 def _endpoint(target: Target) -> Endpoint:
+    where = _address(target)
     return Endpoint(
         kind=target.kind,
-        host=target.host or None,
-        port=target.port,
+        host=where.host,
+        port=where.port,
         user=target.user or None,
         database=target.database or None,
         password=target.credential.secret() if target.credential else None,
+        socket=where.socket,
     )
 
 
@@ -429,8 +443,8 @@ def _protocol_problem(target: Target) -> str:
     database ("" when it answers as one, or when only the client can tell)."""
     if target.ssh_host or target.kind not in PROBES or not target.host:
         return ""  # reached from the SSH host: the client's own timeout applies there
-    port = target.port or DEFAULT_PORTS.get(target.kind)
-    return protocol_problem(target.kind, target.host, port)
+    where = _address(target)
+    return protocol_problem(target.kind, where.host, where.port)
 
 
 def protocol_problem(kind: str, host: str, port: int, seconds: float = PROBE_SECONDS) -> str:

@@ -25,6 +25,7 @@ from benchapp.store.measurestore import Value
 from runners import telemetry
 from runners.cell import run_cell
 from runners.context import CellContext, Permissions
+from runners.endpoint import same_target
 from runners.errors import RunnerError
 from runners.frozen import thaw
 from runners.plan import CellSpec, expand
@@ -53,13 +54,22 @@ class SecretBook:
         self.seen.add(secret)
         return secret
 
-    def check_use(self, name: str, host: str | None, port: int | None, generated: str = "") -> None:
-        """RunnerError (permanent) unless the stored credential may be sent to host:port.
+    def check_use(
+        self,
+        name: str,
+        host: str | None,
+        port: int | None,
+        client: str = credbinding.WORKER,
+        generated: str = "",
+    ) -> None:
+        """RunnerError (permanent) unless the stored credential may be sent to
+        host:port by the client machine `client` (runners.endpoint.machine).
 
-        The worker's own check of the credential binding (benchapp.accounts.credbinding),
-        made from the frozen cell's endpoint right before the secret is read,
-        whatever the plan's validation said. generated: the name prefix of the
-        secrets provisioning made for this run (bound to what it made).
+        The worker's own check of the credential binding (benchapp.accounts.credbinding,
+        the same rule as at save), made from the frozen cell's address right
+        before each client connects, whatever the plan's validation said.
+        generated: the name prefix of the secrets provisioning made for this
+        run (bound to what it made).
         """
         cred = Credential.objects.filter(team_id=self.team_id, name=name).first()
         if cred is None:
@@ -67,10 +77,12 @@ class SecretBook:
         if generated and name.startswith(generated):
             return
         endpoint = credbinding.key(host, port)
-        if cred.kind in Credential.ACCOUNT_KINDS or not credbinding.is_bound(cred, endpoint):
+        if cred.kind in Credential.ACCOUNT_KINDS or not credbinding.is_bound(
+            cred, endpoint, client
+        ):
             raise RunnerError(
-                f"credential {name!r} is not bound to {credbinding.shown(endpoint)}; refused "
-                f"before connecting: {credbinding.RULE}",
+                f"{credbinding.refusal(name, endpoint, client)}; refused before connecting: "
+                f"{credbinding.reason(endpoint, client)}",
                 permanent=True,
             )
 
@@ -181,14 +193,15 @@ def run_facts(run_id: int) -> tuple[dict, dict, dict]:
 
 def _permissions(run: Run, plan) -> dict[str, Permissions]:
     """What the team's stored targets allow, for plan targets that are those
-    targets (same host and SSH login): a plan cannot borrow a name's grants."""
+    targets (runners.endpoint.same_target, as at save): a plan cannot borrow
+    a name's grants."""
     from benchapp.plans.planning import target_document
 
     docs = {t.name: t for t in plan.targets}
     grants = {}
     for stored in run.team.targets.filter(name__in=docs):
         same = read_target(target_document(stored), "target", run.tool)
-        if (same.host, same.ssh) == (docs[stored.name].host, docs[stored.name].ssh):
+        if same_target(docs[stored.name], same):
             grants[stored.name] = Permissions(stored.allow_custom_scripts, tuple(stored.data_dirs))
     return grants
 

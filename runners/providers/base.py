@@ -215,6 +215,12 @@ class Provider:
         """The region of a spec that names none ("" for providers without regions)."""
         return ""
 
+    def describe(self, spec: dict) -> Handle | None:
+        """The Handle provisioning spec will give, known without provisioning
+        (existing hosts the spec names), or None when only provisioning tells
+        (a cloud's new address). The save-time credential check reads it."""
+        return None
+
     def counted_resources(self, spec: dict) -> int:
         """How many rows of COUNTED_KINDS provisioning spec creates (the quota's count)."""
         return 0

@@ -78,6 +78,10 @@ class StaticProvider(Provider):
             Handle(provider=self.name, endpoint=endpoint, ssh=ssh, extra=extra), spec
         )
 
+    def describe(self, spec: dict) -> Handle:
+        """What provision gives: nothing is made, the spec says it all."""
+        return self.provision(spec)
+
     def teardown(self, handle: Handle, ctx: ProvisionContext | None = None) -> None:
         """Nothing to delete: we never own static systems."""
 

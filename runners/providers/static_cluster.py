@@ -86,16 +86,23 @@ class StaticClusterProvider(Provider):
     def provision(self, spec: dict, ctx: ProvisionContext) -> Handle:
         """Lease every host (one row each through ctx's callbacks) and return
         the cluster's Handle; ValidationError for a bad spec, before any row."""
-        kind, hosts = spec_kind(spec), check_hosts(spec)
-        check_price(spec.get("price_per_hour"))
-        ssh = check_ssh({**spec["ssh"], "host": hosts[0]["host"]}) if spec.get("ssh") else None
+        handle = self.describe(spec)
         ids = []
-        for index, node in enumerate(hosts):
+        for index, node in enumerate(handle.extra["nodes"]):
             # Deterministic per run, slot and position: a retried provision finds its rows.
             token = f"{ctx.run_id}/{spec.get('name', '')}/{index}"
             ctx.on_create(HOST, token, ctx.resource_tags(token))
             ids.append(f"{spec.get('name', '')}/{index}/{node['host']}")
             ctx.on_created(HOST, token, ids[-1])
+        handle.ids = {"cluster": ids[0], "hosts": ids}
+        return handle
+
+    def describe(self, spec: dict) -> Handle:
+        """The cluster's Handle without its lease rows (ids come with provision):
+        where the tool connects and logs in, known from the spec alone."""
+        kind, hosts = spec_kind(spec), check_hosts(spec)
+        check_price(spec.get("price_per_hour"))
+        ssh = check_ssh({**spec["ssh"], "host": hosts[0]["host"]}) if spec.get("ssh") else None
         front = self._front(spec, hosts[0])
         endpoint = Endpoint(
             kind=kind,
@@ -108,13 +115,7 @@ class StaticClusterProvider(Provider):
         for key in ("credential", "password_env"):
             if spec.get(key):
                 extra[key] = spec[key]
-        handle = Handle(
-            self.name,
-            ids={"cluster": ids[0], "hosts": ids},
-            endpoint=endpoint,
-            ssh=ssh,
-            extra=extra,
-        )
+        handle = Handle(self.name, endpoint=endpoint, ssh=ssh, extra=extra)
         return apply_connect_via(handle, spec)
 
     @staticmethod
