@@ -296,7 +296,7 @@ RUN_FILTERS = [
     OpenApiParameter(
         "status", str, enum=[code for code, _ in Run.STATUSES], description="runs in this status"
     ),
-    OpenApiParameter("tool", str, description="runs of this tool (e.g. sysbench)"),
+    OpenApiParameter("tool", str, description="runs of this tool (its name in the tool registry)"),
     OpenApiParameter(
         "created_after",
         str,
