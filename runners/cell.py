@@ -622,8 +622,8 @@ class _CellRun:
         """Each client's output read and checked, then the figures combined
         (runners.combine); the first failing client names the cell's error."""
         from runners.combine import (
+            client_window,
             combine,
-            measured_window,
             overlap_share,
             start_spread,
             uneven_clients,
@@ -634,18 +634,25 @@ class _CellRun:
         # A client that failed is the cause; those stopped because of it are not.
         checked = {r.index: self._client_result(r) for r in sorted(runs, key=lambda r: r.stopped)}
         results = [checked[run.index] for run in runs]
-        windows = [
-            measured_window(
-                r.execution.started,
-                r.execution.finished,
+        # Each client's clock against the worker's, read once per connection.
+        offsets = [executor.clock_offset() for _, executor in self.clients]
+        timed = [
+            client_window(
+                r.execution,
+                offset,
                 measured_seconds(self.plan.tool, self.cell.params, result.metrics),
             )
-            for r, result in zip(runs, results)
+            for r, result, offset in zip(runs, results, offsets)
         ]
+        windows = [window for window, _ in timed]
         spread, overlap = start_spread(windows), overlap_share(windows)
         facts = self.outcome.facts
         facts["clients"] = len(runs)
         facts["client_windows"] = [[w.start, w.end] for w in windows]
+        facts["client_windows_clock"] = [clock for _, clock in timed]
+        facts["client_clock_offsets_s"] = [
+            None if offset is None else round(offset, 4) for offset in offsets
+        ]
         facts["start_spread_s"] = round(spread, 4)
         facts["overlap_share"] = round(overlap, 4)
         result = combine(
@@ -677,11 +684,7 @@ class _CellRun:
                     f"{UNEVEN_SHARE:.0%} of the clients' median {throughput}"
                 )
         if spread > self.plan.start_tolerance:
-            raise CellFailed(
-                f"clients started {spread:.2f} s apart (tolerance "
-                f"{self.plan.start_tolerance:g} s): not counted",
-                permanent=True,
-            )
+            raise CellFailed(self._late_start(windows, spread), permanent=True)
         if overlap < self.plan.min_overlap:
             raise CellFailed(
                 f"the clients' measured windows overlap {overlap:.0%} (at least "
@@ -689,6 +692,18 @@ class _CellRun:
                 permanent=True,
             )
         self.outcome.status = "succeeded"
+
+    def _late_start(self, windows: list, spread: float) -> str:
+        """The error of clients that started too far apart, naming the hosts
+        that started first and last."""
+        starts = [w.start for w in windows]
+        first, last = starts.index(min(starts)), starts.index(max(starts))
+        hosts = [getattr(executor, "where", executor.host) for _, executor in self.clients]
+        return (
+            f"clients started {spread:.2f} s apart (tolerance {self.plan.start_tolerance:g} s): "
+            f"client {last + 1} ({hosts[last]}) started {spread:.2f} s after client "
+            f"{first + 1} ({hosts[first]}), by their own clocks; not counted"
+        )
 
     def _client_result(self, run):
         """One client's parsed Result; CellFailed naming the client if it failed."""

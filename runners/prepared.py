@@ -63,7 +63,8 @@ def present(executor, endpoint, tables: dict[str, int], timeout: float = 600) ->
         return {}
     counts = " UNION ALL ".join(f"SELECT '{name}', COUNT(*) FROM {prefix}{name}" for name in found)
     counted = {
-        row[0]: int(row[1]) for row in _rows(executor, command(endpoint, counts, "prepared"), timeout)
+        row[0]: int(row[1])
+        for row in _rows(executor, command(endpoint, counts, "prepared"), timeout)
     }
     return {name: counted[name] for name in tables if name in counted}  # in tables' order
 

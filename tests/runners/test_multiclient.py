@@ -227,6 +227,63 @@ def test_a_client_killed_mid_run_fails_the_cell_and_stops_the_others(client_host
         server.stop()
 
 
+# ---------------------------------------------------------------- client clocks
+
+
+@pytest.fixture(scope="module")
+def slow_login_host(tmp_path_factory):
+    """A fourth client host whose every SSH session waits 1 s before its command."""
+    server = start_sshd(tmp_path_factory.mktemp("slowlogin"), login_delay=1)
+    yield server
+    stop_sshd(server)
+
+
+def test_client_start_times_come_from_the_clients_and_a_slow_login_is_refused(
+    client_hosts, slow_login_host, mariadb
+):
+    """The worker launches all three at one moment, but client 3's login
+    sleeps 1 s: by the clients' own clocks (less their offset to the worker)
+    it started about a second late, so start_tolerance refuses the cell and
+    names that host."""
+    hosts = [client_hosts[0], client_hosts[1], slow_login_host]
+    plan = load_plan(
+        _plan_doc(
+            "sysbench",
+            _mysql_target(mariadb),
+            {"test": "oltp_point_select", "tables": 1, "table_size": 200, "time": 4},
+            hosts,
+            prepare=False,
+            start_tolerance=0.5,
+            min_overlap=0,
+        )
+    )
+    (cell,) = expand(plan)
+    _sql(
+        mariadb.port,
+        "CREATE TABLE IF NOT EXISTS bench.sbtest1 (id INT PRIMARY KEY, k INT, "
+        "c CHAR(120), pad CHAR(60), KEY k_1 (k))",
+    )
+    _sql(mariadb.port, "INSERT IGNORE INTO bench.sbtest1 VALUES (1, 1, 'c', 'p')")
+    with _context(plan, hosts) as ctx:
+        outcome = run_cell(plan, cell, ctx)
+    facts = outcome.facts
+    assert outcome.status == "failed", outcome.error
+    assert facts["client_windows_clock"] == ["client"] * 3
+    # Same machine, same clock: each offset is the measuring's noise.
+    assert all(abs(offset) < 0.2 for offset in facts["client_clock_offsets_s"])
+    starts = [start for start, _ in facts["client_windows"]]
+    assert 0.8 < starts[2] - min(starts[:2]) < 3.0
+    assert 0.8 < facts["start_spread_s"] < 3.0
+    slow = f"{slow_login_host.host}:{slow_login_host.port}"
+    assert outcome.error.startswith("clients started ")
+    assert f"client 3 ({slow}) started" in outcome.error
+    # The tool's own output has no trace of the clock marker.
+    records = [r for r in outcome.phases if r.phase.startswith("measure:client=")]
+    assert len(records) == 3
+    assert all("@@benchboard" not in r.stderr + r.stdout for r in records)
+    assert all("transactions:" in r.stdout for r in records)
+
+
 # ---------------------------------------------------------------- collisions
 
 
