@@ -82,11 +82,7 @@ def test_phase_steps_every_mode_is_refused_at_load_or_builds(name, kind, param, 
             continue
         for cell in expand(plan):
             steps = tool_steps(
-                module,
-                cell.params,
-                prepare=plan.prepare,
-                warmup=plan.warmup,
-                cleanup=plan.cleanup,
+                module, cell.params, prepare=plan.prepare, warmup=plan.warmup, cleanup=plan.cleanup
             )
             assert steps[-1].phase in ("measure", "cleanup")
             for step in steps:
