@@ -293,7 +293,7 @@ def test_client_start_times_come_from_the_clients_and_a_slow_login_is_refused(
     # tool started after the login's second.
     launched = {r.phase: r.started for r in outcome.phases}
     starts = [start for start, _ in facts["client_windows"]]
-    assert abs(launched["measure:client=3"] - launched["measure:client=1"]) < 0.3
+    assert abs(launched["measure:client=3"] - launched["measure:client=1"]) < 1.0
     assert 1.0 <= starts[2] - launched["measure:client=3"] < 5
     assert facts["start_spread_s"] > plan.start_tolerance
     slow = f"{slow_login_host.host}:{slow_login_host.port}"
