@@ -30,13 +30,18 @@ from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
 from runners.metrics import HIGHER
 from runners.phases import (
+    DEFAULT_LIMITS_S,
     CellOutcome,
+    Limit,
+    PhaseLimits,
     PhaseRecord,
     check_snapshot,
+    has_cleanup,
     has_metrics,
     missing_blocks,
     one_line,
     phase_failure,
+    prepare_phase,
     reported_failure,
     snapshot_steps,
     stress_params,
@@ -44,7 +49,7 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import STRESS_TOOL, client_params, get_tool, read_output
+from runners.tools import STRESS_TOOL, client_params, get_tool, read_output, tool_phases
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -52,8 +57,9 @@ OnOutput = Callable[[str, str, str], None]
 STRESS_SAFETY_S = 6 * 3600
 # Seconds the stress workers get to reach their load before the measure starts.
 STRESS_SETTLE_S = 0.5
-# Cleanup after a failure or a cancel must not hang the run either.
-CLEANUP_TIMEOUT_S = 600
+# Cleanup after a failure or a cancel must not hang the run either: the
+# longest a cleanup may take (runners.phases.PhaseLimits).
+CLEANUP_TIMEOUT_S = DEFAULT_LIMITS_S["cleanup"]
 
 
 class CellFailed(Exception):
@@ -63,11 +69,6 @@ class CellFailed(Exception):
         super().__init__(message)
         self.permanent = permanent
         self.cancelled = cancelled
-
-
-def prepare_phase(tool) -> str | None:
-    """The tool's phase that creates the test data, if it has one."""
-    return next((p for p in ("prepare", "init") if p in tool.PHASES), None)
 
 
 def run_cell(
@@ -92,6 +93,14 @@ def wants_final_cleanup(plan: Plan) -> bool:
     return bool(plan.cleanup) and _prepared_once(plan) and "cleanup" in get_tool(plan.tool).PHASES
 
 
+def _drops_data(plan: Plan, params: dict) -> bool:
+    """Whether these params' test prepared data to drop (sysbench cpu has none)."""
+    try:
+        return has_cleanup(get_tool(plan.tool), get_tool(plan.tool).validate(params))
+    except ValidationError:
+        return False
+
+
 def cleanup_target(
     plan: Plan, target_name: str, ctx: CellContext, params: dict | None = None
 ) -> PhaseRecord | None:
@@ -102,15 +111,19 @@ def cleanup_target(
     """
     if not wants_final_cleanup(plan) or target_name not in ctx.prepared:
         return None
+    if not _drops_data(plan, {**plan.params, **(params or {})}):
+        ctx.prepared.discard(target_name)
+        return None
     tool = get_tool(plan.tool)
     target = ctx.target(target_name)
     client = ctx.client_ssh_for(target)
     endpoint = ctx.endpoint(target, client)  # checked before the client connects
     executor = ctx.executor(client)
     command = tool.build(_phase_params(plan, tool, {}, params), endpoint, "cleanup")
-    execution = executor.run(command, timeout=CLEANUP_TIMEOUT_S)
+    limit = PhaseLimits(plan.timeout).of("cleanup")
+    execution = executor.run(command, timeout=limit.seconds)
     ctx.prepared.discard(target_name)
-    return _record("cleanup", command, execution)
+    return _record("cleanup", command, execution, limit)
 
 
 def _prepared_once(plan: Plan) -> bool:
@@ -136,7 +149,7 @@ def masked(command) -> str:
     return shlex.join(command.mask(arg) for arg in command.argv)
 
 
-def _record(phase: str, command, execution) -> PhaseRecord:
+def _record(phase: str, command, execution, limit: Limit | None = None) -> PhaseRecord:
     return PhaseRecord(
         phase=phase,
         command=masked(command),
@@ -147,6 +160,7 @@ def _record(phase: str, command, execution) -> PhaseRecord:
         finished=execution.finished,
         timed_out=execution.timed_out,
         cancelled=execution.cancelled,
+        limit=limit,
     )
 
 
@@ -159,7 +173,7 @@ class _CellRun:
         self.on_phase = on_phase or (lambda phase: None)
         self.on_output = on_output
         self.outcome = CellOutcome(status="failed", started=time.time())
-        self.deadline = None if plan.timeout is None else time.monotonic() + plan.timeout
+        self.limits = PhaseLimits(plan.timeout)
         self.stress = None  # (executor, Background) while stress-ng runs
         self.stress_breach = None  # the sandbox limit stress-ng hit, if any
         self.needs_cleanup = False
@@ -173,6 +187,10 @@ class _CellRun:
             self._phases()
         except CellFailed as exc:
             self._fail(str(exc), exc.permanent, exc.cancelled)
+        except ValidationError as exc:
+            # load_plan builds every phase of every cell, so this is a gap
+            # in that check: still the cell's own error, not an internal one.
+            self._fail(f"refused: {exc}", permanent=True)
         except RunnerError as exc:
             first = not self.outcome.error
             self._fail(exc.message, exc.permanent)
@@ -185,7 +203,10 @@ class _CellRun:
             self._cleanup()
             self.outcome.finished = time.time()
         if self.ctx.cancelled and self.outcome.status != "succeeded":
-            self.outcome.status, self.outcome.error = "cancelled", "cancelled"
+            # What the cell said before or as it was stopped stays: the phase
+            # the cancel stopped and its last output, or the failure before it.
+            self.outcome.status = "cancelled"
+            self.outcome.error = self.outcome.error or "cancelled"
         return self.outcome
 
     def _phases(self) -> None:
@@ -259,36 +280,36 @@ class _CellRun:
 
     # -- running one command -----------------------------------------------
 
-    def _timeout(self, phase: str) -> float | None:
-        if self.deadline is None:
-            return None
-        left = self.deadline - time.monotonic()
-        if left <= 0:
+    def _limit(self, phase: str) -> Limit:
+        """phase's limit (runners.phases.PhaseLimits); CellFailed when the
+        plan's timeout was used up before it."""
+        limit = self.limits.of(phase)
+        if limit is None:
             raise CellFailed(f"cell timeout of {self.plan.timeout} s reached before {phase}")
-        return left
+        return limit
 
     def _run(
-        self, phase: str, executor, command, *, check=True, timeout=None, force=False, tool=False
+        self, phase: str, executor, command, *, check=True, limit=None, force=False, tool=False
     ):
-        """Run command as phase; keep its record; CellFailed if check and it failed.
+        """Run command as phase within its limit; keep its record; CellFailed
+        if check and it failed.
 
         tool: the command is the benchmark tool's, so an exit 0 whose output
         reports errors (sysbench threads print FATAL: and the process still
         exits 0) is a failure too. force: run even after a cancel (cleanup
-        must still drop the tables).
+        must still drop the tables). limit: default the phase's own.
         """
         if self.ctx.cancelled and not force:
-            raise CellFailed(f"{phase} cancelled", cancelled=True)
+            raise CellFailed(f"cancelled before {phase}", cancelled=True)
         callback = None
         if self.on_output is not None:
 
             def callback(stream, chunk):
                 self.on_output(phase, stream, chunk)
 
-        execution = executor.run(
-            command, timeout=timeout or self._timeout(phase), on_output=callback
-        )
-        record = _record(phase, command, execution)
+        limit = limit or self._limit(phase)
+        execution = executor.run(command, timeout=limit.seconds, on_output=callback)
+        record = _record(phase, command, execution, limit)
         self.outcome.phases.append(record)
         self._note_limits(executor)
         if check and execution.limit:
@@ -317,7 +338,12 @@ class _CellRun:
 
     def _prepare(self, target: TargetSpec) -> None:
         prep, name = self.plan.prepare, target.name
-        phase = prepare_phase(self.tool) if prep.enabled else None
+        params = _phase_params(self.plan, self.tool, prep.params, self.cell.params)
+        phase = prepare_phase(self.tool, params) if prep.enabled else None
+        lacking = [p for p in self.tool.PHASES if p not in tool_phases(self.tool, params)]
+        if lacking:
+            # The test has nothing to prepare or drop (sysbench cpu): skipped, said in the facts.
+            self.outcome.facts["skipped_phases"] = lacking
         if _prepared_once(self.plan) and name in self.ctx.prepared:
             if prep.snapshot_datadir:
                 self._snapshot(target, "restore")
@@ -327,12 +353,10 @@ class _CellRun:
             return
         if phase is not None:
             self.on_phase("prepare")
-            command = self.tool.build(
-                _phase_params(self.plan, self.tool, prep.params, self.cell.params),
-                self.endpoint,
-                phase,
+            command = self.tool.build(params, self.endpoint, phase)
+            self.needs_cleanup = not _prepared_once(self.plan) and has_cleanup(
+                self.tool, self.tool.validate(self.cell.params)
             )
-            self.needs_cleanup = "cleanup" in self.tool.PHASES and not _prepared_once(self.plan)
             try:
                 self._run("prepare", self.client, command, tool=True)
             except CellFailed as exc:
@@ -358,7 +382,8 @@ class _CellRun:
             return False
         self.on_phase("data_check")
         try:
-            found = prepared.present(self.client, self.endpoint, wanted)
+            limit = self._limit("data_check").seconds
+            found = prepared.present(self.client, self.endpoint, wanted, timeout=limit)
         except RunnerError:
             # No count (no client on that host, no rights to read the catalog):
             # the tool prepares as before and names a conflict in its own words.
@@ -386,7 +411,8 @@ class _CellRun:
             # The server is started again even when the copy failed.
             for step, command in steps:
                 if step == "start" and stopped:
-                    self._run(f"{phase}:start", executor, command, force=True)
+                    limit = self.limits.of(f"{phase}:start")
+                    self._run(f"{phase}:start", executor, command, force=True, limit=limit)
         if phase == "snapshot":
             self.ctx.snapshots.add(target.name)
 
@@ -398,7 +424,7 @@ class _CellRun:
         from runners.checksums import differences, table_checksums
 
         self.on_phase("checksum")
-        sums = table_checksums(self.client, self.endpoint)
+        sums = table_checksums(self.client, self.endpoint, timeout=self._limit("checksum").seconds)
         self.outcome.facts["data_checksums"] = sums
         changed = differences(self.ctx.checksums.setdefault(target.name, sums), sums)
         if changed:
@@ -513,7 +539,8 @@ class _CellRun:
             sampler.start(executor)
         try:
             self._mark("measure")
-            runs = run_together(executors, commands, timeout=self._timeout("measure"))
+            limit = self._limit("measure")
+            runs = run_together(executors, commands, timeout=limit.seconds)
         finally:
             self._mark("measure", end=True)
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
@@ -523,7 +550,7 @@ class _CellRun:
         self.outcome.facts["client_cpu_busy_pct"] = max(busy)
         for run, command in zip(runs, commands):
             if run.execution is not None:
-                record = _record(f"measure:client={run.index}", command, run.execution)
+                record = _record(f"measure:client={run.index}", command, run.execution, limit)
                 self.outcome.phases.append(record)
         return runs
 
@@ -605,8 +632,8 @@ class _CellRun:
         """Each client's output read and checked, then the figures combined
         (runners.combine); the first failing client names the cell's error."""
         from runners.combine import (
+            client_window,
             combine,
-            measured_window,
             overlap_share,
             start_spread,
             uneven_clients,
@@ -617,18 +644,25 @@ class _CellRun:
         # A client that failed is the cause; those stopped because of it are not.
         checked = {r.index: self._client_result(r) for r in sorted(runs, key=lambda r: r.stopped)}
         results = [checked[run.index] for run in runs]
-        windows = [
-            measured_window(
-                r.execution.started,
-                r.execution.finished,
+        # Each client's clock against the worker's, read once per connection.
+        offsets = [executor.clock_offset() for _, executor in self.clients]
+        timed = [
+            client_window(
+                r.execution,
+                offset,
                 measured_seconds(self.plan.tool, self.cell.params, result.metrics),
             )
-            for r, result in zip(runs, results)
+            for r, result, offset in zip(runs, results, offsets)
         ]
+        windows = [window for window, _ in timed]
         spread, overlap = start_spread(windows), overlap_share(windows)
         facts = self.outcome.facts
         facts["clients"] = len(runs)
         facts["client_windows"] = [[w.start, w.end] for w in windows]
+        facts["client_windows_clock"] = [clock for _, clock in timed]
+        facts["client_clock_offsets_s"] = [
+            None if offset is None else round(offset, 4) for offset in offsets
+        ]
         facts["start_spread_s"] = round(spread, 4)
         facts["overlap_share"] = round(overlap, 4)
         result = combine(
@@ -660,11 +694,7 @@ class _CellRun:
                     f"{UNEVEN_SHARE:.0%} of the clients' median {throughput}"
                 )
         if spread > self.plan.start_tolerance:
-            raise CellFailed(
-                f"clients started {spread:.2f} s apart (tolerance "
-                f"{self.plan.start_tolerance:g} s): not counted",
-                permanent=True,
-            )
+            raise CellFailed(self._late_start(windows, spread), permanent=True)
         if overlap < self.plan.min_overlap:
             raise CellFailed(
                 f"the clients' measured windows overlap {overlap:.0%} (at least "
@@ -672,6 +702,18 @@ class _CellRun:
                 permanent=True,
             )
         self.outcome.status = "succeeded"
+
+    def _late_start(self, windows: list, spread: float) -> str:
+        """The error of clients that started too far apart, naming the hosts
+        that started first and last."""
+        starts = [w.start for w in windows]
+        first, last = starts.index(min(starts)), starts.index(max(starts))
+        hosts = [getattr(executor, "where", executor.host) for _, executor in self.clients]
+        return (
+            f"clients started {spread:.2f} s apart (tolerance {self.plan.start_tolerance:g} s): "
+            f"client {last + 1} ({hosts[last]}) started {spread:.2f} s after client "
+            f"{first + 1} ({hosts[first]}), by their own clocks; not counted"
+        )
 
     def _client_result(self, run):
         """One client's parsed Result; CellFailed naming the client if it failed."""
@@ -757,13 +799,26 @@ class _CellRun:
         try:
             command = self.tool.build(self.cell.params, self.endpoint, "cleanup")
             execution = self._run(
-                "cleanup", self.client, command, check=False, timeout=CLEANUP_TIMEOUT_S, force=True
+                "cleanup",
+                self.client,
+                command,
+                check=False,
+                limit=self.limits.of("cleanup"),
+                force=True,
             )
         except (RunnerError, ValidationError, CellFailed) as exc:
             self.outcome.warnings.append(f"cleanup: {exc}")
             return
         if execution.exit_code != 0:
-            self.outcome.warnings.append(phase_failure("cleanup", self.outcome.phases[-1]))
+            problem = phase_failure("cleanup", self.outcome.phases[-1])
+            self.outcome.warnings.append(problem)
+            if execution.timed_out and self.outcome.error:
+                # The cell failed already: its error says the cleanup was stopped too.
+                seconds = execution.finished - execution.started
+                head, sep, tail = self.outcome.error.partition("; last output: ")
+                self.outcome.error = one_line(
+                    f"{head}; then cleanup timed out too after {seconds:.0f} s{sep}{tail}"
+                )
         elif errors := self._tool_errors(execution.output):
             self.outcome.warnings.append(
                 reported_failure("cleanup", self.outcome.phases[-1], errors)

@@ -38,12 +38,17 @@ def _mysql(endpoint: Endpoint, sql: str) -> Command:
     )
 
 
-def _rows(executor, endpoint: Endpoint, sql: str) -> list[list[str]]:
+def _rows(executor, endpoint: Endpoint, sql: str, timeout: float) -> list[list[str]]:
     command = _mysql(endpoint, sql)
     try:
-        execution = executor.run(command, timeout=600)
+        execution = executor.run(command, timeout=timeout)
     finally:
         executor.remove(f"{executor.workdir}/{OPTION_FILE}")
+    if execution.timed_out:
+        raise RunnerError(
+            f"table checksums (checksum) stopped at their limit of {timeout:.0f} s",
+            output=execution.output,
+        )
     if execution.exit_code != 0:
         last = execution.stderr.strip().splitlines()[-1:] or [f"exit {execution.exit_code}"]
         raise RunnerError(
@@ -52,9 +57,10 @@ def _rows(executor, endpoint: Endpoint, sql: str) -> list[list[str]]:
     return [line.split("\t") for line in execution.stdout.splitlines() if line.strip()]
 
 
-def table_checksums(executor, endpoint: Endpoint) -> dict[str, str]:
+def table_checksums(executor, endpoint: Endpoint, timeout: float = 600) -> dict[str, str]:
     """{table: checksum} of every base table of endpoint.database ("NULL" for a
-    table the engine cannot checksum); {} without a database."""
+    table the engine cannot checksum); {} without a database. Each query is
+    stopped after timeout seconds (the checksum phase's limit)."""
     if endpoint.kind != "mysql" or not endpoint.database:
         return {}
     database = endpoint.database
@@ -71,6 +77,7 @@ def table_checksums(executor, endpoint: Endpoint) -> dict[str, str]:
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = "
                 f"'{database}' AND table_type = 'BASE TABLE' ORDER BY table_name"
             ),
+            timeout,
         )
     ]
     bad = [name for name in names if not IDENTIFIER.fullmatch(name)]
@@ -79,7 +86,7 @@ def table_checksums(executor, endpoint: Endpoint) -> dict[str, str]:
     if not names:
         return {}
     listed = ", ".join(f"`{database}`.`{name}`" for name in names)
-    rows = _rows(executor, endpoint, f"CHECKSUM TABLE {listed} EXTENDED")
+    rows = _rows(executor, endpoint, f"CHECKSUM TABLE {listed} EXTENDED", timeout)
     return {row[0].split(".", 1)[-1]: row[1] for row in rows if len(row) == 2}
 
 

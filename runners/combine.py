@@ -67,6 +67,23 @@ def measured_window(started: float, finished: float, elapsed: float | None) -> W
     return Window(started, min(finished, started + elapsed))
 
 
+def client_window(execution, offset: float | None, elapsed: float | None) -> tuple[Window, str]:
+    """One client's measured window on the worker's clock, and whose clock
+    timed it ("client" or "worker").
+
+    The client's own stamps (Execution.client_started / client_finished:
+    read on the client right before and after the tool), less its clock's
+    offset to the worker, are when the tool really ran there: the worker's
+    stamps come before the SSH session opened, so a slow login would not show.
+    Without them (or without an offset) the worker's stamps stand in.
+    """
+    started, finished = execution.client_started, execution.client_finished
+    if offset is None or started is None:
+        return measured_window(execution.started, execution.finished, elapsed), "worker"
+    end = finished - offset if finished is not None else execution.finished
+    return measured_window(started - offset, max(end, started - offset), elapsed), "client"
+
+
 def start_spread(windows: Sequence[Window]) -> float:
     """Seconds between the first and the last client's start."""
     starts = [w.start for w in windows]

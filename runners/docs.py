@@ -9,10 +9,11 @@ prints, so a parameter added to a tool's PARAMS is documented by running it.
 from __future__ import annotations
 
 from runners.combine import MIN_OVERLAP
+from runners.phases import DEFAULT_LIMITS_S
 from runners.plan import START_TOLERANCE_S
 from runners.planspec import MAX_CLIENTS
 from runners.repeats import MAX_ADAPTIVE, MAX_REPEATS
-from runners.tools import TOOLS
+from runners.tools import TOOLS, sysbench
 
 
 def _value(param) -> str:
@@ -164,6 +165,65 @@ def prepare_section() -> list[str]:
     ]
 
 
+# What each phase of DEFAULT_LIMITS_S is, for the table.
+_PHASE_MEANING = {
+    "prepare": "the tool's prepare (sysbench prepare, pgbench -i)",
+    "data_check": "counting the tables an earlier run prepared (prepare once)",
+    "snapshot": "each step of saving the data directory (stop, copy, start)",
+    "restore": "each step of restoring it",
+    "checksum": "the tables' checksums (snapshot_datadir on mysql)",
+    "warmup": "the warmup run",
+    "measure": "the measured run (the app also stops a cell past "
+    "BENCHBOARD_CELL_MAX_SECONDS, docs/operations.md)",
+    "cleanup": "the tool's cleanup (per cell, or the run's final one)",
+}
+
+
+def phases_section() -> list[str]:
+    """Markdown lines of the plan's `timeout` and each phase's limit."""
+    rows = [
+        f"| {phase} | {seconds:g} s | {_PHASE_MEANING[phase]} |"
+        for phase, seconds in DEFAULT_LIMITS_S.items()
+    ]
+    run_only = ", ".join(sysbench.RUN_ONLY_TESTS)
+    return [
+        "## timeout and phase limits",
+        "",
+        "Every phase of a cell has a limit; past it the phase's processes are stopped (TERM, "
+        "then KILL of the whole process group, on the worker or over SSH), the cell fails "
+        "naming the phase, its limit and the tool's last output line (`prepare timed out "
+        "after 20 s (the plan's timeout of 20 s); last output: ...`; the whole output stays "
+        "in the cell's raw output), and the run goes on with its next cell.",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        "| `timeout: 600` | seconds the phases from prepare to the end of the measure may take "
+        "together (each phase gets what the earlier ones left); the phases that tidy up "
+        "after them (cleanup, a server's start after a data-directory copy) get the same "
+        "number of seconds each on their own, at most their default below, so a failed or "
+        "cancelled cell still ends within about twice the timeout |",
+        "",
+        "Without `timeout`, each phase's default:",
+        "",
+        "| phase | limit | what runs |",
+        "|---|---|---|",
+        *rows,
+        "",
+        "A phase the test does not have is skipped, not run: sysbench's "
+        f"{run_only} tests have no prepare or cleanup, so a plan that leaves `prepare` on "
+        "runs their measure only (the cell's facts say `skipped_phases`). Whatever a tool "
+        "cannot do otherwise (an OLTP test against a host target, an option combination it "
+        "refuses, several clients a tool cannot split) is refused when the plan is saved, "
+        "naming the phase, the target and the cell: every command a cell would run is "
+        "built then.",
+        "",
+        "A cancel stops the running phase the same way; the cell keeps its error (the phase "
+        "it stopped and its last output, or the failure before the cancel) and the output "
+        "of every phase that ran.",
+        "",
+    ]
+
+
 def isolation_section() -> list[str]:
     """Markdown lines of the plan's `isolation` key."""
     return [
@@ -220,7 +280,14 @@ def clients_section() -> list[str]:
         "thread per client waits at a barrier, then launches its command; each client's "
         "measured window is kept (`client_windows`: its command's start to the end of the run "
         "time the tool reported, or of its time limit; the command's exit when neither is "
-        "known), with `start_spread_s` and "
+        "known), timed by the client's own clock: the command that runs the tool over SSH "
+        "reads the host's clock right before the tool starts and right after it ends, and "
+        "those times, less the host's clock offset to the worker (measured once per "
+        "connection: the shortest of five round trips reading the host's clock, after the "
+        "login's), are the window; `client_windows_clock` says `client` (or `worker` when a "
+        "host gave no time) and `client_clock_offsets_s` the offsets. So a client whose "
+        "login takes a second starts a second late, and `start_tolerance` refuses the cell "
+        "naming that host. With `start_spread_s` and "
         "`overlap_share` (the share of the whole span when every client ran), checked "
         "against `min_overlap`. With a fixed amount of work (mysqlslap, redis-benchmark, fio "
         "without runtime) clients end apart on a busy machine: give enough work that they "
@@ -262,8 +329,8 @@ def render() -> str:
         "the results pages, exports and the API show.",
         "",
     ]
-    lines += repeat_section() + prepare_section() + isolation_section() + clients_section()
-    lines += address_section()
+    lines += repeat_section() + prepare_section() + phases_section()
+    lines += isolation_section() + clients_section() + address_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

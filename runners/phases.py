@@ -7,14 +7,16 @@ function or a dataclass, so it reads (and tests) on its own.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from runners.command import Command
+from runners.command import Command, Endpoint
 from runners.errors import ValidationError
-from runners.planspec import PrepareSpec
+from runners.planspec import PrepareSpec, TargetSpec
 from runners.results import Result
 from runners.sandbox import Scope
+from runners.tools import client_params, tool_phases
 
 # Lines that name the cause of a failure, most specific first: a server error
 # code or an access/connection message beats a generic "FATAL: ... aborting".
@@ -26,6 +28,63 @@ _CAUSE = re.compile(
 )
 _ERRORISH = re.compile(r"FATAL|\berror\b|\bfailed\b|\bcannot\b|\bcan't\b", re.IGNORECASE)
 MAX_ERROR = 300
+
+# Each phase's limit in seconds when the plan sets no `timeout`
+# (docs/plan-reference.md, "phase limits"). Whatever a phase waits on (a
+# server that never answers, a port that speaks another protocol) it is
+# stopped here, so one broken target never holds a worker host for hours.
+DEFAULT_LIMITS_S = {
+    "prepare": 3600,
+    "data_check": 600,
+    "snapshot": 3600,
+    "restore": 3600,
+    "checksum": 600,
+    "warmup": 3600,
+    "measure": 6 * 3600,
+    "cleanup": 600,
+}
+# The phases that tidy up after the others (and run after a failure or a
+# cancel): each gets the plan's whole `timeout` on its own (at most its
+# default), never what the phases before it left of it.
+TIDY_PHASES = ("cleanup", "snapshot:start", "restore:start")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """How long one phase may run, and where that figure comes from (for its error)."""
+
+    seconds: float
+    why: str
+
+
+class PhaseLimits:
+    """The limit of each phase of one cell.
+
+    With the plan's `timeout: N` the phases from prepare to the measure share
+    N seconds (each gets what is left), and each tidy-up phase (cleanup, the
+    server's start after a copy) gets N seconds of its own, at most its
+    default. Without it each phase has its DEFAULT_LIMITS_S entry.
+    """
+
+    def __init__(self, timeout: int | None):
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+
+    def of(self, phase: str) -> Limit | None:
+        """phase's limit; None when the shared timeout is already used up."""
+        base = phase.split(":", 1)[0]
+        if self.timeout is None:
+            seconds = DEFAULT_LIMITS_S.get(base, DEFAULT_LIMITS_S["measure"])
+            return Limit(seconds, f"its default limit of {seconds:g} s")
+        if phase in TIDY_PHASES or base == "cleanup":
+            default = DEFAULT_LIMITS_S.get(base, DEFAULT_LIMITS_S["cleanup"])
+            if default < self.timeout:
+                return Limit(default, f"its default limit of {default:g} s")
+            return Limit(self.timeout, f"the plan's timeout of {self.timeout:g} s")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return None
+        return Limit(left, f"the plan's timeout of {self.timeout:g} s")
 
 
 @dataclass
@@ -41,6 +100,7 @@ class PhaseRecord:
     finished: float
     timed_out: bool = False
     cancelled: bool = False
+    limit: Limit | None = None  # the limit the phase ran under
 
 
 @dataclass
@@ -101,14 +161,28 @@ def error_line(output: str) -> str:
 
 
 def phase_failure(phase: str, record: PhaseRecord) -> str:
-    """The one-line error of a phase that ended badly."""
+    """The one-line error of a phase that ended badly.
+
+    A phase stopped by its limit or a cancel names how long it ran, the
+    limit, and the tool's last words ("measure timed out after 20 s (the
+    plan's timeout of 20 s); last output: ..."): the whole output stays in
+    the phase's record.
+    """
+    seconds = record.finished - record.started
     if record.cancelled:
-        return f"{phase} cancelled"
+        return f"{phase} cancelled after {seconds:.0f} s; {last_output(record)}"
     if record.timed_out:
-        seconds = record.finished - record.started
-        return f"{phase} timed out after {seconds:.0f} s"
+        why = f" ({record.limit.why})" if record.limit else ""
+        return f"{phase} timed out after {seconds:.0f} s{why}; {last_output(record)}"
     cause = error_line(record.stderr + "\n" + record.stdout) or "no output"
     return failed(phase, record.exit_code, cause)
+
+
+def last_output(record: PhaseRecord) -> str:
+    """ "last output: <the line that best says what the tool was doing>", or
+    "no output" when it printed nothing."""
+    line = error_line(record.stderr + "\n" + record.stdout)
+    return f"last output: {line}" if line else "no output"
 
 
 def reported_failure(phase: str, record: PhaseRecord, errors: list[str]) -> str:
@@ -143,6 +217,77 @@ def missing_blocks(tool, params: dict, result: Result) -> str:
 def has_metrics(result: Result) -> bool:
     """True when the parser found any number at all."""
     return bool(result.metrics) or any(g.get("metrics") for g in result.groups)
+
+
+# ---------------------------------------------------------------- the tool's phases
+
+
+def prepare_phase(tool, clean: dict) -> str | None:
+    """The phase that creates the test data for these params, if the tool
+    (and its test: sysbench cpu has none) has one."""
+    phases = tool_phases(tool, clean)
+    return next((p for p in ("prepare", "init") if p in phases), None)
+
+
+def has_cleanup(tool, clean: dict) -> bool:
+    """Whether these params' test has data to drop afterwards."""
+    return "cleanup" in tool_phases(tool, clean)
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One command of the tool that a cell runs: the cell's phase name, the
+    tool's phase, and the params it is built with."""
+
+    phase: str
+    tool_phase: str
+    params: dict[str, Any]
+
+
+def tool_steps(
+    tool,
+    params: dict,
+    *,
+    prepare: PrepareSpec,
+    warmup: dict | None = None,
+    cleanup: bool | None = None,
+    clients: int = 1,
+) -> list[ToolStep]:
+    """Every tool command a cell with these params builds, in order.
+
+    A phase the test does not have (sysbench cpu's prepare) is skipped, not
+    built: runners.cell runs exactly these, and load_plan builds each of
+    them for every combination, so what validates also builds.
+    ValidationError when the params (or prepare/warmup params over them) are refused.
+    """
+    clean = tool.validate(params)
+    steps = []
+    if prepare.enabled:
+        prepared = tool.validate({**params, **prepare.params})
+        phase = prepare_phase(tool, prepared)
+        if phase is not None:
+            steps.append(ToolStep("prepare", phase, prepared))
+    if warmup:
+        steps.append(ToolStep("warmup", "run", tool.validate({**params, **warmup})))
+    for index in range(1, clients + 1):
+        name = "measure" if clients == 1 else f"measure:client={index}"
+        steps.append(ToolStep(name, "run", client_params(tool, clean, index, clients)))
+    if cleanup is not False and has_cleanup(tool, clean):
+        steps.append(ToolStep("cleanup", "cleanup", clean))
+    return steps
+
+
+def placeholder_endpoint(target: TargetSpec) -> Endpoint:
+    """The Endpoint a cell of target builds its commands for, without its
+    password (never needed to build): for checking a plan before it runs."""
+    return Endpoint(
+        kind=target.kind,
+        host=target.connect_via or target.host,
+        port=target.port if target.kind != "host" else None,
+        user=target.user,
+        database=target.database,
+        socket=target.socket,
+    )
 
 
 # ---------------------------------------------------------------- snapshots

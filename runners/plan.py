@@ -22,6 +22,7 @@ from runners import safeyaml
 from runners.combine import MIN_OVERLAP
 from runners.errors import ValidationError
 from runners.metrics import Metric
+from runners.phases import placeholder_endpoint, tool_steps
 from runners.planspec import (
     MAX_CLIENTS,
     STRESS_AXES,
@@ -384,12 +385,61 @@ def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: li
 
 
 def _check_combinations(plan: Plan, tool) -> None:
-    """Run the tool's cross-field rules over every distinct parameter set."""
+    """Run the tool's cross-field rules over every distinct parameter set,
+    and build every command its cells would run (runners.phases.tool_steps),
+    so a plan that loads never fails a cell on what the tool cannot do."""
     if count_cells(plan) // plan.repeat > FULL_CHECK_LIMIT:
         return
     matching = _override_lookup(plan)
+    built: set[tuple] = set()
     for combo in _combinations(plan):
-        _cell_params(plan, tool, combo, matching)
+        params = _cell_params(plan, tool, combo, matching)
+        _check_steps(plan, tool, combo, params, built)
+
+
+def _check_steps(plan: Plan, tool, combo: dict[str, Any], params: dict, built: set) -> None:
+    """Build each tool command of combo's cells against its target (no
+    password needed); a refusal names the phase, the cell and the reason.
+    built: (target, clients, params) already checked, so equal cells build once."""
+    target = plan.target(combo.get("target", plan.targets[0].name))
+    clients = combo.get(CLIENTS_AXIS, len(plan.clients))
+    key = (target.name, clients, json.dumps(params, sort_keys=True, default=str))
+    if key in built:
+        return
+    built.add(key)
+    where = f" (cell {combination_key(combo)})" if combo else ""
+    try:
+        steps = tool_steps(
+            tool,
+            params,
+            prepare=plan.prepare,
+            warmup=plan.warmup,
+            cleanup=plan.cleanup,
+            clients=clients,
+        )
+    except ValidationError as exc:
+        path = "client" if exc.param == "client" else _param_path(plan, tool, exc.param, combo)
+        raise ValidationError(path, exc.message + where) from None
+    endpoint = placeholder_endpoint(target)
+    for step in steps:
+        try:
+            tool.build(step.params, endpoint, step.tool_phase)
+        except ValidationError as exc:
+            raise ValidationError(
+                _step_path(plan, tool, exc.param, combo, target),
+                f"{plan.tool} cannot run its {step.phase} phase against target "
+                f"{target.name} ({target.kind}): {exc.message}{where}",
+            ) from None
+
+
+def _step_path(plan: Plan, tool, param: str, combo: dict[str, Any], target: TargetSpec) -> str:
+    """Where a refused command came from: the target (its endpoint), the
+    prepare settings (a phase), else the parameter's own place."""
+    if param.startswith("endpoint"):
+        return f"targets[{plan.targets.index(target)}]"
+    if param == "phase":
+        return "prepare"
+    return _param_path(plan, tool, param, combo)
 
 
 # ---------------------------------------------------------------- expansion

@@ -37,8 +37,9 @@ def replaces(tool: str) -> bool:
     return getattr(get_tool(tool), "PREPARE_REPLACES", False)
 
 
-def present(executor, endpoint, tables: dict[str, int]) -> dict[str, int]:
-    """{table: exact rows} of the given tables that exist in endpoint's database."""
+def present(executor, endpoint, tables: dict[str, int], timeout: float = 600) -> dict[str, int]:
+    """{table: exact rows} of the given tables that exist in endpoint's database;
+    each query is stopped after timeout seconds (the data_check phase's limit)."""
     names = ", ".join(f"'{name}'" for name in tables)  # names come from expected(): safe
     if endpoint.kind == "mysql":
         # The mysql client's option file names no database: the query does
@@ -57,22 +58,28 @@ def present(executor, endpoint, tables: dict[str, int]) -> dict[str, int]:
             f"AND pg_table_is_visible(oid) AND relname IN ({names})"
         )
         command, prefix = postgres_facts_command, ""
-    found = [row[0] for row in _rows(executor, command(endpoint, listing, "prepared"))]
+    found = [row[0] for row in _rows(executor, command(endpoint, listing, "prepared"), timeout)]
     if not found:
         return {}
     counts = " UNION ALL ".join(f"SELECT '{name}', COUNT(*) FROM {prefix}{name}" for name in found)
     counted = {
-        row[0]: int(row[1]) for row in _rows(executor, command(endpoint, counts, "prepared"))
+        row[0]: int(row[1])
+        for row in _rows(executor, command(endpoint, counts, "prepared"), timeout)
     }
     return {name: counted[name] for name in tables if name in counted}  # in tables' order
 
 
-def _rows(executor, command) -> list[list[str]]:
+def _rows(executor, command, timeout: float) -> list[list[str]]:
     try:
-        execution = executor.run(command, timeout=600)
+        execution = executor.run(command, timeout=timeout)
     finally:
         for upload in command.uploads:
             executor.remove(f"{executor.workdir}/{upload.name}")
+    if execution.timed_out:
+        raise RunnerError(
+            f"counting the prepared tables (data_check) stopped at its limit of {timeout:.0f} s",
+            output=execution.output,
+        )
     if execution.exit_code != 0:
         last = (execution.stderr.strip().splitlines() or [f"exit {execution.exit_code}"])[-1]
         raise RunnerError(f"counting the prepared tables: {last}", output=execution.output)

@@ -41,6 +41,10 @@ class Execution:
     cell error ("killed: memory limit 4096 MB ..."), or None.
     cpu_throttled: the share of CPU periods the sandbox's CPU quota stopped
     the process in (runners.cgroups.Group.cpu_throttled), or None.
+    client_started / client_finished: the client machine's own clock (epoch
+    seconds) right before the tool started and right after it ended, or
+    None when the client did not say (Executor.clock_offset converts them
+    to the worker's clock); started / finished are the worker's.
     """
 
     exit_code: int | None
@@ -52,6 +56,8 @@ class Execution:
     cancelled: bool = False
     limit: str | None = None
     cpu_throttled: float | None = None
+    client_started: float | None = None
+    client_finished: float | None = None
 
     @property
     def output(self) -> str:
@@ -104,6 +110,9 @@ class Background:
         self.error: RunnerError | None = None
         self.limit: str | None = None  # set by a sandboxing executor before finish()
         self.cpu_throttled: float | None = None  # likewise
+        # The client machine's clock around the tool, set by the executor.
+        self.client_started: float | None = None
+        self.client_finished: float | None = None
         self.done = threading.Event()
         self.stdout = _Stream("stdout", self)
         self.stderr = _Stream("stderr", self)
@@ -157,6 +166,8 @@ class Background:
             cancelled=self.cancelled,
             limit=self.limit,
             cpu_throttled=self.cpu_throttled,
+            client_started=self.client_started,
+            client_finished=self.client_finished,
         )
 
 
@@ -249,6 +260,11 @@ class Executor:
             thread.start()
         for thread in threads:
             thread.join()
+
+    def clock_offset(self) -> float | None:
+        """Seconds the client machine's clock is ahead of the worker's (None:
+        unknown). Here the client is the worker: 0."""
+        return 0.0
 
     def close(self) -> None:
         """Stop what still runs, remove the work dir, release connections."""

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from runners.cgroups import make_group
@@ -148,6 +149,7 @@ class LocalExecutor(Executor):
             bg.sandboxed = True
             group = self._limit(bg)
         try:
+            bg.client_started = time.time()  # the client is this machine: its clock
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -266,6 +268,7 @@ def _reap(
     """Wait for the leader, then for its output, then record the end (and the
     limit it hit: its group is read, then removed, before finish())."""
     code = proc.wait()
+    bg.client_finished = time.time()
     for reader in readers:
         reader.join(STRAGGLER_WAIT)
     if any(reader.is_alive() for reader in readers):

@@ -48,6 +48,9 @@ class Connection:
     client: object  # paramiko.SSHClient
     sftp: object | None = None  # paramiko.SFTPClient
     idle_since: float = field(default_factory=time.monotonic)
+    # (seconds the host's clock is ahead of the worker's, monotonic time it
+    # was measured): SSHExecutor.clock_offset, once per connection and while fresh.
+    clock: tuple[float, float] | None = None
 
     @property
     def transport(self):

@@ -20,6 +20,13 @@ Detaching (why a dropped connection or a cancel never leaves a tool running):
   KILL after the grace period. After a normal end R.rc exists and the
   watchdog does nothing.
 * cancel() opens a second channel and runs `killgroup` with the same pid file.
+
+Client clock: the script reads the host's own clock (`date +%s.%N`) right
+before it starts the tool and right after the tool ends, and prints both on
+the channel's stderr as one marker line after the tool's output
+(CLOCK_MARKER); the executor strips it from the output. Several clients'
+start times are those stamps, not the worker's (which come before a slow
+login, a busy sshd, a shell's rc file).
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import math
 import shlex
 
 MISSING_MARKER = "@@benchboard: command not found@@"
+# "@@benchboard: clock <start> <end>@@": the host's clock around the tool.
+CLOCK_MARKER = "@@benchboard: clock"
 
 # killgroup PREFIX GRACE_TENTHS: kill the session whose id is in PREFIX.pid,
 # unless the run already ended (PREFIX.rc). dash's kill knows no "--", so the
@@ -57,6 +66,7 @@ cd "$WD" || exit 125
 if ! command -v "$BIN" >/dev/null 2>&1; then echo "@@benchboard: command not found@@ $BIN" >&2; exit 127; fi
 exec 3<&0
 : > "$R.out"; : > "$R.err"
+c0=$(date +%s.%N)
 setsid -w sh -c 'echo $$ > "$0.pid"; exec "$@"' "$R" timeout -k 10 "$T" "$@" \
   </dev/null >"$R.out" 2>"$R.err" 3<&- &
 tool=$!
@@ -67,7 +77,9 @@ tail -c +1 -s 0.2 --pid="$tool" -f "$R.err" >&2 3<&- &
 t2=$!
 # dash reports a signalled background job on stderr ("Terminated"): not tool output.
 { wait "$tool"; } 2>/dev/null; rc=$?
+c1=$(date +%s.%N)
 wait "$t1" "$t2"
+printf '@@benchboard: clock %s %s@@\n' "$c0" "$c1" >&2
 echo "$rc" > "$R.rc"
 rm -f "$R.out" "$R.err"
 exit "$rc"
@@ -103,6 +115,16 @@ def run_line(
 def cancel_line(prefix: str, grace: float) -> str:
     """The remote command line that kills the run whose files start with prefix."""
     return shlex.join(["sh", "-c", CANCEL, "benchboard", prefix, tenths(grace)])
+
+
+# Reads the host's clock once per line read from stdin: the first answer
+# waits for the login (a slow shell rc); the later ones measure the clock.
+CLOCK_LOOP = "while read -r _; do date +%s.%N; done"
+
+
+def clock_line() -> str:
+    """The remote command line of the clock reader (SSHExecutor.clock_offset)."""
+    return shlex.join(["sh", "-c", CLOCK_LOOP])
 
 
 def remove_line(path: str) -> str:

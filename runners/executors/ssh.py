@@ -23,6 +23,7 @@ import base64
 import hashlib
 import io
 import itertools
+import re
 import secrets
 import select
 import socket
@@ -52,6 +53,13 @@ BACKSTOP_MARGIN = 5.0
 # times a second per connection (pooled idle ones too) only to check for a due
 # keepalive; once a second is enough for keepalives of several seconds.
 TRANSPORT_WAKE = 1.0
+# Clock readings (after the first, which waits for the login) per offset
+# measurement; the one with the shortest round trip counts.
+CLOCK_SAMPLES = 5
+# A measured clock offset is trusted this long (seconds), then read again.
+CLOCK_TTL_S = 600.0
+_CLOCK = re.compile(re.escape(remote.CLOCK_MARKER.encode()) + rb" (\S+) (\S+)@@\n?")
+_MARKER = remote.CLOCK_MARKER.encode()
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -259,6 +267,45 @@ class SSHExecutor(Executor):
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise RunnerError(f"SSH command on {self.where} failed: {exc}") from None
 
+    def clock_offset(self) -> float | None:
+        """Seconds this host's clock is ahead of the worker's (None when it
+        cannot be read), measured once per connection while fresh.
+
+        One session reads the host's clock once per line it is sent: the first
+        reading waits for the login and is dropped; of the next CLOCK_SAMPLES,
+        the one with the shortest round trip counts, its remote time against
+        the midpoint of the worker's send and receive (NTP's rule).
+        """
+        try:
+            with self._conn_lock:
+                transport = self._transport()
+                conn = self._conn
+            if conn.clock is not None and time.monotonic() - conn.clock[1] < CLOCK_TTL_S:
+                return conn.clock[0]
+            offset = self._read_clock(transport)
+        except (RunnerError, paramiko.SSHException, OSError, EOFError, ValueError):
+            return None
+        conn.clock = (offset, time.monotonic())
+        return offset
+
+    def _read_clock(self, transport: paramiko.Transport) -> float:
+        chan = transport.open_session(timeout=self.connect_timeout)
+        try:
+            chan.settimeout(self.connect_timeout)
+            chan.exec_command(remote.clock_line())
+            answers = chan.makefile("rb")
+            samples = []
+            for i in range(CLOCK_SAMPLES + 1):
+                sent = time.time()
+                chan.sendall(b"\n")
+                line = answers.readline()
+                received = time.time()
+                if i:  # the first answer waited for the login
+                    samples.append((received - sent, float(line) - (sent + received) / 2))
+            return min(samples)[1]
+        finally:
+            chan.close()
+
     def check(self) -> None:
         """Connect and run `true`; raise RunnerError with the reason otherwise."""
         code, _, err = self._exec("true", timeout=self.connect_timeout)
@@ -334,6 +381,9 @@ class SSHExecutor(Executor):
             if self._drain(bg, chan):
                 self._last_seen = time.monotonic()
         self._drain(bg, chan)
+        held, bg.clock_held = getattr(bg, "clock_held", b""), b""
+        if held:  # looked like the start of a clock marker, but was the tool's
+            bg.stderr.feed(held)
         # The exit status comes with the EOF; a connection that ends sets the event too.
         while not chan.status_event.wait(CHECK_EVERY) and transport.is_active():
             pass
@@ -354,7 +404,7 @@ class SSHExecutor(Executor):
             bg.stdout.feed(chan.recv(READ_SIZE))
             got = True
         while chan.recv_stderr_ready():
-            bg.stderr.feed(chan.recv_stderr(READ_SIZE))
+            bg.stderr.feed(_take_clock(bg, chan.recv_stderr(READ_SIZE)))
             got = True
         return got
 
@@ -443,3 +493,39 @@ class SSHExecutor(Executor):
             self.pool.release(conn)
         else:
             conn.close()
+
+
+def _take_clock(bg: Background, data: bytes) -> bytes:
+    """data without the run script's clock marker (remote.CLOCK_MARKER),
+    whose stamps go to bg.client_started / client_finished. A marker split
+    between two reads is held back (bg.clock_held) until it is whole."""
+    held = getattr(bg, "clock_held", b"") + data
+    found = _CLOCK.search(held)
+    if found:
+        bg.client_started, bg.client_finished = _stamp(found[1]), _stamp(found[2])
+        bg.clock_held = b""
+        return held[: found.start()] + held[found.end() :]
+    start = held.find(_MARKER)
+    if start == -1:
+        # The marker's first bytes at the very end of this read.
+        start = next(
+            (
+                len(held) - k
+                for k in range(min(len(_MARKER), len(held)), 0, -1)
+                if held.endswith(_MARKER[:k])
+            ),
+            -1,
+        )
+    if start == -1:
+        bg.clock_held = b""
+        return held
+    bg.clock_held = held[start:]
+    return held[:start]
+
+
+def _stamp(text: bytes) -> float | None:
+    """An epoch time printed by `date +%s.%N`, or None (a date without %N)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -25,7 +25,9 @@ Every module exposes the same interface:
   CONNECTIONS_PARAM (the parameter that is the number of connections one
   cell opens), STRESS (True for the tool a plan's `stress:` runs),
   PLAN_KEYS (params a plan may also set at its top level, for every cell),
-  prepared_tables(params) ({table: rows} a prepare leaves, which
+  phases_for(clean) (the phases one test of the tool has, when not all
+  of PHASES: sysbench's cpu test has no prepare), prepared_tables(params)
+  ({table: rows} a prepare leaves, which
   runners.prepared counts for prepare-once plans) with PREPARE_REPLACES
   (its prepare replaces tables it finds), SCHEMA_PARAM with SCHEMA_DEFAULT
   and SCHEMA_PRIVILEGES (a scratch schema it creates and drops, which
@@ -185,6 +187,13 @@ def catalog(tool: str, names, units: dict | None = None) -> dict[str, dict]:
     `units` {name: unit} of stored measurements for names no catalog holds."""
     units = units or {}
     return {name: metric(tool, name, units.get(name, "")).to_dict() for name in names}
+
+
+def tool_phases(tool: ModuleType, clean: dict) -> tuple[str, ...]:
+    """The phases the tool has for these validated params: its PHASES, or
+    fewer where its phases_for says one test lacks some (sysbench cpu runs only)."""
+    rule = getattr(tool, "phases_for", None)
+    return tuple(rule(clean)) if rule is not None else tuple(tool.PHASES)
 
 
 def client_params(tool: ModuleType, clean: dict, index: int, count: int) -> dict:

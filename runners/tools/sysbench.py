@@ -301,6 +301,16 @@ def check_scope(clean: dict, scope) -> None:
         )
 
 
+# Built-in tests that only run: nothing to prepare or clean up.
+RUN_ONLY_TESTS = ("cpu", "memory", "threads", "mutex")
+
+
+def phases_for(clean: dict) -> tuple[str, ...]:
+    """The phases of clean's test: run alone for cpu, memory, threads and
+    mutex (a cell skips prepare and cleanup for them), all three otherwise."""
+    return ("run",) if clean.get("test") in RUN_ONLY_TESTS else PHASES
+
+
 def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     """Validate params and return the sysbench Command for endpoint and phase.
 
@@ -313,7 +323,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     clean = validate(params)
     legacy = clean["sysbench_version"] == "0.4"
     test = clean["test"]
-    if phase != "run" and test in ("cpu", "memory", "threads", "mutex"):
+    if phase not in phases_for(clean):
         raise ValidationError("phase", f"{test} has no {phase} phase (only run)")
     argv = [BINARY]
     db_options, secrets = _db_options(endpoint, test)

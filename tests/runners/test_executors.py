@@ -417,3 +417,29 @@ def test_ssh_silent_dead_connection_is_detected_by_the_probe(fresh_server):
     # output files as the tool's end lets it finish: a file gone meanwhile is
     # no error for this clean-up.
     shutil.rmtree(ex._workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- client clock
+
+
+def test_executor_client_clock_stamps_the_tool_and_leaves_no_trace(executor):
+    result = executor.run(Command(argv=["sh", "-c", "sleep 0.3; echo out; echo err >&2"]))
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+    # The client's own clock around the tool: inside the worker's stamps
+    # (same machine here), at least the tool's 0.3 s apart.
+    offset = executor.clock_offset()
+    assert offset is not None and abs(offset) < 0.2
+    start, end = result.client_started - offset, result.client_finished - offset
+    assert result.started - 0.05 <= start < end <= result.finished + 0.05
+    assert end - start >= 0.3
+
+
+def test_executor_clock_marker_split_across_reads_is_still_taken():
+    from runners.executors.base import Background
+    from runners.executors.ssh import _take_clock
+
+    bg = Background(Command(argv=["x"]), "h")
+    line = b"tool said @ once\n@@benchboard: clock 1700000000.25 1700000004.75@@\n"
+    kept = b"".join(_take_clock(bg, line[i : i + 7]) for i in range(0, len(line), 7))
+    assert kept + bg.clock_held == b"tool said @ once\n"
+    assert (bg.client_started, bg.client_finished) == (1700000000.25, 1700000004.75)

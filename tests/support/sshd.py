@@ -164,14 +164,35 @@ def _spawn(config: Path) -> subprocess.Popen:
     )
 
 
-def start_sshd(directory: Path) -> SSHServer:
-    """Generate keys and config under directory, start sshd, return its handle."""
+# A slow login: sshd runs this instead of each session's command (ForceCommand),
+# which waits, then runs the command as asked (SFTP without the wait).
+SLOW_LOGIN = """\
+#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+  internal-sftp) exec /usr/lib/openssh/sftp-server ;;
+esac
+sleep {delay}
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+
+def start_sshd(directory: Path, login_delay: float = 0) -> SSHServer:
+    """Generate keys and config under directory, start sshd, return its handle.
+
+    login_delay: seconds every session (but SFTP's) waits before its command
+    starts, like a host whose login shell's rc file is slow."""
     _keygen(directory / "host_ed25519")
     _keygen(directory / "client_ed25519")
     (directory / "authorized_keys").write_text((directory / "client_ed25519.pub").read_text())
     port = _free_port()
     config = directory / "sshd_config"
-    config.write_text(CONFIG.format(port=port, dir=directory))
+    text = CONFIG.format(port=port, dir=directory)
+    if login_delay:
+        wrapper = directory / "slow-login"
+        wrapper.write_text(SLOW_LOGIN.format(delay=login_delay))
+        wrapper.chmod(0o755)
+        text += f"ForceCommand {wrapper}\n"
+    config.write_text(text)
     # sshd refuses to start without its privilege separation directory, which
     # Debian's service unit normally creates at boot.
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
