@@ -7,6 +7,7 @@ Comparison row only stores the selection and the chosen pivot settings.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.http import Http404
@@ -14,6 +15,7 @@ from django.http import Http404
 from benchapp import crypto
 from benchapp.analysis import results, significance
 from benchapp.models import Cell, Comparison, Run, Team
+from runners import stats
 from runners.metrics import HIGHER, LOWER
 from runners.tools import direction as catalog_direction
 
@@ -101,7 +103,8 @@ def short_label(run: Run) -> str:
 
 def panel(data: dict, table: dict) -> dict:
     """One metric's panel: the table's columns headed by short run labels and
-    a summary row, the geometric mean of each column's ratios to the baseline."""
+    a summary row, the geometric mean of each column's ratios to the baseline,
+    each with the caveat of the deltas under it (headline_caveat)."""
     short = data["short_labels"]
     columns = []
     for col in table["table"]["columns"]:
@@ -109,7 +112,7 @@ def panel(data: dict, table: dict) -> dict:
         for long, brief in short.items():
             label = label.replace(long, brief)
         columns.append({"label": label, "title": col["label"], "key": col["key"]})
-    args = (table["table"], data["baseline"], data["tool"], data["units"])
+    args = (table["table"], data["baseline"], data["tool"], data["units"], table.get("deltas"))
     runs = [{**o, "label": short.get(o["run"], o["run"])} for o in overall(*args)]
     dims = table["table"]["column_dims"]
     summary = [
@@ -123,6 +126,25 @@ def panel(data: dict, table: dict) -> dict:
         "overall": runs,
         "baseline_label": short.get(data["baseline"], data["baseline"]),
     }
+
+
+@dataclass
+class Ratios:
+    """What one column (or one run's columns) holds against the baseline: the
+    speedups of its rows, the directions of their metrics, and the rows'
+    deltas (benchapp.analysis.significance), which say whether any of it is real."""
+
+    ratios: list[float] = field(default_factory=list)
+    directions: set = field(default_factory=set)
+    deltas: list[dict] = field(default_factory=list)
+
+    def extend(self, other: Ratios) -> None:
+        self.ratios.extend(other.ratios)
+        self.directions |= other.directions
+        self.deltas.extend(other.deltas)
+
+    def summary(self) -> dict | None:
+        return _summary(geometric_mean(self.ratios), len(self.ratios), self.directions, self.deltas)
 
 
 def speedup(base: float, value: float, direction: str | None) -> float | None:
@@ -142,45 +164,49 @@ def geometric_mean(ratios: list[float]) -> float | None:
     return math.exp(math.fsum(math.log(r) for r in ratios) / len(ratios))
 
 
-def geometric_summary(table: dict, baseline: str, tool: str, units: dict | None = None) -> list:
+def geometric_summary(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list:
     """Per column of a comparison's pivot: None for the baseline's own columns,
-    else {"ratio", "n", "text", "better"}: the geometric mean over the rows of
-    the column's means against the baseline run's same cell, each ratio turned
-    by its metric's direction (so 1.18 means 18 % better, for a latency too)."""
+    else {"ratio", "n", "text", "better", "significant", "caveat"}: the
+    geometric mean over the rows of the column's means against the baseline
+    run's same cell, each ratio turned by its metric's direction (so 1.18
+    means 18 % better, for a latency too)."""
     return [
-        None if found is None else _summary(geometric_mean(found[0]), len(found[0]), found[1])
-        for found in column_ratios(table, baseline, tool, units)
+        None if found is None else found.summary()
+        for found in column_ratios(table, baseline, tool, units, deltas)
     ]
 
 
-def overall(table: dict, baseline: str, tool: str, units: dict | None = None) -> list[dict]:
+def overall(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list[dict]:
     """Per run other than the baseline: {"run", "summary"}, the geometric mean
     of the ratios of all its cells in the table (every column of the run)."""
     dims = table["column_dims"]
-    pooled: dict[str, list] = {}
-    for col, found in zip(table["columns"], column_ratios(table, baseline, tool, units)):
+    pooled: dict[str, Ratios] = {}
+    for col, found in zip(table["columns"], column_ratios(table, baseline, tool, units, deltas)):
         if found is not None:
-            entry = pooled.setdefault(col["key"][dims.index("run")], [[], set()])
-            entry[0].extend(found[0])
-            entry[1] |= found[1]
+            pooled.setdefault(col["key"][dims.index("run")], Ratios()).extend(found)
     return [
-        {"run": run, "summary": _summary(geometric_mean(r), len(r), directions)}
-        for run, (r, directions) in pooled.items()
-        if r
+        {"run": run, "summary": found.summary()} for run, found in pooled.items() if found.ratios
     ]
 
 
-def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = None) -> list:
+def column_ratios(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list[Ratios | None]:
     """Per column: None for the baseline's own (or a column with no baseline
-    twin), else (speedups over the rows where both sides have a value, the
-    set of the directions of their metrics)."""
+    twin), else its Ratios over the rows where both sides have a value;
+    `deltas` (per row, per column, as significance.deltas gives them) adds
+    each such row's delta."""
     units = units or {}
     dims = table["column_dims"]
     if "run" not in dims:
         return [None] * len(table["columns"])
     pos = dims.index("run")
     index = {tuple(c["key"]): j for j, c in enumerate(table["columns"])}
-    out = []
+    out: list[Ratios | None] = []
     for j, col in enumerate(table["columns"]):
         key = list(col["key"])
         key[pos] = baseline
@@ -188,7 +214,7 @@ def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = No
         if base_j is None or base_j == j:
             out.append(None)
             continue
-        ratios, directions = [], set()
+        found = Ratios()
         for i, line in enumerate(table["cells"]):
             if not (line[j] and line[base_j] and line[j].n and line[base_j].n):
                 continue
@@ -196,16 +222,19 @@ def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = No
             direction = catalog_direction(tool, name, units.get(name))
             ratio = speedup(line[base_j].mean, line[j].mean, direction)
             if ratio is not None:
-                ratios.append(ratio)
-                directions.add(direction)
-        out.append((ratios, directions))
+                found.ratios.append(ratio)
+                found.directions.add(direction)
+                if deltas and deltas[i][j]:
+                    found.deltas.append(deltas[i][j])
+        out.append(found)
     return out
 
 
-def _summary(ratio: float | None, n: int, directions: set) -> dict | None:
+def _summary(ratio: float | None, n: int, directions: set, deltas=()) -> dict | None:
     """The summary cell's words: "1.18× faster", "1.18× slower", or "1.18×
     the baseline" when a metric in it has no better direction (its ratio is
-    a plain one: "faster" would be a guess)."""
+    a plain one: "faster" would be a guess); with the caveat of its deltas
+    (headline_caveat), and "significant" only when a delta under it is."""
     if ratio is None:
         return None
     if not directions or not directions <= {HIGHER, LOWER}:
@@ -216,7 +245,51 @@ def _summary(ratio: float | None, n: int, directions: set) -> dict | None:
         text, better = f"{ratio:.2f}× faster", True
     else:  # 0.85× reads as "1.18× slower": the same distance as 1.18× faster
         text, better = f"{1 / ratio:.2f}× slower", False
-    return {"ratio": ratio, "n": n, "text": text, "better": better}
+    significant, caveat = headline_caveat(list(deltas))
+    return {
+        "ratio": ratio,
+        "n": n,
+        "text": text,
+        "better": better,
+        "significant": significant,
+        "caveat": caveat,
+    }
+
+
+# Verdicts of a delta that say the difference is real (better, worse, or
+# different for a metric with no better direction).
+SIGNIFICANT = {stats.BETTER, stats.WORSE, significance.DIFFERENT}
+
+
+def headline_caveat(deltas: list[dict]) -> tuple[bool, str]:
+    """(significant, caveat) of a headline resting on these deltas: whether
+    any of them is significant, and the words that must stand beside the
+    ratio ("" when every delta is significant). One repeat a side reads
+    "1 repeat each: too few to test"; tested differences that are not real
+    read "not significant, p = 0.2–0.34"; a partly real one "2 of 8
+    differences significant". A headline with nothing significant under it is
+    never shown as a conclusion (not bold, not coloured)."""
+    if not deltas:
+        return False, "no difference tested"
+    real = [d for d in deltas if d["verdict"] in SIGNIFICANT]
+    if real:
+        shown = "" if len(real) == len(deltas) else f"{len(real)} of {len(deltas)} differences"
+        return True, f"{shown} significant" if shown else ""
+    tested = [d["p_value"] for d in deltas if d["verdict"] == stats.NOT_SIGNIFICANT]
+    if tested:
+        low, high = min(tested), max(tested)
+        p = f"{low:.2g}" if f"{low:.2g}" == f"{high:.2g}" else f"{low:.2g}–{high:.2g}"
+        return False, f"not significant, p = {p}"
+    return False, _too_few(deltas)
+
+
+def _too_few(deltas: list[dict]) -> str:
+    """ "1 repeat each: too few to test", or "too few repeats (1 vs 3)"."""
+    pairs = {(d["n_baseline"], d["n"]) for d in deltas}
+    if len(pairs) == 1 and len({n for pair in pairs for n in pair}) == 1:
+        n = next(iter(pairs))[0]
+        return f"{n} repeat{'s' if n != 1 else ''} each: too few to test"
+    return f"too few repeats ({min(b for b, _ in pairs)} vs {min(c for _, c in pairs)})"
 
 
 # ------------------------------------------------------------ saving, sharing
