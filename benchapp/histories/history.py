@@ -70,19 +70,21 @@ def series_names(plan_ids: list[int]) -> dict:
 
 
 def trend_choices(
-    plan_ids: list[int], query, names: dict | None = None
+    plan_ids: list[int], query, names: dict | None = None, tool: str = ""
 ) -> tuple[str, list[str], list[str], list[str]]:
     """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
     query (a page's GET or the API's query_params): the metric and keys it
     asks for, refused (queryparams.BadParameter) when the history has no such
-    metric or cell key. `keys` is "|"-separated. One query, none when given
+    metric or cell key; without one, the tool's main metric (runners.tools.main_metric),
+    else the first by name. `keys` is "|"-separated. One query, none when given
     the history's `names` (series_names)."""
     if names is None:
         names = series_names(plan_ids)
     pairs = {(m, k) for k, _g, m in names.values()}
     metrics = sorted({m for m, _ in pairs})
     queryparams.check(query, {"metric": metrics})
-    metric = query.get("metric") or (metrics[0] if metrics else "")
+    default = tools.main_metric(tool, metrics) or (metrics[0] if metrics else "")
+    metric = query.get("metric") or default
     keys = sorted({k for m, k in pairs if m == metric})
     wanted = [k for k in query.get("keys", "").split("|") if k]
     for key in wanted:
