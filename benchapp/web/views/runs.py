@@ -126,7 +126,7 @@ def cell_artifacts(request, pk, cell_id):
         {
             "run": run,
             "cell": cell,
-            "timeline": timeline.cell_timeline(cell),
+            "timeline": timeline.cell_timeline(cell, run.tool),
             "telemetry_rows": timeline.summary_rows(cell.facts or {}),
             "verdict": (cell.facts or {}).get("verdict"),
             "prepared_by": _prepared_by(run, cell),
