@@ -81,3 +81,52 @@ def test_caveat_words_for_each_kind_of_delta():
         "1 of 2 differences significant",
     )
     assert comparisons.headline_caveat([delta("better", p_value=0.03)]) == (True, "")
+
+
+def _telemetry(cpu, load, hit, queue=3.0):
+    return {
+        "telemetry": {
+            "host": {
+                "cpu_busy_pct": {"mean": cpu, "max": 100.0},
+                "load1": {"mean": load, "max": load + 1},
+                "procs_running": {"mean": queue, "max": queue + 2},
+                "seconds": 30,
+            },
+            "db": {"hit_ratio_pct": {"mean": hit, "min": hit - 1, "max": 100.0}, "seconds": 30},
+        }
+    }
+
+
+def test_what_differs_shows_the_telemetry_that_differs_most(team):
+    busy = make_run(
+        team,
+        name="busy",
+        cells=[({"threads": 4}, 1, {"tps": 1000.0}, {"facts": _telemetry(98.0, 8.4, 91.0)})],
+    )
+    quiet = make_run(
+        team,
+        name="quiet",
+        cells=[({"threads": 4}, 1, {"tps": 2140.0}, {"facts": _telemetry(45.0, 1.2, 99.0)})],
+    )
+    diff = comparisons.compare(comparisons.save_comparison(team, "c", [busy, quiet]))["diff"]
+    rows = diff["telemetry"]
+    # most different first; the run queue (3.0 on both) and the maxima are left out
+    assert [(r["name"], r["values"]) for r in rows] == [
+        ("host load (1 min), mean", ["8.4", "1.2"]),
+        ("host CPU busy, mean", ["98 %", "45 %"]),
+        ("database buffer/cache hit ratio, mean", ["91 %", "99 %"]),
+    ]
+    assert all(r["differs"] for r in rows)
+
+
+def test_telemetry_rows_show_at_most_the_top_ones():
+    per_run = [
+        {f"telemetry.host.{f}.mean": [1.0] for f in comparisons.telemetry.FIGURES},
+        {
+            f"telemetry.host.{f}.mean": [3.0 + i]
+            for i, f in enumerate(comparisons.telemetry.FIGURES)
+        },
+    ]
+    rows = comparisons.telemetry_rows(per_run)
+    assert len(rows) == comparisons.TELEMETRY_ROWS
+    assert rows[0]["spread"] >= rows[-1]["spread"]
