@@ -22,6 +22,7 @@ def cell_timeline(cell: Cell, tool: str | None = None) -> dict:
     """{"sources": {source: {metric: {"x", "y", "total"[, "low", "high"]}}},
     "tool": [...], "tool_default": name, "defaults": ["source:metric"],
     "labels": {"source:metric": words}, "units": {"source:metric": unit},
+    "source_labels": {source: words},
     "phases": [{"phase", "start", "end"}]} of the cell's latest attempt;
     per-core CPU series are left out (the summary keeps them).
 
@@ -60,6 +61,8 @@ def cell_timeline(cell: Cell, tool: str | None = None) -> dict:
         "defaults": _machine_cpu(sources, empty),
         "labels": labels,
         "units": units,
+        # the telemetry list's groups in words ("database", "client 2")
+        "source_labels": {s: telemetry.source_label(s) or s for s in sources if s != TOOL},
         "phases": (cell.facts or {}).get("telemetry_phases") or [],
     }
 

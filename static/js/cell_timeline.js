@@ -41,7 +41,7 @@
     Object.keys(data.sources).forEach(function (source) {
       if (source === "tool") return;
       var group = document.createElement("optgroup");
-      group.label = source;
+      group.label = (data.source_labels || {})[source] || source;
       Object.keys(data.sources[source]).forEach(function (m) {
         var v = source + ":" + m;
         group.appendChild(new Option(titled(v), v, false, s.tele.indexOf(v) >= 0));

@@ -40,6 +40,7 @@ def test_timeline_opens_on_the_main_rate_and_the_machines_cpu(team):
         "%",
     )
     assert data["units"]["db:commits_per_s"] == "/s"
+    assert data["source_labels"] == {"db": "database", "host": "host"}
 
 
 def test_a_tool_without_its_main_series_opens_on_one_that_is_not_all_zero(team):
