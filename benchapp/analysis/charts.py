@@ -16,11 +16,20 @@ POINT_STATISTICS = ("mean", "median", "p95")
 # A positive numeric x whose largest value is this many times its smallest
 # gets a log axis: threads 4–256 on a linear axis crowd 4, 8 and 16 together.
 LOG_SPAN = 10
+# Values this many times apart on a chart whose x is text (S3's 4k and 32m
+# block sizes as bars) get a log y axis: on a linear one the small bars are
+# invisible beside the big ones.
+LOG_VALUE_SPAN = 100
 
 
-def spans_decade(xs) -> bool:
-    """True when positive numbers span LOG_SPAN times or more."""
-    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= LOG_SPAN
+def spans_decade(xs, span: float = LOG_SPAN) -> bool:
+    """True when positive numbers span `span` times (a decade) or more."""
+    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= span
+
+
+def _point_values(table: dict) -> list[float]:
+    """Every mean, min and max of the chart's cells (what its y axis must hold)."""
+    return [v for line in table["cells"] for s in line if s and s.n for v in (s.min, s.mean, s.max)]
 
 
 def chart_data(
@@ -41,7 +50,8 @@ def chart_data(
     iterations when it reports one, extremes), and the raw values for markers
     and box plots. A numeric x spanning a decade gets a log axis; its ticks
     are the parameter's values (discrete: no 1.5 threads); text values
-    (engines, block sizes) are categories.
+    (engines, block sizes) are categories, and values 100× apart over them
+    get a log y axis (log_y).
     Failed cells (`failures`) are points with errors and no value: the
     chart draws them as marked gaps whose hover gives the error.
     """
@@ -68,6 +78,7 @@ def chart_data(
     xs = [r["key"][0] for r in table["rows"]]
     numeric = bool(xs) and all(is_number(v) for v in xs)
     chart = view.get("chart") or (LINE if numeric else BAR)
+    values = _point_values(table)
     return {
         "x_dim": x,
         "line_dims": series,
@@ -77,6 +88,10 @@ def chart_data(
         "type": chart,
         "numeric_x": numeric,
         "log_x": numeric and chart == LINE and spans_decade(xs),
+        # a text axis (bars, boxes) over values 100× apart: a log y axis
+        "log_y": not (numeric and chart == LINE) and spans_decade(values, LOG_VALUE_SPAN),
+        # where a failed point sits on a log y axis (which has no 0)
+        "y_floor": min(values) if values and min(values) > 0 else 0,
         # the parameter's own values as ticks: threads 1, 2, 4, never 1.5
         "x_ticks": sorted(set(xs)) if numeric else [],
         # what the points are: mean, median or p95 of each cell's repeats

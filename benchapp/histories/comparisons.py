@@ -7,13 +7,16 @@ Comparison row only stores the selection and the chosen pivot settings.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.http import Http404
 
 from benchapp import crypto
 from benchapp.analysis import environments, results, significance
+from benchapp.analysis.tables import fmt
 from benchapp.models import Cell, Comparison, Run, Team
+from runners import stats, telemetry
 from runners.metrics import HIGHER, LOWER
 from runners.tools import direction as catalog_direction
 
@@ -102,7 +105,8 @@ def short_label(run: Run) -> str:
 
 def panel(data: dict, table: dict) -> dict:
     """One metric's panel: the table's columns headed by short run labels and
-    a summary row, the geometric mean of each column's ratios to the baseline."""
+    a summary row, the geometric mean of each column's ratios to the baseline,
+    each with the caveat of the deltas under it (headline_caveat)."""
     short = data["short_labels"]
     columns = []
     for col in table["table"]["columns"]:
@@ -110,7 +114,7 @@ def panel(data: dict, table: dict) -> dict:
         for long, brief in short.items():
             label = label.replace(long, brief)
         columns.append({"label": label, "title": col["label"], "key": col["key"]})
-    args = (table["table"], data["baseline"], data["tool"], data["units"])
+    args = (table["table"], data["baseline"], data["tool"], data["units"], table.get("deltas"))
     runs = [{**o, "label": short.get(o["run"], o["run"])} for o in overall(*args)]
     dims = table["table"]["column_dims"]
     summary = [
@@ -124,6 +128,25 @@ def panel(data: dict, table: dict) -> dict:
         "overall": runs,
         "baseline_label": short.get(data["baseline"], data["baseline"]),
     }
+
+
+@dataclass
+class Ratios:
+    """What one column (or one run's columns) holds against the baseline: the
+    speedups of its rows, the directions of their metrics, and the rows'
+    deltas (benchapp.analysis.significance), which say whether any of it is real."""
+
+    ratios: list[float] = field(default_factory=list)
+    directions: set = field(default_factory=set)
+    deltas: list[dict] = field(default_factory=list)
+
+    def extend(self, other: Ratios) -> None:
+        self.ratios.extend(other.ratios)
+        self.directions |= other.directions
+        self.deltas.extend(other.deltas)
+
+    def summary(self) -> dict | None:
+        return _summary(geometric_mean(self.ratios), len(self.ratios), self.directions, self.deltas)
 
 
 def speedup(base: float, value: float, direction: str | None) -> float | None:
@@ -143,45 +166,49 @@ def geometric_mean(ratios: list[float]) -> float | None:
     return math.exp(math.fsum(math.log(r) for r in ratios) / len(ratios))
 
 
-def geometric_summary(table: dict, baseline: str, tool: str, units: dict | None = None) -> list:
+def geometric_summary(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list:
     """Per column of a comparison's pivot: None for the baseline's own columns,
-    else {"ratio", "n", "text", "better"}: the geometric mean over the rows of
-    the column's means against the baseline run's same cell, each ratio turned
-    by its metric's direction (so 1.18 means 18 % better, for a latency too)."""
+    else {"ratio", "n", "text", "better", "significant", "caveat"}: the
+    geometric mean over the rows of the column's means against the baseline
+    run's same cell, each ratio turned by its metric's direction (so 1.18
+    means 18 % better, for a latency too)."""
     return [
-        None if found is None else _summary(geometric_mean(found[0]), len(found[0]), found[1])
-        for found in column_ratios(table, baseline, tool, units)
+        None if found is None else found.summary()
+        for found in column_ratios(table, baseline, tool, units, deltas)
     ]
 
 
-def overall(table: dict, baseline: str, tool: str, units: dict | None = None) -> list[dict]:
+def overall(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list[dict]:
     """Per run other than the baseline: {"run", "summary"}, the geometric mean
     of the ratios of all its cells in the table (every column of the run)."""
     dims = table["column_dims"]
-    pooled: dict[str, list] = {}
-    for col, found in zip(table["columns"], column_ratios(table, baseline, tool, units)):
+    pooled: dict[str, Ratios] = {}
+    for col, found in zip(table["columns"], column_ratios(table, baseline, tool, units, deltas)):
         if found is not None:
-            entry = pooled.setdefault(col["key"][dims.index("run")], [[], set()])
-            entry[0].extend(found[0])
-            entry[1] |= found[1]
+            pooled.setdefault(col["key"][dims.index("run")], Ratios()).extend(found)
     return [
-        {"run": run, "summary": _summary(geometric_mean(r), len(r), directions)}
-        for run, (r, directions) in pooled.items()
-        if r
+        {"run": run, "summary": found.summary()} for run, found in pooled.items() if found.ratios
     ]
 
 
-def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = None) -> list:
+def column_ratios(
+    table: dict, baseline: str, tool: str, units: dict | None = None, deltas=None
+) -> list[Ratios | None]:
     """Per column: None for the baseline's own (or a column with no baseline
-    twin), else (speedups over the rows where both sides have a value, the
-    set of the directions of their metrics)."""
+    twin), else its Ratios over the rows where both sides have a value;
+    `deltas` (per row, per column, as significance.deltas gives them) adds
+    each such row's delta."""
     units = units or {}
     dims = table["column_dims"]
     if "run" not in dims:
         return [None] * len(table["columns"])
     pos = dims.index("run")
     index = {tuple(c["key"]): j for j, c in enumerate(table["columns"])}
-    out = []
+    out: list[Ratios | None] = []
     for j, col in enumerate(table["columns"]):
         key = list(col["key"])
         key[pos] = baseline
@@ -189,7 +216,7 @@ def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = No
         if base_j is None or base_j == j:
             out.append(None)
             continue
-        ratios, directions = [], set()
+        found = Ratios()
         for i, line in enumerate(table["cells"]):
             if not (line[j] and line[base_j] and line[j].n and line[base_j].n):
                 continue
@@ -197,16 +224,19 @@ def column_ratios(table: dict, baseline: str, tool: str, units: dict | None = No
             direction = catalog_direction(tool, name, units.get(name))
             ratio = speedup(line[base_j].mean, line[j].mean, direction)
             if ratio is not None:
-                ratios.append(ratio)
-                directions.add(direction)
-        out.append((ratios, directions))
+                found.ratios.append(ratio)
+                found.directions.add(direction)
+                if deltas and deltas[i][j]:
+                    found.deltas.append(deltas[i][j])
+        out.append(found)
     return out
 
 
-def _summary(ratio: float | None, n: int, directions: set) -> dict | None:
+def _summary(ratio: float | None, n: int, directions: set, deltas=()) -> dict | None:
     """The summary cell's words: "1.18× faster", "1.18× slower", or "1.18×
     the baseline" when a metric in it has no better direction (its ratio is
-    a plain one: "faster" would be a guess)."""
+    a plain one: "faster" would be a guess); with the caveat of its deltas
+    (headline_caveat), and "significant" only when a delta under it is."""
     if ratio is None:
         return None
     if not directions or not directions <= {HIGHER, LOWER}:
@@ -217,7 +247,51 @@ def _summary(ratio: float | None, n: int, directions: set) -> dict | None:
         text, better = f"{ratio:.2f}× faster", True
     else:  # 0.85× reads as "1.18× slower": the same distance as 1.18× faster
         text, better = f"{1 / ratio:.2f}× slower", False
-    return {"ratio": ratio, "n": n, "text": text, "better": better}
+    significant, caveat = headline_caveat(list(deltas))
+    return {
+        "ratio": ratio,
+        "n": n,
+        "text": text,
+        "better": better,
+        "significant": significant,
+        "caveat": caveat,
+    }
+
+
+# Verdicts of a delta that say the difference is real (better, worse, or
+# different for a metric with no better direction).
+SIGNIFICANT = {stats.BETTER, stats.WORSE, significance.DIFFERENT}
+
+
+def headline_caveat(deltas: list[dict]) -> tuple[bool, str]:
+    """(significant, caveat) of a headline resting on these deltas: whether
+    any of them is significant, and the words that must stand beside the
+    ratio ("" when every delta is significant). One repeat a side reads
+    "1 repeat each: too few to test"; tested differences that are not real
+    read "not significant, p = 0.2–0.34"; a partly real one "2 of 8
+    differences significant". A headline with nothing significant under it is
+    never shown as a conclusion (not bold, not coloured)."""
+    if not deltas:
+        return False, "no difference tested"
+    real = [d for d in deltas if d["verdict"] in SIGNIFICANT]
+    if real:
+        shown = "" if len(real) == len(deltas) else f"{len(real)} of {len(deltas)} differences"
+        return True, f"{shown} significant" if shown else ""
+    tested = [d["p_value"] for d in deltas if d["verdict"] == stats.NOT_SIGNIFICANT]
+    if tested:
+        low, high = min(tested), max(tested)
+        p = f"{low:.2g}" if f"{low:.2g}" == f"{high:.2g}" else f"{low:.2g}–{high:.2g}"
+        return False, f"not significant, p = {p}"
+    return False, _too_few(deltas)
+
+
+def _too_few(deltas: list[dict]) -> str:
+    """ "1 repeat each: too few to test", or "too few repeats (1 vs 3)"."""
+    pairs = {(d["n_baseline"], d["n"]) for d in deltas}
+    if len(pairs) == 1 and len({n for pair in pairs for n in pair}) == 1:
+        n = next(iter(pairs))[0]
+        return f"{n} repeat{'s' if n != 1 else ''} each: too few to test"
+    return f"too few repeats ({min(b for b, _ in pairs)} vs {min(c for _, c in pairs)})"
 
 
 # ------------------------------------------------------------ saving, sharing
@@ -286,13 +360,19 @@ def run_parameters(run: Run) -> dict:
 
 def diff(runs: list[Run], cells: dict) -> dict:
     """Rows of {"name", "values": [per run], "differs"} for parameters, tool
-    versions and host facts; values of one run's cells are joined when they vary."""
+    versions, host facts and the telemetry summaries that differ most
+    (telemetry_rows); values of one run's cells are joined when they vary."""
     params = [run_parameters(r) for r in runs]
     versions = [set() for _ in runs]
     facts = [{} for _ in runs]
+    summaries = [{} for _ in runs]
     position = {r.pk: i for i, r in enumerate(runs)}
     for cell in cells.values():
         i = position[cell.run_id]
+        for name, value in telemetry.summary_metrics(
+            (cell.facts or {}).get("telemetry") or {}
+        ).items():
+            summaries[i].setdefault(name, []).append(value)
         if cell.tool_version:
             versions[i].add(cell.tool_version)
         if cell.verdict:
@@ -304,8 +384,51 @@ def diff(runs: list[Run], cells: dict) -> dict:
         "parameters": _rows([{k: _show(v) for k, v in p.items()} for p in params]),
         "tool_versions": _rows([{"tool version": ", ".join(sorted(v))} for v in versions]),
         "facts": _rows([{k: _joined(v) for k, v in f.items()} for f in facts]),
+        "telemetry": telemetry_rows(summaries),
         **environments.sections(runs, cells.values()),
     }
+
+
+# The telemetry rows "what differs" shows: the summaries' means (a maximum
+# repeats what its mean says), at most this many, those that differ by at
+# least TELEMETRY_MIN_SPREAD between the runs (a hit ratio of 91 % against
+# 99 % is 8 % apart, and eight times the misses), most different first.
+TELEMETRY_ROWS = 8
+TELEMETRY_MIN_SPREAD = 0.05
+
+
+def telemetry_rows(per_run: list[dict[str, list[float]]]) -> list[dict]:
+    """Rows of {"name" (in words: "host CPU busy, mean"), "values" (per run,
+    the mean over its cells, with the unit), "differs", "spread"} of the
+    telemetry means that differ most between the runs (host CPU, outside
+    load, run queue, hit ratio...): a 2× gap measured on a busy machine
+    against a quiet one shows here beside the parameters."""
+    names = {n for summary in per_run for n in summary if n.endswith(".mean")}
+    rows = []
+    for name in names:
+        means = [_mean(summary.get(name)) for summary in per_run]
+        spread = _spread([m for m in means if m is not None])
+        if spread is None or spread < TELEMETRY_MIN_SPREAD:
+            continue
+        found = telemetry.metric(name)
+        unit = f" {found.unit}" if found.unit else ""
+        values = ["" if m is None else f"{fmt(m)}{unit}" for m in means]
+        rows.append({"name": found.label, "values": values, "differs": True, "spread": spread})
+    rows.sort(key=lambda row: (-row["spread"], row["name"]))
+    return rows[:TELEMETRY_ROWS]
+
+
+def _mean(values: list[float] | None) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _spread(means: list[float]) -> float | None:
+    """How far apart the runs' means are: (highest - lowest) / highest
+    magnitude; None below two runs with a value, 0 when all are 0."""
+    if len(means) < 2:
+        return None
+    top = max(abs(m) for m in means)
+    return (max(means) - min(means)) / top if top else 0.0
 
 
 def _joined(values: set) -> str:

@@ -26,7 +26,6 @@ from benchapp.models_history import PlanRevision
 from benchapp.store import measurestore, summarystore
 from runners import changepoint, levels, tools
 from runners.metrics import HIGHER
-from runners.tools import get_tool
 
 FINISHED = (Run.SUCCEEDED, Run.PARTIAL)
 WINDOW = 50
@@ -72,19 +71,21 @@ def series_names(plan_ids: list[int]) -> dict:
 
 
 def trend_choices(
-    plan_ids: list[int], query, names: dict | None = None
+    plan_ids: list[int], query, names: dict | None = None, tool: str = ""
 ) -> tuple[str, list[str], list[str], list[str]]:
     """(metric, metrics, keys of that metric, chosen keys) of a trend, from a
     query (a page's GET or the API's query_params): the metric and keys it
     asks for, refused (queryparams.BadParameter) when the history has no such
-    metric or cell key. `keys` is "|"-separated. One query, none when given
+    metric or cell key; without one, the tool's main metric (runners.tools.main_metric),
+    else the first by name. `keys` is "|"-separated. One query, none when given
     the history's `names` (series_names)."""
     if names is None:
         names = series_names(plan_ids)
     pairs = {(m, k) for k, _g, m in names.values()}
     metrics = sorted({m for m, _ in pairs})
     queryparams.check(query, {"metric": metrics})
-    metric = query.get("metric") or (metrics[0] if metrics else "")
+    default = tools.main_metric(tool, metrics) or (metrics[0] if metrics else "")
+    metric = query.get("metric") or default
     keys = sorted({k for m, k in pairs if m == metric})
     wanted = [k for k in query.get("keys", "").split("|") if k]
     for key in wanted:
@@ -358,11 +359,11 @@ def group_incidents(plan: Plan, created: list[Alert]) -> None:
     """One change, one incident: new alerts that start at the same run follow
     one lead (a bad one, the plan's main metric first, then the largest
     change); so does a new alert whose change point already has a lead."""
-    main = main_metric(plan)
     by_start: dict[int, list[Alert]] = {}
     for alert in created:
         by_start.setdefault(alert.start_run_id, []).append(alert)
     for start, alerts in by_start.items():
+        main = tools.main_metric(plan.tool, {a.metric for a in alerts})
         existing = (
             Alert.objects.filter(plan=plan, start_run_id=start, lead=None)
             .exclude(pk__in=[a.pk for a in alerts])
@@ -375,14 +376,6 @@ def group_incidents(plan: Plan, created: list[Alert]) -> None:
         Alert.objects.filter(pk__in=[a.pk for a in followers]).update(lead=lead)
         for alert in followers:
             alert.lead = lead
-
-
-def main_metric(plan: Plan) -> str | None:
-    """The plan's main metric: its tool's first catalogued one (tps for sysbench)."""
-    try:
-        return next(iter(get_tool(plan.tool).METRICS))
-    except (KeyError, AttributeError, StopIteration):
-        return None
 
 
 def resolve_recovered(

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F, Sum, Window
 
 from benchapp.models import CellMeasurements, MeasureKey, RunMetric
+from runners.tools import DERIVED
 
 _KEY = np.dtype("<i4")
 _ITERATION = np.dtype("<i4")
@@ -111,9 +112,12 @@ def add(attempts: list[tuple]) -> None:
 
 
 def _count(run_id: int, values: list[Value], sign: int = 1) -> None:
-    """Add (sign -1: take away) values to their run's RunMetric totals."""
+    """Add (sign -1: take away) values to their run's RunMetric totals, with
+    the DERIVED metrics they make (fio's IOPS, read + write): a run's
+    headline mean of a derived metric cannot be rebuilt from its sources'
+    totals when some cells lack a source (a read-only job has no write IOPS)."""
     sums: dict[str, list] = {}
-    for v in values:
+    for v in values + _derived(values):
         entry = sums.setdefault(v.metric, [v.unit, 0, 0.0])
         entry[1] += 1
         entry[2] += v.value
@@ -127,6 +131,24 @@ def _count(run_id: int, values: list[Value], sign: int = 1) -> None:
         RunMetric.objects.filter(run_id=run_id, metric=metric).update(
             count=F("count") + sign * n, total=F("total") + sign * total
         )
+
+
+def _derived(values: list[Value]) -> list[Value]:
+    """The DERIVED metrics (runners.tools.DERIVED) of each set of values
+    (one cell attempt, iteration and group) that has their sources, as
+    results.load_observations computes them when results are read."""
+    sets: dict[tuple, dict[str, float]] = {}
+    for v in values:
+        sets.setdefault((v.run_id, v.cell_id, v.attempt, v.iteration, v.group), {})[v.metric] = (
+            v.value
+        )
+    out = []
+    for (run_id, cell_id, attempt, iteration, group), found in sets.items():
+        for name, (_sources, fn) in DERIVED.items():
+            value = None if name in found else fn(found)
+            if value is not None:
+                out.append(Value(run_id, cell_id, attempt, iteration, group, name, value))
+    return out
 
 
 def read(

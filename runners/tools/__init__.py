@@ -14,7 +14,8 @@ Every module exposes the same interface:
   parameter in seconds, or None) or duration_seconds(params), optionally
   ELAPSED_METRIC (the metric holding the seconds it measured) and
   LATENCY_WEIGHT (the count that weighs clients' average latencies), METRICS (the
-  metric catalog, runners.metrics.Metric rows), SERIES (per-second metrics),
+  metric catalog, runners.metrics.Metric rows), MAIN_METRICS (the metrics
+  that answer "how fast", best first: what pages open on), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
   DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
   KIND_LABELS ({kind: label}, how forms name it), and
@@ -173,6 +174,23 @@ def metric(tool: str, name: str, unit: str = "") -> Metric:
         return found
     module = TOOLS.get((tool or "").replace("-", "_"))
     return lookup(getattr(module, "METRICS", {}) if module else {}, name, unit)
+
+
+def main_metrics(tool: str) -> tuple[str, ...]:
+    """The tool's MAIN_METRICS (the metrics that answer "how fast", best
+    first); () for a tool no registry row names (an import)."""
+    module = TOOLS.get((tool or "").replace("-", "_"))
+    return tuple(getattr(module, "MAIN_METRICS", ())) if module else ()
+
+
+def main_metric(tool: str, names=None) -> str | None:
+    """The tool's main metric: the first of its MAIN_METRICS among `names`
+    (the metrics a run or a plan has; any when None), else None."""
+    candidates = main_metrics(tool)
+    if names is None:
+        return candidates[0] if candidates else None
+    present = set(names)
+    return next((name for name in candidates if name in present), None)
 
 
 def direction(tool: str, name: str, unit: str = "") -> str | None:

@@ -314,6 +314,10 @@ DURATION_PARAM = None  # runs a number of queries, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("concurrency", "processes"),)  # a thread per client
 SERIES: tuple[str, ...] = ()  # no per-second output
+# What answers "how fast" for this tool, best first: the dashboard, the
+# trend and the timeline open on the first a run has (runners.tools.main_metric):
+# queries per second; the average time when an output lacks its figures.
+MAIN_METRICS = ("qps", "avg_s")
 METRICS = {
     "avg_s": m.latency("Average time to run all queries", "s"),
     "min_s": m.latency("Minimum time to run all queries", "s"),

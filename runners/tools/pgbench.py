@@ -296,6 +296,10 @@ LIMITS = (Use("client", "processes"), Use("jobs", "processes"), Use("time", "sec
 SERIES = ("tps", "latency_avg_ms", "latency_stddev_ms", "lag_ms", "skipped", "failed")
 # Averages of several clients are weighted by this count (runners.combine).
 LATENCY_WEIGHT = "transactions"
+# What answers "how fast" for this tool, best first: the dashboard, the
+# trend and the timeline open on the first a run has (runners.tools.main_metric):
+# transactions per second.
+MAIN_METRICS = ("tps",)
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "tps_including_connections": m.throughput("Transactions per second incl. connecting", "tps"),

@@ -380,6 +380,10 @@ DURATION_PARAM = None  # runs a number of requests, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
 LIMITS = (Use("clients", "processes"), Use("threads", "processes"))
 SERIES: tuple[str, ...] = ()  # its progress lines are overwritten, not a series
+# What answers "how fast" for this tool, best first: the dashboard, the
+# trend and the timeline open on the first a run has (runners.tools.main_metric):
+# requests per second.
+MAIN_METRICS = ("rps",)
 METRICS = {
     "rps": m.throughput("Requests per second", "req/s"),
     "latency_avg_ms": m.latency("Average latency"),

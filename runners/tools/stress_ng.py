@@ -378,6 +378,10 @@ LIMITS = (
 SERIES: tuple[str, ...] = ()
 # Several stressors prefix these with the stressor ("vm_bogo_ops"); the
 # catalog lookup (runners.tools.metric) reads the suffix.
+# What answers "how fast" for this tool, best first: the dashboard, the
+# trend and the timeline open on the first a run has (runners.tools.main_metric):
+# bogo operations per second.
+MAIN_METRICS = ("bogo_ops_per_s",)
 METRICS = {
     "bogo_ops": m.count("Bogo operations"),
     "real_time_s": m.duration("Real time"),

@@ -469,6 +469,18 @@ SERIES = (
 # Averages of several clients are weighted by this count (runners.combine).
 LATENCY_WEIGHT = "events"
 ELAPSED_METRIC = "total_time_s"  # the seconds it measured (runners.tools.measured_seconds)
+# What answers "how fast" for this tool, best first: the dashboard, the
+# trend and the timeline open on the first a run has (runners.tools.main_metric):
+# OLTP scripts report transactions per second; cpu, threads and mutex
+# events per second; memory and fileio their rates.
+MAIN_METRICS = (
+    "tps",
+    "events_per_s",
+    "eps",
+    "memory_mib_per_s",
+    "fileio_reads_per_s",
+    "fileio_writes_per_s",
+)
 METRICS = {
     "tps": m.throughput("Transactions per second", "tps"),
     "qps": m.throughput("Queries per second", "qps"),

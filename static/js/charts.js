@@ -74,9 +74,9 @@
 
   // The failed points of one series: red crosses on the x axis (y = 0, or
   // the bottom of a log axis), hover "failed: <error>".
-  function failedTrace(t, common) {
+  function failedTrace(t, common, floor) {
     return Object.assign({}, common, { type: "scatter", mode: "markers", x: t.failed.x,
-      y: t.failed.x.map(() => 0), name: t.name + " (failed)", showlegend: false,
+      y: t.failed.x.map(() => floor || 0), name: t.name + " (failed)", showlegend: false,
       text: t.failed.errors, hovertemplate: "<b>" + t.name + " failed</b><br>%{text}<extra></extra>",
       cliponaxis: false, marker: { symbol: "x-thin-open", size: 14, color: "#d62728",
         line: { width: 3, color: "#d62728" } }, meta: "failed", legendgroup: t.name });
@@ -96,7 +96,7 @@
       const color = COLORS[k % COLORS.length];
       const common = Object.assign({ name: t.name, legendgroup: t.name, showlegend: p === 0 }, axes);
       const errors = { type: "data", symmetric: false, array: t.plus, arrayminus: t.minus };
-      if (t.failed.x.length) marks.push(failedTrace(t, common));
+      if (t.failed.x.length) marks.push(failedTrace(t, common, chart.log_y ? chart.y_floor : 0));
       if (chart.type === "box") {
         const x = [], y = [];
         t.values.forEach((vals, i) => vals.forEach((v) => { x.push(String(t.x[i])); y.push(v); }));
@@ -172,7 +172,10 @@
     panels.forEach((facet, p) => {
       const n = p ? p + 1 : "";
       extra["xaxis" + n] = xAxis(chart, xType);
-      extra["yaxis" + n] = { title: { text: axisTitle(chart) }, rangemode: "tozero", tickformat: "," };
+      // values 100× apart over a text axis: a log y, or the small bars vanish
+      extra["yaxis" + n] = chart.log_y
+        ? { title: { text: axisTitle(chart) + " (log scale)" }, type: "log", tickformat: "," }
+        : { title: { text: axisTitle(chart) }, rangemode: "tozero", tickformat: "," };
       if (facet) {
         extra.annotations.push({ text: chart.facet_dims.join(" · ") + ": " + facet, showarrow: false,
           xref: "x" + n + " domain", yref: "y" + n + " domain", x: 0.5, y: 1.08, font: { size: 12 } });

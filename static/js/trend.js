@@ -32,6 +32,24 @@
     });
   }
 
+  // The metrics in words, in groups (the tool's own, then each telemetry
+  // source's): [{group, options: [{value, label}]}] from trend.json.
+  function fillGroups(select, groups, chosen) {
+    select.innerHTML = "";
+    groups.forEach(function (g) {
+      var box = document.createElement("optgroup");
+      box.label = g.group;
+      g.options.forEach(function (m) {
+        var o = document.createElement("option");
+        o.value = m.value;
+        o.textContent = m.label;
+        o.selected = m.value === chosen;
+        box.appendChild(o);
+      });
+      select.appendChild(box);
+    });
+  }
+
   var COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   var CHANGE_COLORS = { worse: "#d62728", better: "#2ca02c", changed: "#7f7f7f" };
@@ -95,7 +113,8 @@
       .then(function (data) { return plotlyReady.then(function () { return data; }); })
       .then(function (data) {
         if (data.error) { div.textContent = data.error; return; }
-        fill(metricSelect, data.metrics, [data.metric]);
+        if (data.metric_groups) fillGroups(metricSelect, data.metric_groups, data.metric);
+        else fill(metricSelect, data.metrics, [data.metric]);
         fill(keySelect, data.keys, s.keys ? s.keys.split("|") : []);
         var edits = data.edits || [];
         var out = traces(data);
@@ -108,7 +127,8 @@
         }
         Plotly.newPlot(div, out, {
           margin: { t: 20 }, xaxis: { title: "run date" },
-          yaxis: { title: (data.metric_title || data.metric) + (data.sense ? " (" + data.sense + ")" : ""),
+          // "Transactions per second (tps), higher is better"
+          yaxis: { title: { text: (data.metric_title || data.metric) + (data.sense ? ", " + data.sense : "") },
                    tickformat: "," },
           yaxis2: { overlaying: "y", range: [0, 1.02], visible: false, fixedrange: true },
           shapes: edits.map(function (e) {

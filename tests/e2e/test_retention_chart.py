@@ -21,7 +21,7 @@ def test_downsampled_series_chart_and_note(page, live_server, owner, team, setti
     names = page.evaluate(
         "Array.from(document.getElementById('cell-timeline').data, t => t.name || '')"
     )
-    assert names == ["", "minute min–max", "tps (minute mean)"]
+    assert names == ["", "minute min–max", "Transactions per second (tps) (minute mean)"]
     note = page.inner_text("[data-role=retention]")
     assert "downsampled to min/mean/max per minute" in note and "30 days" in note
     screenshot(page, "retention-downsampled-cell")

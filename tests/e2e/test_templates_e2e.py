@@ -24,10 +24,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # slug -> cells of the quick preset on this machine's targets
 SCENARIOS = {
-    "s1-rds-classes-mysqlslap": 10,
+    "s1-rds-classes-mysqlslap": 20,  # targets interleaved, twice each
     "s2-oltp-vs-cpu-stress": 3,
     "s3-ebs-raid0-fio": 8,
-    "s4-managed-mysql-threads": 8,
+    "s4-managed-mysql-threads": 16,  # targets interleaved, twice each
     "s5-myisam-update": 6,
 }
 

@@ -272,3 +272,20 @@ def test_registry_catalog_reaches_tables_deltas_and_exports(team):
 def test_duration_reads_a_tools_aliases():
     assert tools.duration_seconds("sysbench", {"max_time": 30}) == 30.0
     assert tools.duration_seconds("sysbench", {"time": 45}) == 45.0
+
+
+@pytest.mark.parametrize("name", tools.MEASURED_TOOLS)
+def test_every_measured_tool_declares_catalogued_main_metrics(name):
+    mains = tools.main_metrics(name)
+    assert mains, f"{name} declares no MAIN_METRICS"
+    for metric in mains:
+        found = tools.metric(name, metric)
+        assert found.unit and found.judged, f"{name}.{metric}: no unit or direction"
+
+
+def test_main_metric_is_the_first_main_metric_a_run_has():
+    assert tools.main_metric("sysbench") == "tps"
+    assert tools.main_metric("sysbench", ["events", "events_per_s", "reads"]) == "events_per_s"
+    assert tools.main_metric("fio", ["read_bw_kib_s", "read_iops", "iops"]) == "iops"
+    assert tools.main_metric("mysqlslap", ["min_s"]) is None
+    assert tools.main_metric("pkb-import", ["x"]) is None and tools.main_metrics("pkb") == ()

@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -8,6 +8,7 @@ from benchapp.accounts.access import SESSION_KEY, current_team, user_teams
 from benchapp.histories.history import recent_alerts
 from benchapp.models import Cell, Run, RunMetric
 from benchapp.web.middleware import safe_next
+from runners import tools
 
 RECENT_RUNS = 15
 
@@ -28,6 +29,8 @@ def home(request):
     for run in active:
         run.percent = round(100.0 * run.cell_done / run.cell_total, 1) if run.cell_total else 0.0
     recent = list(with_headline(runs.exclude(status__in=Run.ACTIVE))[:RECENT_RUNS])
+    for run in recent:
+        run.headline = headline(run)
     return render(
         request,
         "home.html",
@@ -43,15 +46,45 @@ def home(request):
 
 def with_headline(runs):
     """Annotate each run with its headline figure in the same query: the mean
-    of its first measured metric (`headline_metric`, `headline_value`,
-    `headline_unit`), from the run's RunMetric totals, not its measurements."""
-    first = RunMetric.objects.filter(run=OuterRef("pk"), count__gt=0).order_by("pk")
+    of its tool's main metric (runners.tools.main_metric: the first of its
+    MAIN_METRICS the run measured; else its first measured metric), as
+    `headline_metric`, `headline_value`, `headline_unit`, from the run's
+    RunMetric totals, not its measurements. headline() words it."""
+    rank = Case(
+        *[
+            When(run__tool=tool, metric=name, then=Value(i))
+            for tool in tools.TOOL_NAMES
+            for i, name in enumerate(tools.main_metrics(tool))
+        ],
+        default=Value(len(tools.TOOL_NAMES) * 10),
+        output_field=IntegerField(),
+    )
+    first = (
+        RunMetric.objects.filter(run=OuterRef("pk"), count__gt=0)
+        .annotate(rank=rank)
+        .order_by("rank", "pk")
+    )
     mean = first.annotate(mean=F("total") / F("count")).values("mean")
     return runs.annotate(
         headline_metric=Subquery(first.values("metric")[:1]),
         headline_unit=Subquery(first.values("unit")[:1]),
         headline_value=Subquery(mean[:1]),
     )
+
+
+def headline(run) -> dict | None:
+    """A run's headline in words, from with_headline's annotations: {"label"
+    ("Transactions per second"), "value", "unit" ("tps")} by the tool's
+    catalog; None when the run measured nothing."""
+    if run.headline_value is None:
+        return None
+    found = tools.metric(run.tool, run.headline_metric, run.headline_unit or "")
+    return {
+        "label": found.label,
+        "value": run.headline_value,
+        "unit": found.unit or run.headline_unit or "",
+        "sense": found.sense(),
+    }
 
 
 @login_required

@@ -9,6 +9,7 @@ from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_plan, require_role
+from benchapp.analysis import metricnames
 from benchapp.histories import confirmation, history
 from benchapp.models import Alert
 from benchapp.plans.planning import PlanRefused
@@ -26,7 +27,7 @@ DEFAULT_LINES = 10
 @login_required
 def plan_trend(request, pk):
     plan = get_plan(request, pk)
-    history.trend_choices(history.history_plans(plan), request.GET)
+    history.trend_choices(history.history_plans(plan), request.GET, tool=plan.tool)
     alerts = list(
         Alert.objects.filter(plan=plan, lead=None)
         .select_related("plan", "start_run")
@@ -72,7 +73,9 @@ def plan_trend_json(request, pk):
     plan = get_plan(request, pk)
     plan_ids = history.history_plans(plan)
     names = history.series_names(plan_ids)  # read once for both
-    metric, metrics, keys, wanted = history.trend_choices(plan_ids, request.GET, names)
+    metric, metrics, keys, wanted = history.trend_choices(
+        plan_ids, request.GET, names, tool=plan.tool
+    )
     chosen = history.load_series(plan_ids, [metric], wanted or keys[:DEFAULT_LINES], names=names)
     alerts = {
         (a.cell_key, a.group): a  # the latest alert of a series wins
@@ -89,6 +92,8 @@ def plan_trend_json(request, pk):
         {
             "metric": metric,
             "metrics": metrics,
+            # the same names in words, grouped (tool's own, then telemetry by source)
+            "metric_groups": metricnames.as_json(plan.tool, metrics),
             "keys": keys,
             "lines": lines,
             "baseline": plan.baseline_run_id,
@@ -96,6 +101,7 @@ def plan_trend_json(request, pk):
             "direction": row.judged,
             "sense": row.sense(),
             "metric_title": row.title(),
+            "unit": row.unit,
             # vertical markers: where the runs' frozen plan changed
             "edits": [{"run": e.run_id, "x": e.at.isoformat(), "text": e.text()} for e in edits],
         }

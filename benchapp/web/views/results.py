@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.gzip import gzip_page
 
 from benchapp.accounts.access import get_run
-from benchapp.analysis import charts, defaults, pivot, queryparams, results
+from benchapp.analysis import charts, defaults, metricnames, pivot, queryparams, results
 from benchapp.runs import machines
 
 MAX_SERIES_CELLS = 12
@@ -60,7 +60,7 @@ class PivotForm(forms.Form):
     )
     baseline = forms.CharField(required=False)
 
-    def __init__(self, data, dimensions=(), metrics=()):
+    def __init__(self, data, dimensions=(), metrics=(), tool="", units=None):
         data = data.copy()
         for name, allowed in (("rows", dimensions), ("columns", dimensions), ("metric", metrics)):
             data.setlist(name, [v for v in data.getlist(name) if v in allowed])
@@ -69,7 +69,8 @@ class PivotForm(forms.Form):
             self.fields[name].choices = [("", "default")] * (name == "chart_x") + [
                 (d, d) for d in dimensions
             ]
-        self.fields["metric"].choices = [(m, m) for m in metrics]
+        # in words, grouped: the tool's own, then telemetry by source
+        self.fields["metric"].choices = metricnames.grouped(tool, metrics, units)
 
 
 @refuses_bad_query
@@ -161,4 +162,6 @@ def view_query(data) -> QueryDict:
 
 def pivot_form(data) -> PivotForm:
     """The GET form, showing the view in effect (defaults included)."""
-    return PivotForm(view_query(data), data["dimensions"], data["metrics"])
+    return PivotForm(
+        view_query(data), data["dimensions"], data["metrics"], data["tool"], data["units"]
+    )

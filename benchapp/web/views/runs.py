@@ -152,7 +152,7 @@ def cell_artifacts(request, pk, cell_id):
         {
             "run": run,
             "cell": cell,
-            "timeline": timeline.cell_timeline(cell),
+            "timeline": timeline.cell_timeline(cell, run.tool),
             "telemetry_rows": timeline.summary_rows(cell.facts or {}),
             "verdict": (cell.facts or {}).get("verdict"),
             "verdict_rests_on": verdict.rests_on((cell.facts or {}).get("verdict") or {}),

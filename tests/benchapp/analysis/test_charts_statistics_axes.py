@@ -51,3 +51,27 @@ def test_median_view_fills_table_and_chart_points(team):
     assert chart["cells"][0][0]["median"] == 11
     # n, stddev and cv are not on the metric's scale: the chart keeps the mean
     assert results.results([run], {"statistic": "cv"})["chart"]["point_statistic"] == "mean"
+
+
+@pytest.mark.parametrize(
+    "bandwidths, log",
+    [
+        ({"4k": 30.0, "32m": 3000.0}, True),  # 100× apart over block sizes: log y
+        ({"4k": 30.0, "32m": 2900.0}, False),  # 97×: linear
+        ({"4k": 0.0, "32m": 3000.0}, False),  # a zero has no place on a log axis
+    ],
+)
+def test_values_100x_apart_over_a_text_axis_get_a_log_y(team, bandwidths, log):
+    cells = [({"bs": bs}, r, {"bw_mb_s": v}) for bs, v in bandwidths.items() for r in (1, 2)]
+    run = make_run(team, tool="fio", cells=cells)
+    chart = results.results([run], {"rows": ["bs"], "metric": "bw_mb_s"})["chart"]
+    assert (chart["numeric_x"], chart["type"]) == (False, "bar")
+    assert chart["log_y"] is log
+    if log:  # a failed bar's mark sits at the lowest value, the log axis's floor
+        assert chart["y_floor"] == min(bandwidths.values())
+
+
+def test_a_numeric_line_keeps_a_linear_y_whatever_its_span(team):
+    cells = [({"threads": t}, 1, {"tps": v}) for t, v in ((1, 10.0), (256, 5000.0))]
+    chart = results.results([make_run(team, cells=cells)])["chart"]
+    assert chart["type"] == "line" and chart["log_y"] is False

@@ -10,6 +10,7 @@ from django.utils import timezone
 from benchapp.models import Cell, Run, Target
 from benchapp.plans.planning import save_plan
 from benchapp.runs.orchestration import start_run
+from tests.benchapp.results_data import make_run
 from tests.benchapp.ui_data import DEMO, make_target
 from tests.support.measures import measure
 
@@ -57,14 +58,61 @@ def test_running_run_shows_its_progress(owner_client, team, plan):
     assert 'max="100" value="25.0"' in active and "1/4" in active
 
 
-def test_recent_runs_show_status_and_headline_figure(owner_client, team, plan):
-    # 4 cells: avg_s 1, 2, 3, 4 -> mean 2.5 (the first metric measured: avg_s)
+def _headline(row: str) -> str:
+    cell = re.search(r'<td class="num headline">(.*?)</td>', row, re.S).group(1)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", cell)).strip()
+
+
+def test_recent_runs_show_status_and_the_tools_main_metric(owner_client, team, plan):
+    # 4 cells: qps 100..103 -> mean 101.5; avg_s was measured first, but
+    # mysqlslap's main metric is its queries per second, with its unit
     finished(team, plan, status=Run.PARTIAL, avg_s=1.0, qps=100.0)
     finished(team, plan, status=Run.FAILED)
     recent = rows(owner_client.get("/").content.decode(), "recent")
     assert "failed" in recent[0] and "—" in recent[0]  # nothing measured: no figure
     assert "completed with failures" in recent[1]
-    assert "mean avg_s</span> 2.500 s" in recent[1]
+    assert _headline(recent[1]) == "Queries per second 101.5 q/s"
+
+
+def test_headline_falls_back_to_the_next_main_metric_then_the_first(owner_client, team, plan):
+    finished(team, plan, avg_s=2.0)  # no qps: mysqlslap's next main metric
+    finished(team, plan, min_s=1.0)  # none of its main metrics: the first measured
+    newest, older = rows(owner_client.get("/").content.decode(), "recent")
+    assert _headline(newest) == "Minimum time to run all queries 2.5 s"
+    assert _headline(older) == "Average time to run all queries 3.5 s"
+
+
+@pytest.mark.parametrize(
+    "tool, metrics, expected",
+    [
+        # sysbench OLTP: TPS, not the reads it counted first
+        ("sysbench", {"reads": 9408.0, "tps": 470.25}, "Transactions per second 470.2 tps"),
+        # sysbench cpu: events per second
+        (
+            "sysbench",
+            {"events": 10.0, "events_per_s": 1234.5},
+            "Events per second 1,234.5 events/s",
+        ),
+        # fio: IOPS read + write (derived as values are stored), not read bandwidth
+        (
+            "fio",
+            {"read_bw_kib_s": 778232.75, "read_iops": 1500.0, "write_iops": 500.0},
+            "IOPS (read + write) 2,000 IOPS",
+        ),
+        ("pgbench", {"latency_avg_ms": 3.0, "tps": 800.0}, "Transactions per second 800 tps"),
+        (
+            "redis_benchmark",
+            {"latency_avg_ms": 0.2, "rps": 90000.0},
+            "Requests per second 90,000 req/s",
+        ),
+    ],
+)
+def test_dashboard_headline_is_the_main_metric_with_its_unit(
+    owner_client, team, tool, metrics, expected
+):
+    make_run(team, tool=tool, cells=[({"threads": 1}, 1, metrics)])
+    (row,) = rows(owner_client.get("/").content.decode(), "recent")
+    assert _headline(row) == expected
 
 
 def test_home_query_count_does_not_grow_with_runs(

@@ -113,3 +113,17 @@ def test_trend_json_describes_the_alert_marker_in_percent(member_client, plan, d
     expected = f"worse {alert.magnitude * 100:+.1f} % from run #{alert.start_run_id} (new)"
     assert line["alert"] == {"change": "worse", "text": expected}
     assert line["change"] == alert.start_run_id
+
+
+def test_trend_opens_on_the_plans_main_metric_with_its_title(member_client, plan, dropped):
+    # latency_avg_ms comes first by name; sysbench's main metric is tps
+    data = member_client.get(reverse("plan_trend_json", args=[plan.pk])).json()
+    assert data["metric"] == "tps"
+    assert data["metric_title"] == "Transactions per second (tps)"
+    assert (data["unit"], data["sense"]) == ("tps", "higher is better")
+    (group,) = data["metric_groups"]
+    assert group["group"] == "sysbench"
+    assert [o["label"] for o in group["options"]] == [
+        "Transactions per second (tps)",
+        "Average latency (ms)",
+    ]

@@ -249,10 +249,10 @@ def test_preview_needs_post_and_login(owner_client):
 # -- scenario templates bound to your targets (issue 17) ----------------------------
 
 QUICK_CELLS = {
-    "s1-rds-classes-mysqlslap": 10,
+    "s1-rds-classes-mysqlslap": 20,
     "s2-oltp-vs-cpu-stress": 3,
     "s3-ebs-raid0-fio": 4,  # 2 block sizes × 2 patterns (6 s each; volumes need provisioning)
-    "s4-managed-mysql-threads": 8,
+    "s4-managed-mysql-threads": 16,  # targets interleaved, each twice
     "s5-myisam-update": 6,
 }
 
@@ -326,10 +326,10 @@ def test_template_bound_to_your_targets_opens_valid_and_saves(
 
 
 STUDY_CELLS = {
-    "s1-rds-classes-mysqlslap": 10,
+    "s1-rds-classes-mysqlslap": 20,
     "s2-oltp-vs-cpu-stress": 10,
     "s3-ebs-raid0-fio": 8,
-    "s4-managed-mysql-threads": 20,
+    "s4-managed-mysql-threads": 40,
     "s5-myisam-update": 6,
 }
 
@@ -342,6 +342,33 @@ def test_template_study_preset_binds_to_your_targets(team, stored, disk, templat
     document = bound(team, template, "study", **roles)
     assert count_cells(validate_document(document, team)) == STUDY_CELLS[template["slug"]]
     assert document["name"] == f"{template['document']['name']}-study"
+
+
+def _but_schema(params: dict) -> dict:
+    """A cell's params but its scratch schema (one per target in S1)."""
+    return {k: v for k, v in params.items() if k != "create_schema"}
+
+
+@pytest.mark.parametrize("preset", ["quick", "study"])
+@pytest.mark.parametrize("slug", ["s1-rds-classes-mysqlslap", "s4-managed-mysql-threads"])
+def test_templates_comparing_targets_interleave_them_twice(team, stored, slug, preset):
+    """Each combination runs on one target then the other, at least twice:
+    a comparison of the targets never rests on one repeat each, nor on
+    targets measured an hour apart."""
+    template = get_template(slug)
+    document = bound(team, template, preset, **{r["name"]: stored.pk for r in template["roles"]})
+    cells = expand(validate_document(document, team))
+    targets = document["axes"]["target"]
+    assert len(targets) == 2
+    for first, second in zip(cells[::2], cells[1::2]):
+        assert [first.target, second.target] == targets  # side by side
+        assert _but_schema(first.params) == _but_schema(second.params)  # the same load
+    repeats = {}
+    for cell in cells:
+        repeats.setdefault((cell.key, cell.target), []).append(cell.repeat)
+    assert all(r == [1, 2] for r in repeats.values()), repeats
+    half = len(cells) // 2
+    assert {c.repeat for c in cells[:half]} == {1}  # every pair once before any twice
 
 
 @pytest.mark.parametrize("preset", ["quick", "study"])
