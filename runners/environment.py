@@ -79,6 +79,7 @@ BLOCK_FILES = ("scheduler", "rotational", "nr_requests", "read_ahead_kb")
 NIC_FILES = ("speed", "mtu")
 # Container markers, listed by `ls` (present or not).
 CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")
+VIRTUAL_NET = "/sys/devices/virtual/net"
 _SKIPPED_DEVICES = re.compile(r"^(loop|ram|zram|dm-|sr|nbd)\d*")
 
 
@@ -165,11 +166,15 @@ def read_host(executor, paths: tuple[str, ...] = ()) -> dict:
     Three commands: ls of the device lists, one grep of every file, nothing
     else; a file the machine does not have is left out."""
     listing = Command(
-        argv=["ls", "-1", *CONTAINER_MARKERS, "/sys/block", "/sys/class/net"], tool="ls"
+        argv=["ls", "-1", *CONTAINER_MARKERS, "/sys/block", "/sys/class/net", VIRTUAL_NET],
+        tool="ls",
     )
     present, dirs = parse_ls(_run_text(executor, listing))
     devices = [d for d in dirs.get("/sys/block", []) if not _SKIPPED_DEVICES.match(d)]
-    nics = [n for n in dirs.get("/sys/class/net", []) if n != "lo"]
+    # Virtual interfaces (veth pairs, bridges, tunnels) come and go with
+    # containers and namespaces: only the machine's own NICs are its setting.
+    virtual = set(dirs.get(VIRTUAL_NET, []))
+    nics = [n for n in dirs.get("/sys/class/net", []) if n not in virtual]
     sysctl_path = {name: "/proc/sys/" + name.replace(".", "/") for name in SYSCTLS}
     files = [path for _, path in HOST_FILES] + list(sysctl_path.values())
     files += ["/proc/cpuinfo", "/proc/meminfo", "/proc/mounts", "/etc/os-release"]

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from benchapp.histories import comparisons
 from benchapp.models import Cell, Comparison, Environment, Run, Team
 from benchapp.runs import orchestration
+from runners import environment
 from tests.benchapp.ui_data import make_credential, make_target
 from tests.support.private_services import private_mariadb  # noqa: F401
 from tests.support.waiting import finished, wait_for
@@ -70,7 +71,9 @@ def test_environment_names_what_changed_between_runs(team, owner, three_runs):
     hashes = [set(run.cells.values_list("environment_id", flat=True)) for run in three_runs]
     # Unchanged machines: one snapshot per run, and the third run adds only references.
     assert [len(h) for h in hashes] == [1, 1, 1]
-    assert hashes[1] == hashes[2] != hashes[0]
+    contents = {e.hash: e.content for e in Environment.objects.all()}
+    moved = environment.diff(contents[min(hashes[1])], contents[min(hashes[2])])
+    assert hashes[1] == hashes[2] != hashes[0], moved
     assert Environment.objects.filter(hash__in=set().union(*hashes)).count() == 2
 
     comparison = Comparison.objects.create(team=team, name="bp")
