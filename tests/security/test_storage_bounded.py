@@ -12,6 +12,7 @@ a copy per cell."""
 from __future__ import annotations
 
 import secrets
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -93,7 +94,9 @@ def test_storage_a_1mib_plan_of_2000_cells_stores_about_its_document_once(member
     document = _big_plan()
     size = len(json.dumps(document).encode())
     assert MAX_DOCUMENT_BYTES - 20_000 < size <= MAX_DOCUMENT_BYTES
+    started = time.perf_counter()
     response = _api(member).post("/api/runs/", {"document": document}, format="json")
+    elapsed = time.perf_counter() - started
     assert response.status_code == 201, response.content
     run = Run.objects.get(pk=response.json()["id"])
     assert run.cells.count() == CELLS
@@ -102,7 +105,8 @@ def test_storage_a_1mib_plan_of_2000_cells_stores_about_its_document_once(member
     per_cell = stored["cells"] / CELLS
     print(
         f"document {size} B, {CELLS} cells: run row {stored['run']} B, cells {stored['cells']} B "
-        f"({per_cell:.0f} B each), frozen parts {stored['parts']} B, total {total} B"
+        f"({per_cell:.0f} B each), frozen parts {stored['parts']} B, total {total} B; "
+        f"started in {elapsed:.1f} s"
     )
     # The document is kept once on the run and its scripts once among the parts.
     assert total < 3 * size + CELLS * PER_CELL_BYTES
