@@ -346,7 +346,10 @@ class Cell(models.Model):
     # "transient" (retried with backoff) or "permanent" (never retried); "" without error.
     error_kind = models.CharField(max_length=10, blank=True)
     output_tail = models.TextField(blank=True)  # live tail of the current phase, masked
-    # runners.frozen.freeze(plan, cell): all the cell needs to run, fixed at start_run.
+    # runners.frozen.freeze(plan, cell): all the cell needs to run, fixed at
+    # start_run; stored split (runners.frozen.split): its large parts are
+    # references to the run's FrozenPart rows. Read it through
+    # benchapp.store.frozenparts, never directly.
     spec = models.JSONField(default=dict, blank=True)
     # Adaptive repeats (`repeat: {min, max, until_cv, metric}`): once the cell's
     # combination stopped, how many repeats ran and why (runners.repeats.Stop.to_dict).
@@ -382,6 +385,21 @@ class Cell(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+
+class FrozenPart(models.Model):
+    """One large part of a run's frozen cells (a SQL script, the plan's params,
+    a target), stored once per run and referred to by its hash from every
+    cell that has it (runners.frozen.split). Without it each of 2,000 cells
+    kept its own copy of the plan's script: a run stored about 2,000 times
+    its document; now about its document once more."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="frozen_parts")
+    key = models.CharField(max_length=64)  # sha256 of the part's canonical JSON
+    value = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="one_frozen_part")]
 
 
 class MeasureKey(models.Model):

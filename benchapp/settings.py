@@ -401,6 +401,11 @@ BENCHBOARD_CLOUD_POLL_SECONDS = env.float("BENCHBOARD_CLOUD_POLL_SECONDS", defau
 BENCHBOARD_CLOUD_WAIT_SECONDS = env.float("BENCHBOARD_CLOUD_WAIT_SECONDS", default=1800.0)
 BENCHBOARD_PROVISION_TIMEOUT = env.int("BENCHBOARD_PROVISION_TIMEOUT", default=7200)
 BENCHBOARD_WORKER_CIDR = env.str("BENCHBOARD_WORKER_CIDR", default="127.0.0.1/32")
+# Whether an operator's own plan file (manage.py runplan, Run.origin "cli") may
+# provision and read cloud monitoring with the worker's own cloud identity
+# (environment keys, config files, instance role) when it names no credential.
+# Plans from the web, the API and schedules never may (docs/trust-model.md).
+BENCHBOARD_CLI_CLOUD_IDENTITY = env.bool("BENCHBOARD_CLI_CLOUD_IDENTITY", default=False)
 
 # Alert notifications (benchapp.histories.notify): email through Django's SMTP backend,
 # webhooks refused for non-public addresses unless allowed; failed deliveries

@@ -9,10 +9,12 @@ prints, so a parameter added to a tool's PARAMS is documented by running it.
 from __future__ import annotations
 
 from runners.combine import MIN_OVERLAP
+from runners.params import MAX_SQL_BYTES
 from runners.phases import DEFAULT_LIMITS_S
 from runners.plan import START_TOLERANCE_S
 from runners.planspec import MAX_CLIENTS
 from runners.repeats import MAX_ADAPTIVE, MAX_REPEATS
+from runners.safeyaml import MAX_DOCUMENT_BYTES
 from runners.tools import TOOLS, sysbench
 
 
@@ -317,6 +319,21 @@ def address_section() -> list[str]:
     ]
 
 
+def sizes_section() -> list[str]:
+    return [
+        "## sizes",
+        "",
+        f"A plan document is at most {MAX_DOCUMENT_BYTES} bytes (YAML or JSON). A SQL or "
+        f"script parameter (`sql` kind: mysqlslap `create` and `query`, pgbench `script`, "
+        f"sysbench `script`) is at most {MAX_SQL_BYTES} bytes of UTF-8 wherever it is set "
+        "(params, prepare params, warmup, axes, overrides): a larger one is refused at save "
+        "naming the parameter. A run stores each of its plan's large parts (scripts, "
+        "parameters, targets) once, whatever its number of cells (docs/architecture.md, "
+        '"Frozen cells").',
+        "",
+    ]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     lines = [
@@ -331,6 +348,7 @@ def render() -> str:
     ]
     lines += repeat_section() + prepare_section() + phases_section()
     lines += isolation_section() + clients_section() + address_section()
+    lines += sizes_section()
     for name, module in TOOLS.items():
         lines += tool_section(name, module)
     return "\n".join(lines).rstrip() + "\n"

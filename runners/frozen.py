@@ -7,10 +7,21 @@ stress), the adaptive repeat rule, the cell's target, the client and the
 target the client runs on.
 `thaw(data)` gives back a (Plan, CellSpec) pair that runners.cell.run_cell
 accepts; its Plan has only the cell's own axis values and targets.
+
+Stored, a frozen cell is split (`split`): every part of PART_MIN bytes or
+more (a SQL script, the plan's params, a target, a list of clients) becomes
+a reference {"$part": key} to one entry of a run-level table of parts keyed
+by the part's hash. Two thousand cells of one plan then store its script
+once, not two thousand times (the cells' big parts all come from the one
+document, so a run stores about its document plus a few hundred bytes per
+cell). `resolve(stored, parts)` gives the whole frozen cell back; a split
+cell (version SPLIT_VERSION) thaws only resolved.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict
 from typing import Any
 
@@ -20,6 +31,16 @@ from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
 from runners.repeats import RepeatRule
 
 VERSION = 1
+SPLIT_VERSION = 2  # a cell whose large parts are references (split); resolve it first
+
+# A part this big (compact JSON bytes) or bigger is stored once per run. Below
+# it a reference (~80 bytes) would save nothing worth a row.
+PART_MIN = 128
+PART_KEY = "$part"
+# Kept in the cell row whatever their size (their large children are parts):
+# the row itself, and the parts that readers of many cells at once read
+# without resolving (the ETA reads cell.params in SQL).
+_KEPT = {(), ("cell",), ("cell", "params"), ("plan",)}
 
 
 def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
@@ -110,3 +131,131 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None,
     )
     return plan, cell
+
+
+# ------------------------------------------------------------ stored parts
+
+
+class Parts(dict):
+    """A run's table of parts, {key: part}, filled by split. It remembers the
+    strings it has hashed (by identity: every cell of a plan shares its
+    params' strings), so 2,000 cells hash a 256 KiB script once, not 2,000 times."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._strings: dict[int, tuple[str, Any, int]] = {}
+
+    def string(self, value: str, path: tuple) -> tuple[Any, int]:
+        seen = self._strings.get(id(value))
+        if seen is None or seen[0] is not value:
+            seen = self._strings[id(value)] = (value, *_part(value, self, path))
+        return seen[1], seen[2]
+
+
+def split(frozen: dict[str, Any], parts: Parts) -> dict[str, Any]:
+    """The stored form of a frozen cell: each subtree of PART_MIN bytes or more
+    replaced by {"$part": key}, parts[key] set to that subtree (whose own large
+    subtrees are references too). parts is shared by all cells of a run, so
+    equal subtrees are stored once. Dict keys starting with "$" are escaped
+    with one more "$" (a plan's provision spec may use any key)."""
+    return _split(frozen, parts, ())[0]
+
+
+def _split(value: Any, parts: Parts, path: tuple) -> tuple[Any, int]:
+    """(stored form, its JSON size in bytes) of value at path."""
+    if isinstance(value, str):
+        if len(value) < PART_MIN // 6:  # too short to reach PART_MIN, even escaped
+            return value, len(value) + 2
+        return parts.string(value, path)
+    if isinstance(value, dict):
+        stored, size = {}, 2
+        for key, item in value.items():
+            key = "$" + key if key.startswith("$") else key
+            stored[key], item_size = _split(item, parts, (*path, key))
+            size += len(key) + 4 + item_size
+        return _part(stored, parts, path, size)
+    if isinstance(value, (list, tuple)):
+        items = [_split(item, parts, (*path, i)) for i, item in enumerate(value)]
+        return _part([s for s, _ in items], parts, path, 2 + sum(n + 1 for _, n in items))
+    return value, len(json.dumps(value))
+
+
+def _part(value: Any, parts: dict, path: tuple, size: int | None = None) -> tuple[Any, int]:
+    """(value, its size) when small or kept in the row, else (its reference,
+    the reference's size) with parts[key] = value. size: the JSON size if known."""
+    if path in _KEPT or (size is not None and size < PART_MIN):
+        return value, size or 0
+    text = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    if len(text) < PART_MIN:
+        return value, len(text)
+    key = hashlib.sha256(text).hexdigest()
+    parts.setdefault(key, value)
+    return {PART_KEY: key}, len(key) + 12
+
+
+def references(stored: Any) -> set[str]:
+    """The part keys stored refers to directly (not those of its parts)."""
+    found: set[str] = set()
+    _walk_refs(stored, found)
+    return found
+
+
+def _walk_refs(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        if _is_ref(value):
+            found.add(value[PART_KEY])
+            return
+        for item in value.values():
+            _walk_refs(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _walk_refs(item, found)
+
+
+def closure(keys: set[str], parts: dict[str, Any]) -> set[str]:
+    """keys and every key their parts refer to, transitively."""
+    seen: set[str] = set()
+    todo = list(keys)
+    while todo:
+        key = todo.pop()
+        if key not in seen and key in parts:
+            seen.add(key)
+            todo.extend(references(parts[key]) - seen)
+    return seen
+
+
+def resolve(stored: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
+    """The whole frozen cell (version VERSION) of a stored one: references
+    replaced by their parts, escaped keys restored. A cell stored whole
+    (version VERSION, before cells were split) is returned as it is.
+    ValueError naming a part the table lacks."""
+    if stored.get("version") != SPLIT_VERSION:
+        return stored
+    whole = _resolve(stored, parts)
+    whole["version"] = VERSION
+    return whole
+
+
+def _resolve(value: Any, parts: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        if _is_ref(value):
+            key = value[PART_KEY]
+            if key not in parts:
+                raise ValueError(f"frozen cell refers to part {key[:12]}, which the run lacks")
+            return _resolve(parts[key], parts)
+        return {(k[1:] if k.startswith("$") else k): _resolve(v, parts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(item, parts) for item in value]
+    return value
+
+
+def _is_ref(value: dict) -> bool:
+    # Escaped user keys start with "$$": a one-key {"$part": ...} is always ours.
+    return len(value) == 1 and PART_KEY in value and isinstance(value[PART_KEY], str)
+
+
+def split_freeze(plan: Plan, cell: CellSpec, parts: Parts) -> dict[str, Any]:
+    """freeze then split: the cell row start_run stores, its parts added to parts."""
+    stored = split(freeze(plan, cell), parts)
+    stored["version"] = SPLIT_VERSION
+    return stored

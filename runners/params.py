@@ -19,6 +19,10 @@ from runners.errors import ValidationError
 # Use fullmatch: with re.match, "$" also matches before a trailing newline.
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9_.,:/@+=%-]+$")
 SIZE = re.compile(r"^[0-9]+(?:[kKmMgGtTpP]i?[bB]?)?$")
+# The largest SQL text or script one parameter may hold (UTF-8 bytes). A
+# benchmark's script is a few KiB; a plan (at most 1 MiB) holding several
+# scripts of this size is the most any run stores of them (each once).
+MAX_SQL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class Param:
             "bool": "true or false",
             "size": "a size such as 4k, 32m, 5G",
             "text": "plain text without spaces or shell characters",
-            "sql": "SQL text",
+            "sql": f"SQL text (at most {MAX_SQL_BYTES} bytes)",
         }.get(self.kind, self.kind)
 
     def convert(self, value: Any) -> Any:
@@ -137,6 +141,11 @@ class Param:
     def _to_sql(self, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self._fail(value)
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_SQL_BYTES:
+            raise ValidationError(
+                self.name, f"the script is {size} bytes; the limit is {MAX_SQL_BYTES} bytes"
+            )
         return value
 
 

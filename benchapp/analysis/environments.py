@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from benchapp.models import Cell, Run
-from benchapp.store import envstore
+from benchapp.store import envstore, frozenparts
 from runners import environment
 
 GROUP_TITLES = {
@@ -123,8 +123,8 @@ def cell_diff(before: Cell, after: Cell) -> dict:
 
 
 def _cell_params(cell: Cell) -> dict:
-    """The cell's resolved tool parameters, from its frozen spec."""
-    return dict(((cell.spec or {}).get("cell") or {}).get("params") or {})
+    """The cell's resolved tool parameters, from its frozen spec (parts resolved)."""
+    return dict((frozenparts.frozen(cell).get("cell") or {}).get("params") or {})
 
 
 def representative(run: Run) -> Cell | None:

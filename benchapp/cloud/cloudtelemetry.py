@@ -57,8 +57,8 @@ def _cells_of(run_id: int, slot: dict, target_name: str) -> list[Cell]:
 def collect_watched(run_id: int, context_of) -> int:
     """Read the monitoring of the existing cloud resources the run's targets
     name (cloud_instance) over each of their cells' measured windows;
-    context_of(team_id, provider, spec) gives the ProvisionContext (the
-    team's credential the spec names). Returns the cells updated."""
+    context_of(run, provider, spec) gives the ProvisionContext (the team's
+    credential the spec names). Returns the cells updated."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         return 0
@@ -74,7 +74,7 @@ def collect_watched(run_id: int, context_of) -> int:
             continue
         try:
             provider = get_provider(spec["provider"])
-            handle, context = provider.watched(spec), context_of(run.team_id, provider, spec)
+            handle, context = provider.watched(spec), context_of(run, provider, spec)
         except Exception as exc:  # noqa: BLE001 - context, never the run's failure
             log.warning("target %s: cloud monitoring not read: %s", target.name, exc)
             continue

@@ -130,12 +130,28 @@ def _credential(spec: dict) -> str | None:
     return spec.get(field) if field else None
 
 
-def _account(team_id: int, provider: str, credential: str | None) -> Account:
-    """The team's keys for provider's cloud from the named Credential, or
-    Account() (the worker's own identity) when none is named."""
-    if not credential:
-        return Account()
+def ambient_allowed(run: Run | None) -> bool:
+    """Whether run may use the worker's own cloud identity: an operator's plan
+    file (origin cli) with BENCHBOARD_CLI_CLOUD_IDENTITY on, nothing else."""
+    return bool(run and run.origin == "cli" and settings.BENCHBOARD_CLI_CLOUD_IDENTITY)
+
+
+def _account(team_id: int, provider: str, credential: str | None, ambient: bool) -> Account:
+    """The team's keys for provider's cloud from the named Credential. With
+    none named: the worker's own identity when ambient (an allowed operator
+    plan, or deleting what that identity made), else RunnerError (permanent):
+    the save-time check is made again here, before any cloud call."""
     meta = get_provider(provider)
+    if not credential:
+        if not meta.CREDENTIAL_FIELD:
+            return Account()  # a provider without an account (static hosts)
+        if ambient:
+            return Account(ambient=True)
+        raise RunnerError(
+            f"name an {meta.CREDENTIAL_FIELD} (a team credential of this cloud's account): "
+            "a plan from the web, the API or a schedule never uses the worker's own",
+            permanent=True,
+        )
     cred = Credential.objects.filter(
         team_id=team_id, name=credential, kind=meta.CREDENTIAL_KIND
     ).first()
@@ -148,15 +164,25 @@ def _account(team_id: int, provider: str, credential: str | None) -> Account:
     return Account(key_id=cred.username, secret=cred.secret())
 
 
-def _context(team_id: int, tag: str, region: str, provider: str, credential: str | None, **kw):
-    """A ProvisionContext with the team's account for provider and the configured waits."""
+def _context(
+    team_id: int,
+    tag: str,
+    region: str,
+    provider: str,
+    credential: str | None,
+    *,
+    ambient: bool = False,
+    **kw,
+):
+    """A ProvisionContext with the team's account for provider (_account) and
+    the configured waits."""
     fields = {
         "run_id": tag,
         "team": "",
         "owner": "",
         "expires_at": timezone.now(),
         "region": region,
-        "account": _account(team_id, provider, credential),
+        "account": _account(team_id, provider, credential, ambient),
         "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
         "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
         "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS,
@@ -286,6 +312,7 @@ def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -
         slot.region,
         slot.spec["provider"],
         _credential(slot.spec),
+        ambient=ambient_allowed(run),
         team=_safe_tag(run.team.name),
         owner=_safe_tag(owner),
         expires_at=expires_at,
@@ -425,7 +452,7 @@ def teardown_run(run_id: int) -> int:
     # (cloud_instance) get that resource's monitoring, as provisioned ones do.
     cloudtelemetry.collect_watched(run_id, _watched_context)
     if count:
-        cloudtelemetry.collect(run_id, PRIMARY_KINDS, _row_context)
+        cloudtelemetry.collect(run_id, PRIMARY_KINDS, _reading_context)
     if count:
         teardown_rows(list(rows))
     run = Run.objects.filter(pk=run_id).first()
@@ -435,21 +462,41 @@ def teardown_run(run_id: int) -> int:
 
 
 def _row_context(row: CloudResource) -> ProvisionContext:
+    """The context of deleting a row's resource: the credential it was made
+    with; the worker's own identity deletes what that identity made (rows
+    without a credential: an allowed operator plan's, or older ones)."""
     return _context(
         row.team_id,
         row.handle.get("run_tag", ""),
         row.region,
         row.provider,
         stored_credential(row.handle),
+        ambient=True,
     )
 
 
-def _watched_context(team_id: int, provider, spec: dict) -> ProvisionContext:
+def _reading_context(row: CloudResource) -> ProvisionContext:
+    """The context of reading a row's monitoring for its run: the credential
+    it was made with; the worker's own identity only for an allowed run."""
+    return _context(
+        row.team_id,
+        row.handle.get("run_tag", ""),
+        row.region,
+        row.provider,
+        stored_credential(row.handle),
+        ambient=ambient_allowed(row.run),
+    )
+
+
+def _watched_context(run: Run, provider, spec: dict) -> ProvisionContext:
     """The context of reading a target's cloud_instance: the team's
-    credential it names (the provider's credential field) and its region."""
+    credential it names (the provider's credential field) and its region;
+    the worker's own identity only for an allowed run."""
     credential = spec.get(provider.CREDENTIAL_FIELD) if provider.CREDENTIAL_FIELD else None
     region = spec.get("region") or provider.default_region()
-    return _context(team_id, "watch", region, provider.name, credential)
+    return _context(
+        run.team_id, "watch", region, provider.name, credential, ambient=ambient_allowed(run)
+    )
 
 
 def teardown_rows(rows: list[CloudResource]) -> None:
@@ -487,7 +534,9 @@ def sweep_account(
     group = get_provider(provider).SWEEP_GROUP
     if not group:
         return []
-    ctx = _context(team_id, "reaper", region, provider, credential)
+    # Deleting only, and only what is tagged as the app's: without a credential,
+    # the worker's own identity sweeps what it made itself.
+    ctx = _context(team_id, "reaper", region, provider, credential, ambient=True)
     return sweep(ctx, tags, group)
 
 

@@ -15,6 +15,7 @@ from runners.limits import Limits
 from runners.plan import Plan as PlanSpec
 from runners.plan import count_cells, load_plan, raw_cell_count
 from runners.planlimits import check_plan_limits
+from runners.providers.slots import unnamed_accounts
 
 
 class PlanRefused(ValidationError):
@@ -43,10 +44,31 @@ def validate_document(
     check_plan(spec)  # never the app's own services (docs/trust-model.md)
     if team is not None and not trusted:
         credbinding.check_plan(spec, team)  # stored secrets only where they are bound
+    check_cloud_identity(spec, trusted=trusted)
     _check_cell_limit(count_cells(spec))
     # Tools on the worker host within the operator's limits (docs/sandbox.md).
     check_plan_limits(spec, sandbox_limits())
     return spec
+
+
+def check_cloud_identity(spec: PlanSpec, *, trusted: bool) -> None:
+    """Refuse a plan whose provisioning or cloud_instance names no team
+    credential of its cloud (aws_credential): the worker's own identity
+    (environment, config files, instance role) never serves a plan from the
+    web, the API or a schedule; an operator's plan file (trusted) may use it
+    when BENCHBOARD_CLI_CLOUD_IDENTITY is on (docs/trust-model.md)."""
+    if trusted and settings.BENCHBOARD_CLI_CLOUD_IDENTITY:
+        return
+    for path, field_name in unnamed_accounts(spec)[:1]:
+        where = (
+            "an operator's plan file may use the worker's own only with "
+            "BENCHBOARD_CLI_CLOUD_IDENTITY=true"
+            if trusted
+            else "a plan from the web, the API or a schedule never uses the worker's own"
+        )
+        raise PlanRefused(
+            path, f"name an {field_name} (a team credential of this cloud's account): {where}"
+        )
 
 
 def _check_cell_limit(cells: int) -> None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 from django.db import transaction
 
 from benchapp.models import Cell, Run
-from benchapp.store import measurestore
+from benchapp.store import frozenparts, measurestore
 from runners.repeats import RepeatRule, Stop, decide
 
 
 def rule_of(cell: Cell) -> RepeatRule | None:
     """The adaptive rule frozen with the cell, or None (`repeat: N`)."""
-    rule = (cell.spec or {}).get("plan", {}).get("repeat_rule")
+    rule = frozenparts.frozen(cell, plan_keys=("repeat_rule",)).get("plan", {}).get("repeat_rule")
     return RepeatRule(**rule) if rule else None
 
 

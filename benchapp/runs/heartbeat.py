@@ -15,6 +15,7 @@ from django.utils import timezone
 from benchapp.models import Cell, Run
 from benchapp.plans import estimates
 from benchapp.runs import machines
+from benchapp.store import frozenparts
 
 
 def runtime_limits(cell: Cell) -> tuple[float, float | None, str]:
@@ -28,8 +29,9 @@ def runtime_limits(cell: Cell) -> tuple[float, float | None, str]:
     Prepare phases have no estimate (their size is the data's), so the
     estimate caps the measured phase only."""
     cap = float(settings.BENCHBOARD_CELL_MAX_SECONDS)
-    params = (cell.spec.get("cell") or {}).get("params") or {}
-    tool = (cell.spec.get("plan") or {}).get("tool", "")
+    spec = frozenparts.frozen(cell, plan_keys=("tool",))
+    params = (spec.get("cell") or {}).get("params") or {}
+    tool = (spec.get("plan") or {}).get("tool", "")
     if estimates.tool_seconds(tool, params) is None:
         return cap, None, ""
     estimate = estimates.cell_seconds(tool, params)

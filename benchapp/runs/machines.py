@@ -28,8 +28,12 @@ from django.db.models import Min, Q
 from django.utils import timezone
 
 from benchapp.models import Cell, CellLock, Run
+from benchapp.store import frozenparts
 from runners.errors import ValidationError
 from runners.isolation import cell_machines
+
+# What runners.isolation reads of a frozen plan: not its scripts.
+PLAN_KEYS = ("targets", "client", "more_clients")
 
 Machine = tuple[str, str]
 
@@ -75,10 +79,11 @@ def machines_of(run: Run, cell: Cell) -> list[Machine]:
     """The machines `cell` loads (whatever the isolation: the results page
     reads them to tell where cells overlapped). [] for a cell without a
     frozen plan (imported runs have none, and never run)."""
-    if "plan" not in (cell.spec or {}):
+    spec = frozenparts.frozen(cell, plan_keys=PLAN_KEYS)
+    if "plan" not in spec:
         return []
     return cell_machines(
-        cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
+        spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
     )
 
 

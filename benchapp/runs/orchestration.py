@@ -51,7 +51,8 @@ from benchapp.models import Cell, CellLock, Plan, Run, Team
 from benchapp.plans.planning import PlanRefused, validate_document
 from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording
 from benchapp.runs.heartbeat import Heartbeat
-from runners.frozen import freeze
+from benchapp.store import frozenparts
+from runners.frozen import Parts, split_freeze
 from runners.plan import expand
 from runners.providers.slots import needs_provisioning
 
@@ -87,6 +88,9 @@ def start_run(
                 "axes", "the plan has none of the cells " + ", ".join(sorted(only_keys))
             )
     provisioning.check_budget(team, spec)
+    # The plan's large parts (scripts, params, targets) are stored once for
+    # the run, not once per cell: what a run stores stays about its document.
+    parts = Parts()
     rows = [
         dict(
             index=c.index,
@@ -94,7 +98,7 @@ def start_run(
             repeat=c.repeat,
             axes=c.axes,
             target_name=c.target,
-            spec=freeze(spec, c),
+            spec=split_freeze(spec, c, parts),
         )
         for c in cells
     ]
@@ -102,6 +106,7 @@ def start_run(
         team,
         spec,
         rows,
+        lambda run: frozenparts.save(run, parts),
         plan=plan,
         name=spec.name,
         tool=spec.tool,
@@ -113,9 +118,10 @@ def start_run(
     )
 
 
-def _create_run(team: Team, spec, cells: list[dict], **fields) -> Run:
-    """Store a Run (fields) and its Cells (their fields), within the team's cap
-    of active runs; provision or dispatch after commit."""
+def _create_run(team: Team, spec, cells: list[dict], store_parts, **fields) -> Run:
+    """Store a Run (fields), its frozen parts (store_parts(run)) and its Cells
+    (their fields), within the team's cap of active runs; provision or
+    dispatch after commit."""
     first_step = _enqueue_provision if needs_provisioning(spec) else _enqueue_dispatch
     with transaction.atomic():
         # The team's row is the lock of its counts: two starts at once must
@@ -123,6 +129,7 @@ def _create_run(team: Team, spec, cells: list[dict], **fields) -> Run:
         Team.objects.select_for_update().filter(pk=team.pk).first()
         fairshare.check_active_runs(team)
         run = Run.objects.create(team=team, **fields)
+        store_parts(run)
         Cell.objects.bulk_create((Cell(run=run, **c) for c in cells), batch_size=500)
         first_step(run.pk)
     return run
@@ -165,6 +172,7 @@ def rerun_cells(
         source.team,
         spec,
         rows,
+        lambda run: frozenparts.copy(source.pk, run, [c.spec for c in cells]),
         plan=plan if plan is not None else source.plan,
         name=source.name,
         tool=source.tool,

@@ -20,7 +20,7 @@ from benchapp.accounts import credbinding, targetguard
 from benchapp.cloud import provisioning
 from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
 from benchapp.plans.planning import sandbox_limits
-from benchapp.store import artifactstore, envstore, measurestore, seriesstore
+from benchapp.store import artifactstore, envstore, frozenparts, measurestore, seriesstore
 from benchapp.store.measurestore import Value
 from runners import telemetry
 from runners.cell import run_cell
@@ -100,7 +100,7 @@ def frozen_cell(cell: Cell) -> tuple[PlanSpec, CellSpec]:
     plan once (the old, slow way).
     """
     if cell.spec:
-        return thaw(cell.spec)
+        return thaw(frozenparts.frozen(cell))
     plan = cell.run.spec
     for spec in expand(plan):
         if spec.key == cell.key and spec.repeat == cell.repeat:

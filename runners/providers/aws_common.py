@@ -59,16 +59,53 @@ GONE_CODES = {
 }
 
 
+NO_ACCOUNT = (
+    "name an aws_credential (a team credential of kind AWS access key): a plan from the web, "
+    "the API or a schedule never uses the worker's own AWS identity"
+)
+
+
 def session(ctx: ProvisionContext, region: str | None = None):
-    """A boto3 Session from the context's keys, or the worker's IAM role when None."""
+    """A boto3 Session signing with the context's keys and nothing else.
+
+    With keys, boto3 can fall back to nothing: no profile, no config or
+    credentials file, no environment keys, no instance role (an empty
+    credential chain), so a call is signed by the team's key or not made.
+    Only Account(ambient=True) (an operator's own plan file, when allowed)
+    gets boto3's default chain. RunnerError (permanent) for Account()."""
     import boto3
 
+    account = ctx.account
+    if account.ambient and not account.key_id:
+        return boto3.Session(region_name=region or ctx.region)
+    if not (account.key_id and account.secret):
+        raise RunnerError(NO_ACCOUNT, permanent=True)
     return boto3.Session(
-        aws_access_key_id=ctx.account.key_id,
-        aws_secret_access_key=ctx.account.secret,
-        aws_session_token=ctx.account.session_token,
+        aws_access_key_id=account.key_id,
+        aws_secret_access_key=account.secret,
+        aws_session_token=account.session_token,
         region_name=region or ctx.region,
+        botocore_session=_keys_only(),
     )
+
+
+def _keys_only():
+    """A botocore session that reads no profile or AWS config file and has an
+    empty credential chain (explicit keys are its only credentials)."""
+    import os
+
+    import botocore.session
+    from botocore.credentials import CredentialResolver
+
+    core = botocore.session.Session(
+        session_vars={
+            "profile": (None, None, None, None),
+            "config_file": (None, None, os.devnull, None),
+            "credentials_file": (None, None, os.devnull, None),
+        }
+    )
+    core.register_component("credential_provider", CredentialResolver(providers=[]))
+    return core
 
 
 def client(sess, service: str, endpoint_url: str | None = None):

@@ -40,19 +40,25 @@ def _noop(*args: Any) -> None:
 @dataclass(frozen=True)
 class Account:
     """The keys of a cloud account, from a team Credential of the provider's
-    CREDENTIAL_KIND (key id: its username; secret: its secret). key_id None
-    means: the worker's own identity (an IAM role, the environment)."""
+    CREDENTIAL_KIND (key id: its username; secret: its secret).
+
+    ambient=True (and no keys) means the worker's own identity (its
+    environment, config files, instance role): only for an operator's own
+    plan file behind BENCHBOARD_CLI_CLOUD_IDENTITY (docs/trust-model.md).
+    Account() has neither: a provider refuses to make any call with it."""
 
     key_id: str | None = None
     secret: str | None = field(default=None, repr=False)
     session_token: str | None = field(default=None, repr=False)
+    ambient: bool = False
 
 
 @dataclass
 class ProvisionContext:
     """Everything a provider needs besides the spec.
 
-    account: whose cloud account (Account() means the worker's own).
+    account: whose cloud account (Account() is none: no call is made;
+    Account(ambient=True) is the worker's own).
     endpoint_url None means: the cloud itself, or the provider's own
     environment variable (AWS_ENDPOINT_URL: moto in tests).
     secret_sink(name, value) stores a generated secret (master password,

@@ -48,6 +48,33 @@ def needs_provisioning(plan: Plan) -> bool:
     return any(t.provision for t in plan.targets) or plan.provisioned_client is not None
 
 
+def cloud_specs(plan: Plan) -> list[tuple[str, dict]]:
+    """(key path, spec) of every spec of the plan that talks to a cloud
+    account: targets' provision and cloud_instance, the client's provision."""
+    found = []
+    for i, target in enumerate(plan.targets):
+        for key in ("provision", "cloud_instance"):
+            spec = getattr(target, key)
+            if spec:
+                found.append((f"targets[{i}].{key}", spec))
+    for path, client in plan.client_paths():
+        if client.provision:
+            found.append((f"{path}.provision", client.provision))
+    return found
+
+
+def unnamed_accounts(plan: Plan) -> list[tuple[str, str]]:
+    """(key path, credential field) of each cloud spec that names no credential
+    of its provider's account (e.g. no aws_credential): with none, the only
+    identity left is the worker's own."""
+    missing = []
+    for path, spec in cloud_specs(plan):
+        field_name = get_provider(spec["provider"]).CREDENTIAL_FIELD
+        if field_name and not spec.get(field_name):
+            missing.append((path, field_name))
+    return missing
+
+
 def region_of(spec: dict, default_region: str) -> str:
     """The spec's region, else its availability zone's, else default_region."""
     zone = str(spec.get("availability_zone") or "")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from runners.frozen import freeze, thaw
+from runners.frozen import SPLIT_VERSION, Parts, freeze, resolve, split, split_freeze, thaw
 from runners.plan import expand, load_plan
 
 PLAN = {
@@ -54,3 +54,63 @@ def test_an_unknown_version_is_refused_by_name():
     data = {**freeze(plan, expand(plan)[0]), "version": 99}
     with pytest.raises(ValueError, match="version 99"):
         thaw(data)
+
+
+# ---------------------------------------------------------------- stored split
+
+
+def _through_json(value):
+    return json.loads(json.dumps(value))
+
+
+def test_a_split_cell_resolves_to_its_whole_frozen_form():
+    document = json.loads(json.dumps(PLAN))
+    document["targets"][1]["ssh"]["known_host_key"] = "ssh-ed25519 " + "A" * 300
+    plan = load_plan(document)
+    parts = Parts()
+    for cell in expand(plan):
+        stored = _through_json(split_freeze(plan, cell, parts))
+        assert stored["version"] == SPLIT_VERSION
+        assert resolve(stored, _through_json(parts)) == _through_json(freeze(plan, cell))
+        assert thaw(resolve(stored, parts))[1] == cell
+
+
+def test_a_large_part_is_stored_once_for_every_cell():
+    script = "SELECT 1 /* " + "y" * 5000 + " */"
+    plan = load_plan(
+        {
+            "name": "slap",
+            "tool": "mysqlslap",
+            "targets": [{"name": "db", "kind": "mysql", "host": "db.example", "user": "u"}],
+            "params": {"query": script, "create": "CREATE TABLE t (id INT)"},
+            "axes": {"concurrency": list(range(1, 51))},
+        }
+    )
+    parts = Parts()
+    rows = [split_freeze(plan, cell, parts) for cell in expand(plan)]
+    assert json.dumps(parts).count("y" * 5000) == 1
+    assert all(len(json.dumps(row)) < 1500 for row in rows)
+    assert all("y" * 100 not in json.dumps(row) for row in rows)
+
+
+def test_dollar_keys_of_a_plan_survive_and_never_read_as_references():
+    frozen = {
+        "version": 1,
+        "cell": {"params": {}},
+        "plan": {"provision": {"$part": "not-ours", "$$x": "z" * 300, "a": "b" * 300}},
+    }
+    parts = Parts()
+    stored = {**split(frozen, parts), "version": SPLIT_VERSION}
+    assert resolve(_through_json(stored), _through_json(parts)) == frozen
+
+
+def test_a_whole_cell_reads_as_it_is_and_a_split_one_only_resolved():
+    plan = load_plan(PLAN)
+    cell = expand(plan)[0]
+    whole = freeze(plan, cell)
+    assert resolve(whole, {}) is whole
+    stored = split_freeze(plan, cell, Parts())
+    with pytest.raises(ValueError, match="version 2"):
+        thaw(stored)
+    with pytest.raises(ValueError, match="which the run lacks"):
+        resolve(stored, {})

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
-from runners.providers import PROVIDERS, Handle, ProvisionContext, get_provider
+from runners.providers import PROVIDERS, Account, Handle, ProvisionContext, get_provider
 from runners.providers.aws_common import resource_name, to_runner_error
 from runners.providers.aws_ec2 import raid0_script, user_data
 from runners.providers.aws_reaper import reap
@@ -23,6 +23,8 @@ from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 
 REGION = "ap-northeast-1"
 NOW = datetime.now(UTC)
+# moto's keys, as a team's credential gives them (Account() signs nothing).
+MOTO_KEYS = Account(key_id="testing", secret="testing")
 S1_IOPS = {
     "provider": "aws_rds",
     "name": "m2-4xlarge-iops",
@@ -89,6 +91,7 @@ def make_ctx(
         "secret_sink": rec.secret_sink,
         "wait_timeout": 20,
         "poll_interval": 0.05,
+        "account": MOTO_KEYS,
     }
     fields.update(kw)
     return ProvisionContext(**fields)
@@ -406,11 +409,12 @@ def test_reaper_deletes_expired_and_leaves_unexpired_and_untagged():
 CRASH = """
 import os, signal, sys
 from datetime import datetime, timedelta, timezone
-from runners.providers import PROVIDERS, ProvisionContext
+from runners.providers import PROVIDERS, Account, ProvisionContext
 def on_created(kind, token, cloud_id):
     if kind == sys.argv[2]:
         os.kill(os.getpid(), signal.SIGKILL)  # the worker dies right after the create call
 ctx = ProvisionContext(run_id="crash", team="t", owner="o", region="ap-northeast-1",
+    account=Account(key_id="testing", secret="testing"),
     expires_at=datetime.now(timezone.utc) + timedelta(hours=1), on_created=on_created, poll_interval=0.05)
 PROVIDERS[sys.argv[1]].provision({"provider": sys.argv[1], "name": "x", "instance_class": "db.t1.micro",
     "instance_type": "c1.medium", "volumes": {"count": 2, "size_gb": 20}}, ctx)

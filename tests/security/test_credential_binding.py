@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from benchapp.models import Artifact, Cell, Credential, Plan, Run
 from benchapp.runs import orchestration
+from benchapp.store import frozenparts
 from tests.support.waiting import finished, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -269,8 +270,9 @@ def _forged_run(team, document, rewrite) -> Run:
     with transaction.atomic():  # dispatch leaves on commit, after the rewrite
         run = orchestration.start_run(team, document, origin="api")
         for cell in Cell.objects.filter(run=run):
-            rewrite(cell.spec["plan"])
-            Cell.objects.filter(pk=cell.pk).update(spec=cell.spec)
+            spec = frozenparts.frozen(cell)  # stored whole: rewritten in place
+            rewrite(spec["plan"])
+            Cell.objects.filter(pk=cell.pk).update(spec=spec)
     return run
 
 

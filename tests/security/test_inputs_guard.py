@@ -19,6 +19,7 @@ from django.db import transaction
 from rest_framework.test import APIClient
 
 from benchapp.models import Artifact, Cell, Plan, Target
+from benchapp.store import frozenparts
 from runners import localaddrs
 from runners.netguard import Guard, Service, TargetRefused
 from tests.security.test_targets_guard import _app_db, _app_tables, _target_post
@@ -141,8 +142,9 @@ def test_a_real_worker_refuses_an_interface_address_before_connecting(team, star
                 origin="api",
             )
             for cell in Cell.objects.filter(run=run):
-                cell.spec["plan"]["targets"][0]["host"] = host
-                Cell.objects.filter(pk=cell.pk).update(spec=cell.spec)
+                spec = frozenparts.frozen(cell)  # stored whole: rewritten in place
+                spec["plan"]["targets"][0]["host"] = host
+                Cell.objects.filter(pk=cell.pk).update(spec=spec)
         runs.append(run)
     for run, host in zip(runs, hosts, strict=True):
         wait_for(lambda run=run: finished(run), timeout=120)

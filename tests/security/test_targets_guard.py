@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from benchapp.models import Artifact, Cell, Plan, Target
+from benchapp.store import frozenparts
 from runners.netguard import service_from_url
 from tests.benchapp.ui_data import target_post
 
@@ -179,8 +180,9 @@ def test_a_target_that_got_in_is_refused_by_a_real_worker(team, start_worker):
                 origin="api",
             )
             for cell in Cell.objects.filter(run=run):
-                cell.spec["plan"]["targets"][0]["host"] = loopback
-                Cell.objects.filter(pk=cell.pk).update(spec=cell.spec)
+                spec = frozenparts.frozen(cell)  # stored whole: rewritten in place
+                spec["plan"]["targets"][0]["host"] = loopback
+                Cell.objects.filter(pk=cell.pk).update(spec=spec)
         runs.append(run)
     for run, (_, _, _, loopback, service) in zip(runs, plans, strict=True):
         wait_for(lambda run=run: finished(run), timeout=120)

@@ -13,7 +13,7 @@ from benchapp.cloud import cloudtelemetry, provisioning
 from benchapp.models import Artifact, Cell, CellSeries, CloudResource, Credential, Target
 from benchapp.plans.planning import resolve_stored_targets
 from runners import verdict
-from runners.providers import Handle, ProvisionContext, get_provider
+from runners.providers import Account, Handle, ProvisionContext, get_provider
 from tests.benchapp.results_data import make_run
 from tests.support.measures import stored
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
@@ -47,6 +47,7 @@ def context() -> ProvisionContext:
         run_id="cw",
         team="t",
         owner="o",
+        account=Account(key_id="testing", secret="testing"),
         region=REGION,
         expires_at=datetime.now(UTC) + timedelta(hours=1),
     )
@@ -83,6 +84,10 @@ def test_a_target_without_data_gives_no_series():
 
 
 def rds_cell(team, start, end) -> Cell:
+    """A cell of a run whose provisioned RDS instance was made with the team's credential."""
+    cred = Credential(team=team, name="team-aws", kind="aws", username="AKIDTEAMKEY")
+    cred.set_secret("team-secret")
+    cred.save()
     run = make_run(team, tool="mysqlslap", cells=[({"target": "micro"}, 1, {"qps": 900.0})])
     cell = run.cells.get()
     cell.facts = {"telemetry": {"client": {"seconds": 300}}, "verdict": {"limit": "none"}}
@@ -100,7 +105,11 @@ def rds_cell(team, start, end) -> Cell:
         cloud_id=DB,
         region=REGION,
         state="live",
-        handle={**handle().to_dict(), "slot": {"target": "micro", "variant": ""}},
+        handle={
+            **handle().to_dict(),
+            "slot": {"target": "micro", "variant": ""},
+            "credential": "team-aws",
+        },
     )
     return cell
 

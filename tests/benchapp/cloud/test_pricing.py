@@ -18,8 +18,20 @@ from runners.providers import billing, default_prices
 from tests.support.measures import measure
 
 ROOT = Path(__file__).resolve().parents[3]
-S1 = yaml.safe_load((ROOT / "examples" / "s1-rds-classes-moto.yaml").read_text())
-S3 = yaml.safe_load((ROOT / "examples" / "s3-ebs-raid0-fio-moto.yaml").read_text())
+
+
+def team_example(name: str) -> dict:
+    """An example whose provision specs name a team's AWS credential, as a
+    team's plan must (docs/trust-model.md, "Cloud identity")."""
+    plan = yaml.safe_load((ROOT / "examples" / name).read_text())
+    for holder in [*plan["targets"], plan.get("client") or {}]:
+        if isinstance(holder, dict) and isinstance(holder.get("provision"), dict):
+            holder["provision"]["aws_credential"] = "team-aws"
+    return plan
+
+
+S1 = team_example("s1-rds-classes-moto.yaml")
+S3 = team_example("s3-ebs-raid0-fio-moto.yaml")
 
 
 @pytest.fixture

@@ -40,8 +40,27 @@ BROKER = os.environ.get("BENCHBOARD_TEST_AWS_BROKER")
 NOTHING = {"db_instances": 0, "instances": 0, "volumes": 0, "key_pairs": 0, "groups": 0}
 
 
+# Team plans name the team's AWS credential (docs/trust-model.md): the
+# examples' provision specs get this one, moto's keys stored as a team's.
+TEAM_AWS = "moto-aws"
+
+
 def example(name: str) -> dict:
-    return yaml.safe_load((ROOT / "examples" / name).read_text())
+    """An example plan whose provision specs name TEAM_AWS (unless they name one)."""
+    plan = yaml.safe_load((ROOT / "examples" / name).read_text())
+    clients = plan.get("client") if isinstance(plan.get("client"), list) else [plan.get("client")]
+    for holder in [*plan["targets"], *clients]:
+        if isinstance(holder, dict) and isinstance(holder.get("provision"), dict):
+            holder["provision"].setdefault("aws_credential", TEAM_AWS)
+    return plan
+
+
+@pytest.fixture(autouse=True)
+def team_aws(team):
+    key = Credential(team=team, name=TEAM_AWS, kind="aws", username="testing")
+    key.set_secret("testing")
+    key.save()
+    return key
 
 
 def leftovers() -> dict[str, int]:

@@ -12,6 +12,7 @@ from benchapp.history_tasks import detect_changes
 from benchapp.models import Alert, AlertDelivery, Cell, Notifier, Plan, Run
 from benchapp.plans import planning
 from benchapp.runs import orchestration
+from benchapp.store import frozenparts
 from tests.benchapp.results_data import make_run
 from tests.support.measures import measure
 
@@ -218,8 +219,9 @@ def test_a_confirmation_after_a_plan_edit_re_runs_the_frozen_cells(team, plan, d
     assert [(c.key, c.repeat, c.target_name) for c in again] == [
         (c.key, c.repeat, c.target_name) for c in frozen
     ]
-    assert {c.spec["plan"]["params"]["bs"] for c in again} == {"4k"}
-    assert {c.spec["plan"]["params"]["runtime"] for c in again} == {1}
+    thawed = [frozenparts.frozen(c) for c in again]
+    assert {s["plan"]["params"]["bs"] for s in thawed} == {"4k"}
+    assert {s["plan"]["params"]["runtime"] for s in thawed} == {1}
     assert run.document == alert.start_run.document != plan.document
     assert (run.origin, run.plan) == ("confirm", plan)
     finish_with(run, 800)

@@ -1,0 +1,64 @@
+"""A run's frozen cells as stored: each cell row keeps its small fields and
+references (runners.frozen.split) to the run's FrozenPart rows, which hold
+every large part once. Every reader of a cell's frozen spec goes through
+`frozen`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from benchapp.models import Cell, FrozenPart, Run
+from runners import frozen as frozen_cells
+
+
+def save(run: Run, parts: dict[str, Any]) -> None:
+    """Store the parts split() collected for run's cells."""
+    FrozenPart.objects.bulk_create(
+        (FrozenPart(run=run, key=key, value=value) for key, value in parts.items()), batch_size=200
+    )
+
+
+def load(run_id: int) -> dict[str, Any]:
+    """{key: part} of every part of the run (bounded by its document's size)."""
+    return dict(FrozenPart.objects.filter(run_id=run_id).values_list("key", "value"))
+
+
+def frozen(cell: Cell, plan_keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """The cell's whole frozen spec (runners.frozen.freeze's form), {} when it
+    has none (recorded by hand or imported). plan_keys: resolve only these
+    keys of its "plan" (the others are left out), e.g. the targets and
+    clients the dispatcher's locks need without the plan's scripts. Reads
+    only the parts the cell refers to, one query per level of nesting."""
+    spec = cell.spec or {}
+    if spec.get("version") != frozen_cells.SPLIT_VERSION:
+        return spec
+    if plan_keys is not None:
+        plan = spec.get("plan") or {}
+        spec = {**spec, "plan": {key: plan[key] for key in plan_keys if key in plan}}
+    return frozen_cells.resolve(spec, _parts_of(cell.run_id, spec))
+
+
+def _parts_of(run_id: int, stored: dict[str, Any]) -> dict[str, Any]:
+    """The run's parts that stored refers to, directly or through other parts."""
+    parts: dict[str, Any] = {}
+    wanted = frozen_cells.references(stored)
+    while wanted:
+        found = dict(
+            FrozenPart.objects.filter(run_id=run_id, key__in=wanted).values_list("key", "value")
+        )
+        parts.update(found)
+        wanted = set().union(*map(frozen_cells.references, found.values())) - set(parts)
+    return parts
+
+
+def copy(source_run_id: int, run: Run, specs: Iterable[dict[str, Any]]) -> None:
+    """Give run the parts of source's that these stored cell specs refer to
+    (a re-run keeps its source's cells as they were frozen)."""
+    wanted: set[str] = set()
+    for spec in specs:
+        wanted |= frozen_cells.references(spec)
+    if not wanted:
+        return
+    parts = load(source_run_id)
+    save(run, {key: parts[key] for key in frozen_cells.closure(wanted, parts)})
