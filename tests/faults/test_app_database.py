@@ -1,0 +1,152 @@
+"""The app's own PostgreSQL goes away while cells run (docs/operations.md,
+"The app's database goes away").
+
+The worker, beat and the run live on a private PostgreSQL cluster of this
+test (never the machine's shared one), which the test restarts once and then
+stops for 60 s while a cell measures. Every cell must end succeeded on its
+first attempt (measured once, recorded once, never re-run), the next cell be
+sent without the reaper's help, and the time from the database's return to
+the cell's record stay within a few retry waits.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+
+from tests.support.private_services import start_private_postgres, stop_private_postgres
+from tests.support.worker import FAST_LEASES, ROOT, Worker, worker_env
+
+OUTAGE_SECONDS = 60
+# The worker retries every 5 s at most (benchapp.dbretry); a busy machine adds more.
+RECOVERY_BOUND = 30
+
+
+@pytest.fixture
+def app_database():
+    server = start_private_postgres()
+    try:
+        server.psql("CREATE DATABASE benchboard")
+        yield server
+    finally:
+        stop_private_postgres(server)
+
+
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    ).stderr
+
+
+def rows(url: str, sql: str) -> list[tuple] | None:
+    """The rows of sql on the private database, or None while it is away."""
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            return conn.execute(sql).fetchall()
+    except psycopg.OperationalError:
+        return None
+
+
+def poll(url: str, sql: str, predicate, timeout: float = 180) -> list[tuple]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = rows(url, sql)
+        if found is not None and predicate(found):
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"not met within {timeout} s: {sql}: {rows(url, sql)}")
+
+
+CELLS = "SELECT index, status, attempt, phase, error FROM benchapp_cell ORDER BY index"
+
+
+def measuring(index: int):
+    return lambda cells: any(c[0] == index and c[3] == "measure" for c in cells)
+
+
+def recorded(index: int):
+    return lambda cells: any(c[0] == index and c[1] != "running" for c in cells)
+
+
+def test_app_database_restarted_and_stopped_mid_run(app_database, tmp_path):
+    url = f"{app_database.url}/benchboard"
+    env = worker_env(DATABASE_URL=url, BENCHBOARD_REAP_SECONDS=2, **FAST_LEASES)
+    manage(env, "migrate", "--noinput")
+    plan = {
+        "name": "faults-app-database",
+        "tool": "fio",
+        "targets": [{"name": "disk", "kind": "host"}],
+        "params": {
+            "filename": f"{tmp_path}/fio.data",
+            "size": "4M",
+            "bs": "4k",
+            "runtime": 4,
+            "time_based": True,
+        },
+        "axes": {"rw": ["read", "write", "randread", "randwrite"]},
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    from benchapp.celery import app
+
+    app.control.purge()
+    worker = Worker(tmp_path / "worker.log", env, "appdb")
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "benchapp", "beat"]
+        + ["--schedule", str(tmp_path / "beat-schedule")],
+        cwd=ROOT,
+        env=env,
+        stdout=open(tmp_path / "beat.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        manage(env, "runplan", str(tmp_path / "plan.json"))
+        began = time.monotonic()
+
+        # 1. A restart while cell 1 measures: its connections die at once.
+        poll(url, CELLS, measuring(1))
+        app_database.pg_ctl("restart", "-m", "fast")
+        back = time.monotonic()
+        poll(url, CELLS, recorded(1))
+        restart_recovery = time.monotonic() - back
+
+        # 2. Stopped for 60 s while cell 3 measures: its 4 s measurement
+        # ends while the database is away and waits to be recorded.
+        poll(url, CELLS, measuring(3))
+        app_database.pg_ctl("stop", "-m", "fast")
+        time.sleep(OUTAGE_SECONDS)
+        app_database.pg_ctl("start")
+        back = time.monotonic()
+        poll(url, CELLS, recorded(3))
+        stop_recovery = time.monotonic() - back
+
+        cells = poll(
+            url, CELLS, lambda cells: all(c[1] != "running" and c[1] != "queued" for c in cells)
+        )
+        took = time.monotonic() - began
+    finally:
+        beat.terminate()
+        beat.wait(timeout=30)
+        worker.stop()
+    print(
+        f"app database restart: recorded {restart_recovery:.1f} s after it was back; "
+        f"stopped {OUTAGE_SECONDS} s: recorded {stop_recovery:.1f} s after; run took {took:.0f} s"
+    )
+    assert [(c[1], c[2]) for c in cells] == [("succeeded", 1)] * 4, cells
+    measured = rows(url, "SELECT cell_id, attempt, count FROM benchapp_cellmeasurements")
+    assert len(measured) == 4 and all(attempt == 1 and count > 0 for _, attempt, count in measured)
+    assert rows(url, "SELECT status FROM benchapp_run") == [("succeeded",)]
+    assert rows(url, "SELECT count(*) FROM benchapp_celllock WHERE holder_id IS NOT NULL") == [(0,)]
+    assert restart_recovery < RECOVERY_BOUND and stop_recovery < RECOVERY_BOUND
+    # The run took its cells' time plus the outage, not a lease's re-run per fault.
+    assert took < OUTAGE_SECONDS + 120
