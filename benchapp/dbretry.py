@@ -7,7 +7,7 @@ write on it fails, though the cell beside it (a tool on a target) may be
 measuring happily. Without this, the first failed write ended the cell's
 task: its measurement was thrown away and the cell stayed "running" until
 the reaper's lease re-ran it. With it, the write waits for the database and
-happens once it is back (docs/operations.md, "The app's database goes away").
+happens once it is back (docs/operations.md, "What each fault costs").
 
 Only whole units are retried: a function that opens its own transaction
 (record_outcome), or a single statement outside one. Inside an atomic block

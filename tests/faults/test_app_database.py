@@ -1,5 +1,5 @@
 """The app's own PostgreSQL goes away while cells run (docs/operations.md,
-"The app's database goes away").
+"What each fault costs").
 
 The worker, beat and the run live on a private PostgreSQL cluster of this
 test (never the machine's shared one), which the test restarts once and then

@@ -1,5 +1,5 @@
 """The worker's var/ (and the artifact store in it) fills up, then turns
-read-only, while a run records its cells (docs/operations.md, "Disks fill").
+read-only, while a run records its cells (docs/operations.md, "What each fault costs").
 
 var/ is a 20 MB ext4 filesystem on a loop device of the test's own. The
 documented fallback: an output the store does not take is kept in the
