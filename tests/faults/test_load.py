@@ -89,7 +89,7 @@ def db_connections() -> int:
 
 
 class Reaper(threading.Thread):
-    """Beat's reaper, every 2 s."""
+    """Beat's reaper, every 5 s."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -97,7 +97,7 @@ class Reaper(threading.Thread):
 
     def run(self):
         try:
-            while not self.done.wait(2):
+            while not self.done.wait(5):
                 orchestration.reap()
         finally:
             connection.close()
