@@ -8,7 +8,7 @@ TEST_ENV := DJANGO_DEBUG=True DATABASE_URL=postgres://postgres@127.0.0.1:5432/be
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \
 	BENCHBOARD_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup setup-app system services run dev test test-fast lint bench bench-scale faults demo clean
+.PHONY: setup setup-app system services run dev test test-fast lint bench bench-scale faults faults-load demo clean
 
 # Install output goes to var/log/install.log: `make run` ends with the URL and the login.
 INSTALL_LOG := var/log/install.log
@@ -107,6 +107,16 @@ bench-scale: system services setup
 faults: system services setup
 	$(TEST_ENV) $(PY) -m pytest -v tests/faults \
 		tests/benchapp/runs/test_orchestration.py tests/benchapp/cloud/test_provisioning.py
+
+# The full load scenario (tests/faults/test_load.py; 5 teams x 2 plans in `make test`):
+# LOAD_TEAMS teams x LOAD_PLANS plans started through the API within LOAD_STORM_SECONDS on
+# four workers, seeded worker faults (LOAD_SEED). Prints its figures (BENCHMARKS.md).
+LOAD_TEAMS ?= 50
+LOAD_PLANS ?= 5
+LOAD_SEED ?= 41
+faults-load: system services setup
+	$(TEST_ENV) LOAD_TEAMS=$(LOAD_TEAMS) LOAD_PLANS=$(LOAD_PLANS) LOAD_SEED=$(LOAD_SEED) \
+		$(PY) -m pytest -n 0 -s -q tests/faults/test_load.py
 
 clean:
 	rm -rf var/test .pytest_cache

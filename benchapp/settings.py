@@ -187,6 +187,18 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int(
 # A kept connection is checked before a request reuses it (a database restart
 # then costs one reconnect, not an error page).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if _POSTGRES:
+    # A database host that goes silent (packets dropped, not refused) is
+    # noticed within DATABASE_CONNECT_TIMEOUT on connecting and within about
+    # idle + interval x count seconds on an open connection (TCP keepalives;
+    # docs/operations.md, "Timeouts that bound a silent host").
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        connect_timeout=env.int("DATABASE_CONNECT_TIMEOUT", default=10),
+        keepalives=1,
+        keepalives_idle=10,
+        keepalives_interval=5,
+        keepalives_count=3,
+    )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded default has a web server and a worker writing at once:
     # wait for the lock instead of failing, and take it up front.
@@ -331,6 +343,10 @@ BENCHBOARD_CELL_LIMIT = env.int("BENCHBOARD_CELL_LIMIT", default=2000)
 BENCHBOARD_HEARTBEAT_SECONDS = env.int("BENCHBOARD_HEARTBEAT_SECONDS", default=10)
 BENCHBOARD_LEASE_SECONDS = env.int("BENCHBOARD_LEASE_SECONDS", default=60)
 BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
+# A worker whose database went away (restarted, unreachable) retries its writes
+# for this long before it gives the cell up (benchapp.dbretry): a measurement
+# that finished meanwhile is recorded when the database returns.
+BENCHBOARD_DB_RETRY_SECONDS = env.float("BENCHBOARD_DB_RETRY_SECONDS", default=180.0)
 # A cell that failed for a transient reason (connection reset, timeout, cloud
 # capacity) is retried up to CELL_RETRIES times, after BACKOFF, 2*BACKOFF, ...
 # seconds (at most BACKOFF_CAP); permanent failures and failed tools never are.

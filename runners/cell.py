@@ -308,7 +308,12 @@ class _CellRun:
                 self.on_output(phase, stream, chunk)
 
         limit = limit or self._limit(phase)
-        execution = executor.run(command, timeout=limit.seconds, on_output=callback)
+        try:
+            execution = executor.run(command, timeout=limit.seconds, on_output=callback)
+        except RunnerError as exc:  # a lost or silent host: say in which phase
+            if exc.permanent or exc.message.startswith(phase):
+                raise
+            raise RunnerError(f"{phase}: {exc.message}", output=exc.output) from exc
         record = _record(phase, command, execution, limit)
         self.outcome.phases.append(record)
         self._note_limits(executor)
@@ -511,7 +516,9 @@ class _CellRun:
             execution = self._run("measure", self.client, command, check=False)
         finally:
             self._mark("measure", end=True)
-            cpu = sampler.stop()
+            # A measure that raised (its host lost) keeps its own error: a
+            # last CPU sample over the same lost connection would replace it.
+            cpu = sampler.stop() if execution is not None else {}
             throttled = execution.cpu_throttled if execution is not None else None
             if throttled is not None:
                 self.outcome.facts["client_cpu_throttled"] = throttled

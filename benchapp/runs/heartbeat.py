@@ -12,6 +12,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
+from benchapp.dbretry import LOST, reconnect
 from benchapp.models import Cell, Run
 from benchapp.plans import estimates
 from benchapp.runs import machines
@@ -69,7 +70,7 @@ class Heartbeat(threading.Thread):
         with self._lock:
             self._phase, self._new_phase, self._dirty = phase, True, True
             self._measure_started = time.monotonic() if phase == "measure" else None
-        self._beat()
+        self._beat_or_later()
 
     def add_output(self, phase: str, stream: str, chunk: str) -> None:
         with self._lock:
@@ -84,9 +85,9 @@ class Heartbeat(threading.Thread):
         try:
             while not self._stop_event.wait(settings.BENCHBOARD_HEARTBEAT_SECONDS):
                 self._check_runtime()
-                self._beat()
+                self._beat_or_later()
             if self._dirty:  # the cell ended between beats: keep what it printed
-                self._beat()
+                self._beat_or_later()
         finally:
             connection.close()
 
@@ -108,16 +109,37 @@ class Heartbeat(threading.Thread):
         if self.overrun:
             self.cancel_event.set()
 
+    def _beat_or_later(self) -> None:
+        """A beat; when the app's database is away, the next one tries again
+        on a new connection (the cell goes on measuring meanwhile: its lease
+        is not renewed, and the reaper waits a lease after the database's
+        return before it calls that a dead worker, orchestration.reap)."""
+        try:
+            self._beat()
+        except LOST:
+            reconnect()
+
     def _beat(self) -> None:
         with self._lock:
             fields = {"lease_expires_at": self._lease()}
+            phase = self._phase
             if self._dirty:
                 fields["output_tail"] = self._tail
-                if self._phase:
-                    fields["phase"] = self._phase
+                if phase:
+                    fields["phase"] = phase
                     fields["phase_started_at"] = timezone.now()
                     self._phase = None
                 self._dirty = False
+        try:
+            self._write(fields)
+        except LOST:
+            with self._lock:  # written next time, unless a newer phase came
+                if "output_tail" in fields:
+                    self._dirty = True
+                    self._phase = self._phase or phase
+            raise
+
+    def _write(self, fields: dict) -> None:
         alive = Cell.objects.filter(pk=self.cell.pk, attempt=self.cell.attempt, status=Cell.RUNNING)
         if not alive.update(**fields):
             self.cancel_event.set()  # cancelled, or the reaper gave our cell away

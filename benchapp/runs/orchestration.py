@@ -32,12 +32,13 @@ import socket
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from benchapp.accounts.targetguard import check_plan
 from benchapp.cloud import provisioning
+from benchapp.dbretry import lost_database, retrying
 from benchapp.dispatch import (
     CLEANUP_RUN,
     DETECT_CHANGES,
@@ -305,7 +306,7 @@ def execute_cell(cell_id: int) -> str | None:
     Returns None when the cell was not ours to run (already claimed, done,
     or cancelled before start).
     """
-    cell = claim(cell_id)
+    cell = retrying(lambda: claim(cell_id), f"claiming cell {cell_id}")
     if cell is None:
         return None
     if cell.run.cancel_requested:
@@ -323,23 +324,58 @@ def execute_cell(cell_id: int) -> str | None:
     except Exception as exc:  # a bug or a lost database: record it, never lose the cell
         log.exception("cell %s crashed", cell_id)
         watcher.stop()
-        _finish_cell(
-            cell, Cell.FAILED, f"internal error: {type(exc).__name__}: {exc}", kind="permanent"
-        )
-        return Cell.FAILED
+        return _crashed(cell, exc)
     watcher.stop()
     if watcher.overrun:  # stopped by the runtime cap, not by a person
         outcome.status, outcome.error = Cell.FAILED, watcher.overrun
         outcome.permanent, outcome.transient = True, False
     delay = retry_delay(cell, outcome)
-    if not recording.record_outcome(cell, outcome, requeue=delay is not None):
+    # The measurement is done: if the database is away now, it waits for it
+    # (benchapp.dbretry) rather than be thrown away and measured again.
+    recorded = retrying(
+        lambda: recording.record_outcome(cell, outcome, requeue=delay is not None),
+        f"recording cell {cell.pk}",
+    )
+    if not recorded:
         return None  # our lease was lost: another attempt owns the cell now
     if delay is not None:
-        _retry_later(cell, delay)
+        retrying(lambda: _retry_later(cell, delay), f"re-queueing cell {cell.pk}")
         return Cell.QUEUED
-    adaptive.after_cell(cell)  # before the lock goes: no later repeat is dispatched yet
+    # Before the lock goes: no later repeat is dispatched yet.
+    retrying(lambda: adaptive.after_cell(cell), f"adaptive repeats after cell {cell.pk}")
     _finish_cell(cell, outcome.status, outcome.error, record=False)
     return outcome.status
+
+
+def _crashed(cell: Cell, exc: Exception) -> str:
+    """End a cell whose run raised: a lost app database (the cell could not
+    read its context, a credential, ...) is transient and retried like a
+    lost connection to a target; anything else is a bug, recorded as failed."""
+    error = f"internal error: {type(exc).__name__}: {exc}"
+    if lost_database(exc):
+        error = f"the app's database was unreachable: {exc}"
+        delay = retry_delay(cell, _LostDatabase)
+        if delay is not None:
+            retrying(lambda: _requeue(cell, error, delay), f"re-queueing cell {cell.pk}")
+            return Cell.QUEUED
+        _finish_cell(cell, Cell.FAILED, error, kind="transient")
+        return Cell.FAILED
+    _finish_cell(cell, Cell.FAILED, error, kind="permanent")
+    return Cell.FAILED
+
+
+class _LostDatabase:
+    """The outcome retry_delay sees for a cell whose database went away."""
+
+    status, transient = Cell.FAILED, True
+
+
+def _requeue(cell: Cell, error: str, delay: float) -> None:
+    with transaction.atomic():
+        if Cell.objects.filter(pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING).update(
+            status=Cell.QUEUED, error=error, error_kind="transient", phase="", lease_expires_at=None
+        ):
+            _retry_later(cell, delay)
 
 
 def retry_delay(cell: Cell, outcome) -> float | None:
@@ -372,16 +408,21 @@ def _retry_later(cell: Cell, delay: float) -> None:
 def _finish_cell(
     cell: Cell, status: str, error: str = "", record: bool = True, kind: str = ""
 ) -> None:
+    """Record the cell's end (record=False: record_outcome did), free its
+    locks and wake the runs waiting; each step waits out a database outage."""
     if record:
-        Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
-            status=status,
-            error=error,
-            error_kind=kind,
-            finished_at=timezone.now(),
-            phase="",
-            lease_expires_at=None,
+        retrying(
+            lambda: Cell.objects.filter(pk=cell.pk, attempt=cell.attempt).update(
+                status=status,
+                error=error,
+                error_kind=kind,
+                finished_at=timezone.now(),
+                phase="",
+                lease_expires_at=None,
+            ),
+            f"recording the end of cell {cell.pk}",
         )
-    _release_lock(cell)
+    retrying(lambda: _release_lock(cell), f"releasing the locks of cell {cell.pk}")
     _wake_waiting_runs(cell)
 
 
@@ -396,14 +437,42 @@ def _wake_waiting_runs(cell: Cell) -> None:
     parallel on a worker pool, and the run that came last in the order
     could take the freed machine first. A failed dispatch is logged and
     left to the next reap; the cell is recorded either way."""
-    waiting = fairshare.waiting_runs()
+    waiting = retrying(fairshare.waiting_runs, "listing the waiting runs")
     if cell.run_id not in waiting:
         waiting.insert(0, cell.run_id)
-    for run_id in waiting:
-        try:
-            dispatch(run_id)
-        except Exception:
-            log.exception("dispatch of run %s after cell %s failed", run_id, cell.pk)
+    try:
+        for run_id in _with_room(waiting, keep=cell.run_id):
+            try:
+                retrying(lambda run_id=run_id: dispatch(run_id), f"dispatching run {run_id}")
+            except Exception:
+                log.exception("dispatch of run %s after cell %s failed", run_id, cell.pk)
+    except Exception:  # counting a team's room failed: the next reap dispatches
+        log.exception("dispatches after cell %s failed", cell.pk)
+
+
+def _with_room(run_ids: list[int], keep: int | None = None):
+    """run_ids in their order, but those of teams at their cap of running
+    cells (they could send nothing): a finished cell used to dispatch every
+    waiting run, a transaction each, and with 250 runs of 50 teams waiting
+    each cell cost its worker seconds of dispatches that sent nothing (the
+    load test, tests/faults/test_load.py). keep: dispatched whatever its
+    team's room (the finished cell's run, which may end now). A generator:
+    a team's room is counted when its first run's turn comes, after the
+    dispatches before it."""
+    teams = {
+        run.pk: run.team
+        for run in Run.objects.filter(pk__in=run_ids).select_related("team").only("pk", "team")
+    }
+    full: set[int] = set()
+    for run_id in run_ids:
+        team = teams.get(run_id)
+        if run_id != keep and team is not None:
+            if team.pk in full:
+                continue
+            if fairshare.room(team) == 0:
+                full.add(team.pk)
+                continue
+        yield run_id
 
 
 # ------------------------------------------------------------ completion
@@ -482,8 +551,9 @@ def reap() -> dict:
     Returns counts for logs and tests.
     """
     now = timezone.now()
-    expired = Cell.objects.filter(status=Cell.RUNNING, lease_expires_at__lt=now)
     requeued = failed = 0
+    unproven = _leases_unproven()
+    expired = Cell.objects.none() if unproven else _expired_cells(now)
     for cell in expired:
         if cell.attempt >= settings.BENCHBOARD_MAX_ATTEMPTS:
             failed += Cell.objects.filter(
@@ -507,11 +577,29 @@ def reap() -> dict:
                 error=f"worker lost on attempt {cell.attempt}; retrying",
             )
         _release_lock(cell)
-    machines.release_expired(now)
+    if not unproven:
+        machines.release_expired(now)
     for run_id in fairshare.fair_order(list(Run.objects.active().values_list("pk", flat=True))):
         dispatch(run_id)
     _resend_lost_provisioning(now)
     return {"requeued": requeued, "failed": failed}
+
+
+def _expired_cells(now):
+    return Cell.objects.filter(status=Cell.RUNNING, lease_expires_at__lt=now)
+
+
+def _leases_unproven() -> bool:
+    """True while the app's database has been up for less than one lease: a
+    lease that ran out while it was down (restarted, stopped) proves no
+    worker dead, since no worker could renew it; their heartbeats renew
+    them within a beat of its return. PostgreSQL only (SQLite has no server)."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())")
+        (uptime,) = cursor.fetchone()
+    return float(uptime) < settings.BENCHBOARD_LEASE_SECONDS
 
 
 def _resend_lost_provisioning(now) -> None:

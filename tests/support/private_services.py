@@ -220,6 +220,26 @@ class PrivatePostgres:
             timeout=30,
         ).stdout
 
+    def pg_ctl(self, *args: str) -> None:
+        """pg_ctl on this server's data directory, e.g. pg_ctl("stop", "-m", "fast")."""
+        _as_postgres(
+            [
+                f"{PG_BIN}/pg_ctl",
+                "-D",
+                str(self.home / "data"),
+                "-l",
+                str(self.home / "log"),
+                "-w",
+                "-o",
+                f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1",
+                *args,
+            ]
+        )
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@{self.host}:{self.port}"
+
 
 def _as_postgres(argv: list[str]) -> None:
     """Run a server binary as the postgres user (initdb refuses root)."""

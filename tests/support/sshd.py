@@ -25,7 +25,7 @@ SSHD = "/usr/sbin/sshd"
 
 CONFIG = """\
 Port {port}
-ListenAddress 127.0.0.1
+ListenAddress {listen}
 HostKey {dir}/host_ed25519
 PidFile {dir}/sshd.pid
 AuthorizedKeysFile {dir}/authorized_keys
@@ -53,6 +53,7 @@ class SSHServer:
     host_key: str  # "ssh-ed25519 AAAA..." (the known_host_key line)
     process: subprocess.Popen
     directory: Path
+    netns: str = ""  # the network namespace sshd runs in ("": this machine's)
 
     def accepted(self) -> int:
         """How many connections sshd has authenticated so far (from its log)."""
@@ -74,8 +75,8 @@ class SSHServer:
         """Kill sshd and everything below it, then start it again on the same port and keys."""
         self.kill_all()
         self.process.stderr.close()
-        self.process = _spawn(self.directory / "sshd_config")
-        _wait_listening(self.port, self.process, log=self.directory / "sshd.log")
+        self.process = _spawn(self.directory / "sshd_config", self.netns)
+        _wait_listening(self.port, self.process, log=self.directory / "sshd.log", host=self.host)
 
     def kill_all(self) -> None:
         """SIGKILL the listener and every per-connection sshd below it.
@@ -139,7 +140,11 @@ def _keygen(path: Path) -> None:
 
 
 def _wait_listening(
-    port: int, process: subprocess.Popen, timeout: float = 10, log: Path | None = None
+    port: int,
+    process: subprocess.Popen,
+    timeout: float = 10,
+    log: Path | None = None,
+    host: str = "127.0.0.1",
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -147,7 +152,7 @@ def _wait_listening(
             said = log.read_text()[-2000:] if log and log.exists() else ""
             raise RuntimeError(f"sshd exited: {process.stderr.read().decode()}{said}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            with socket.create_connection((host, port), timeout=0.5) as sock:
                 if sock.recv(7).startswith(b"SSH-"):
                     return
         except OSError:
@@ -155,10 +160,11 @@ def _wait_listening(
     raise RuntimeError("sshd did not start listening")
 
 
-def _spawn(config: Path) -> subprocess.Popen:
+def _spawn(config: Path, netns: str = "") -> subprocess.Popen:
     """sshd in the foreground, logging to sshd.log beside its config."""
+    inside = ["ip", "netns", "exec", netns] if netns else []
     return subprocess.Popen(
-        [SSHD, "-D", "-E", str(config.parent / "sshd.log"), "-f", str(config)],
+        [*inside, SSHD, "-D", "-E", str(config.parent / "sshd.log"), "-f", str(config)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -176,17 +182,21 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
 
-def start_sshd(directory: Path, login_delay: float = 0) -> SSHServer:
+def start_sshd(
+    directory: Path, login_delay: float = 0, listen: str = "127.0.0.1", netns: str = ""
+) -> SSHServer:
     """Generate keys and config under directory, start sshd, return its handle.
 
     login_delay: seconds every session (but SFTP's) waits before its command
-    starts, like a host whose login shell's rc file is slow."""
+    starts, like a host whose login shell's rc file is slow; listen: its
+    address; netns: a network namespace to run it in (`ip netns exec`),
+    reached from here at listen through a veth of the test's own."""
     _keygen(directory / "host_ed25519")
     _keygen(directory / "client_ed25519")
     (directory / "authorized_keys").write_text((directory / "client_ed25519.pub").read_text())
     port = _free_port()
     config = directory / "sshd_config"
-    text = CONFIG.format(port=port, dir=directory)
+    text = CONFIG.format(port=port, dir=directory, listen=listen)
     if login_delay:
         wrapper = directory / "slow-login"
         wrapper.write_text(SLOW_LOGIN.format(delay=login_delay))
@@ -196,17 +206,18 @@ def start_sshd(directory: Path, login_delay: float = 0) -> SSHServer:
     # sshd refuses to start without its privilege separation directory, which
     # Debian's service unit normally creates at boot.
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    process = _spawn(config)
-    _wait_listening(port, process, log=directory / "sshd.log")
+    process = _spawn(config, netns)
+    _wait_listening(port, process, log=directory / "sshd.log", host=listen)
     host_pub = (directory / "host_ed25519.pub").read_text().split()
     return SSHServer(
-        host="127.0.0.1",
+        host=listen,
         port=port,
         user="root",
         client_key=(directory / "client_ed25519").read_text(),
         host_key=f"{host_pub[0]} {host_pub[1]}",
         process=process,
         directory=directory,
+        netns=netns,
     )
 
 
