@@ -260,7 +260,16 @@ class _CellRun:
         return left
 
     def _run(
-        self, phase: str, executor, command, *, check=True, timeout=None, force=False, tool=False
+        self,
+        phase: str,
+        executor,
+        command,
+        *,
+        check=True,
+        timeout=None,
+        force=False,
+        tool=False,
+        on_start=None,
     ):
         """Run command as phase; keep its record; CellFailed if check and it failed.
 
@@ -278,7 +287,7 @@ class _CellRun:
                 self.on_output(phase, stream, chunk)
 
         execution = executor.run(
-            command, timeout=timeout or self._timeout(phase), on_output=callback
+            command, timeout=timeout or self._timeout(phase), on_output=callback, on_start=on_start
         )
         record = _record(phase, command, execution)
         self.outcome.phases.append(record)
@@ -471,12 +480,15 @@ class _CellRun:
         self.outcome.command = masked(command)
         sampler = CpuSampler()
         sampler.start(self.client)
+        profiler = self._profiler(target)
         execution = None
         try:
             self._mark("measure")
-            execution = self._run("measure", self.client, command, check=False)
+            attach = profiler.attach_tool if profiler else None
+            execution = self._run("measure", self.client, command, check=False, on_start=attach)
         finally:
             self._mark("measure", end=True)
+            self._stop_profiler(profiler)
             cpu = sampler.stop()
             throttled = execution.cpu_throttled if execution is not None else None
             if throttled is not None:
@@ -484,6 +496,27 @@ class _CellRun:
             self._stop_watch(client_throttled=throttled)
         self.outcome.facts.update(cpu)
         return execution, command
+
+    def _profiler(self, target: TargetSpec):
+        """The cell's CPU profiler with its server attached (None without profile: true)."""
+        if not (self.plan.profile or target.profile):
+            return None
+        from runners.cellprofile import make_profiler
+
+        profiler = make_profiler(self, target)
+        profiler.start_server(self.endpoint.port if self.endpoint else None)
+        return profiler
+
+    def _stop_profiler(self, profiler) -> None:
+        if profiler is None:
+            return
+        profiler.stop()
+        self.outcome.profiles = profiler.profiles
+        self.outcome.warnings += profiler.warnings
+        self.outcome.facts["profiles"] = [
+            {"role": p.role, "host": p.host, "process": p.process, "samples": p.samples}
+            for p in profiler.profiles
+        ]
 
     def _measure_together(self, target: TargetSpec) -> list:
         """The measure on every client, started together (runners.together);
@@ -503,11 +536,13 @@ class _CellRun:
         samplers = [CpuSampler() for _ in executors]
         for sampler, executor in zip(samplers, executors):
             sampler.start(executor)
+        profiler = self._profiler(target)  # the server only: several tools, one per client
         try:
             self._mark("measure")
             runs = run_together(executors, commands, timeout=self._timeout("measure"))
         finally:
             self._mark("measure", end=True)
+            self._stop_profiler(profiler)
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
             self._stop_watch()
         self.outcome.facts["clients_cpu_busy_pct"] = busy
