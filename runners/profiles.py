@@ -29,7 +29,7 @@ FRAME = re.compile(r"^\s+[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
 # (pattern on "sym (dso)", replacement): the first that matches names the frame.
 FRAME_RULES: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^\[unknown\] \(\[unknown\]\)$"), "[unknown]"),
-    (re.compile(r"^\[unknown\] \((?:.*/)?(?P<mod>[^/]+)\)$"), r"[\g<mod>]"),
+    (re.compile(r"^\[unknown\] \((?:.*/)?\[?(?P<mod>[^/\[\]]+)\]?\)$"), r"[\g<mod>]"),
     (re.compile(r"^(?P<fn>.+?)\+0x[0-9a-f]+ \(.*\)$"), r"\g<fn>"),
     (re.compile(r"^(?P<fn>.+?) \(.*\)$"), r"\g<fn>"),
 )

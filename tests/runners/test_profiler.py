@@ -149,3 +149,30 @@ def test_a_tool_over_ssh_is_profiled_on_its_host(sshd):  # noqa: F811
     (tool,) = profiler.profiles
     assert tool.process == "sysbench" and tool.host == executor.host
     assert tool.samples >= 10
+
+
+PROFILED_PLAN = {
+    "name": "profiled",
+    "tool": "sysbench",
+    "profile": True,
+    "telemetry": False,
+    "targets": [{"name": "box", "kind": "host"}],
+    "prepare": False,
+    "params": {"test": "cpu", "threads": 1, "time": 1},
+}
+
+
+@pytest.mark.parametrize(("allowed", "profiled"), [(False, 0), (True, 1)])
+def test_the_worker_host_is_profiled_only_when_the_operator_allows_it(allowed, profiled):
+    from runners.cell import run_cell
+    from runners.cellprofile import LOCAL_OFF
+    from runners.context import CellContext
+    from runners.plan import expand, load_plan
+
+    plan = load_plan(PROFILED_PLAN)
+    with CellContext(plan, profile_local=allowed) as context:
+        (spec,) = expand(plan)
+        outcome = run_cell(plan, spec, context)
+    assert outcome.status == "succeeded", outcome.error  # a profile never fails a cell
+    assert len(outcome.profiles) == profiled
+    assert (LOCAL_OFF in outcome.warnings) is not allowed

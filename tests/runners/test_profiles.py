@@ -57,6 +57,7 @@ def test_fold_puts_the_root_first_and_drops_offsets():
         ("my_md5+0x33", "/usr/sbin/mariadbd", "my_md5"),
         ("[unknown]", "/usr/bin/sysbench", "[sysbench]"),
         ("[unknown]", "[unknown]", "[unknown]"),
+        ("[unknown]", "[vdso]", "[vdso]"),
         ("clock_gettime@@GLIBC_2.17+0x19", "/usr/lib/x86_64-linux-gnu/libc.so.6", "clock_gettime"),
         ("handle_softirqs+0x72", "[kernel.kallsyms]", "handle_softirqs"),
         ("std::map<int;int>::find+0x1", "/usr/bin/x", "std::map<int:int>::find"),
