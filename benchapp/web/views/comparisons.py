@@ -267,7 +267,10 @@ class ProfileDiffForm(forms.Form):
 
     before = forms.TypedChoiceField(coerce=int, choices=())
     after = forms.TypedChoiceField(coerce=int, choices=())
-    role = forms.ChoiceField(choices=[("tool", "tool"), ("server", "server")], initial="tool")
+    role = forms.ChoiceField(choices=[("tool", "tool"), ("server", "server")], required=False)
+
+    def clean_role(self):
+        return self.cleaned_data["role"] or "tool"
 
     def __init__(self, cells, *args, **kwargs):
         super().__init__(*args, **kwargs)
