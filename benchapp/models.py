@@ -510,6 +510,25 @@ class Artifact(models.Model):
         ordering = ["cell", "attempt", "id"]
 
 
+class CellProfile(models.Model):
+    """The CPU profile of one process during one cell attempt's measure
+    (runners.profiler): the database server or the tool, on which machine,
+    how many samples. Its folded stacks are one gzip object in the artifact
+    store (benchapp.store.artifactstore.save_profile) under key."""
+
+    cell = models.ForeignKey(Cell, on_delete=models.CASCADE, related_name="profiles")
+    attempt = models.PositiveIntegerField(default=1)
+    role = models.CharField(max_length=10)  # server | tool
+    host = models.CharField(max_length=255, blank=True)
+    process = models.CharField(max_length=64, blank=True)
+    samples = models.PositiveIntegerField(default=0)
+    key = models.CharField(max_length=400, unique=True)
+    size = models.PositiveIntegerField(default=0)  # compressed bytes
+
+    class Meta:
+        ordering = ["cell", "attempt", "role"]
+
+
 class OutputBlob(models.Model):
     """One stream of an Artifact, kept in the artifact store
     (benchapp.store.artifactstore): the object's key, size (bytes of UTF-8) and

@@ -384,6 +384,10 @@ BENCHBOARD_SCHEDULE_MIN_INTERVAL_SECONDS = env.int(
 # execution are refused unless the operator accepts the risk with UNSAFE.
 BENCHBOARD_SANDBOX_USER = env.str("BENCHBOARD_SANDBOX_USER", default="nobody")
 BENCHBOARD_UNSAFE_LOCAL_EXECUTION = env.bool("BENCHBOARD_UNSAFE_LOCAL_EXECUTION", default=False)
+# CPU profiles (plans' profile: true) on the worker host: perf, run as the worker's
+# user outside the sandbox, attached to the target's own server and the cell's tool
+# only. Off: a team's profile: true then profiles its SSH hosts only.
+BENCHBOARD_PROFILE_LOCAL = env.bool("BENCHBOARD_PROFILE_LOCAL", default=False)
 # Hard limits of each sandboxed tool run on the worker (docs/sandbox.md): a
 # cgroup's CPU quota (CPUs), memory (MB, no swap) and pids, a size-capped
 # scratch directory (MB); web/API plans asking a local tool for more (threads,

@@ -289,7 +289,16 @@ class _CellRun:
         return limit
 
     def _run(
-        self, phase: str, executor, command, *, check=True, limit=None, force=False, tool=False
+        self,
+        phase: str,
+        executor,
+        command,
+        *,
+        check=True,
+        limit=None,
+        force=False,
+        tool=False,
+        on_start=None,
     ):
         """Run command as phase within its limit; keep its record; CellFailed
         if check and it failed.
@@ -309,7 +318,9 @@ class _CellRun:
 
         limit = limit or self._limit(phase)
         try:
-            execution = executor.run(command, timeout=limit.seconds, on_output=callback)
+            execution = executor.run(
+                command, timeout=limit.seconds, on_output=callback, on_start=on_start
+            )
         except RunnerError as exc:  # a lost or silent host: say in which phase
             if exc.permanent or exc.message.startswith(phase):
                 raise
@@ -510,14 +521,17 @@ class _CellRun:
         self.outcome.command = masked(command)
         sampler = CpuSampler()
         sampler.start(self.client)
+        profiler = self._profiler(target)
         execution = None
         try:
             self._mark("measure")
-            execution = self._run("measure", self.client, command, check=False)
+            attach = profiler.attach_tool if profiler else None
+            execution = self._run("measure", self.client, command, check=False, on_start=attach)
         finally:
             self._mark("measure", end=True)
             # A measure that raised (its host lost) keeps its own error: a
             # last CPU sample over the same lost connection would replace it.
+            self._stop_profiler(profiler)
             cpu = sampler.stop() if execution is not None else {}
             throttled = execution.cpu_throttled if execution is not None else None
             if throttled is not None:
@@ -525,6 +539,27 @@ class _CellRun:
             self._stop_watch(client_throttled=throttled)
         self.outcome.facts.update(cpu)
         return execution, command
+
+    def _profiler(self, target: TargetSpec):
+        """The cell's CPU profiler with its server attached (None without profile: true)."""
+        if not (self.plan.profile or target.profile):
+            return None
+        from runners.cellprofile import make_profiler
+
+        profiler = make_profiler(self, target)
+        profiler.start_server(self.endpoint.port if self.endpoint else None)
+        return profiler
+
+    def _stop_profiler(self, profiler) -> None:
+        if profiler is None:
+            return
+        profiler.stop()
+        self.outcome.profiles = profiler.profiles
+        self.outcome.warnings += profiler.warnings
+        self.outcome.facts["profiles"] = [
+            {"role": p.role, "host": p.host, "process": p.process, "samples": p.samples}
+            for p in profiler.profiles
+        ]
 
     def _measure_together(self, target: TargetSpec) -> list:
         """The measure on every client, started together (runners.together);
@@ -544,12 +579,14 @@ class _CellRun:
         samplers = [CpuSampler() for _ in executors]
         for sampler, executor in zip(samplers, executors):
             sampler.start(executor)
+        profiler = self._profiler(target)  # the server only: several tools, one per client
         try:
             self._mark("measure")
             limit = self._limit("measure")
             runs = run_together(executors, commands, timeout=limit.seconds)
         finally:
             self._mark("measure", end=True)
+            self._stop_profiler(profiler)
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
             self._stop_watch()
         self.outcome.facts["clients_cpu_busy_pct"] = busy

@@ -83,7 +83,9 @@ class CellContext:
     local tool is sandboxed, and without a sandbox local execution is refused
     unless unsafe_local (BENCHBOARD_UNSAFE_LOCAL_EXECUTION). limits: what
     each sandboxed tool run may use (runners/limits.py). sandbox_user:
-    the uid local tools drop to when the worker is root.
+    the uid local tools drop to when the worker is root. profile_local: the
+    operator allows `profile: true` to run perf on the worker host (its target's
+    server and the cell's tool only, runners.profiler).
 
     guard: the app's own services and the operator's network lists
     (runners.netguard.Guard); every endpoint a tool connects to and every SSH
@@ -113,6 +115,7 @@ class CellContext:
         guard: Guard | None = None,
         limits: Limits | None = None,
         check_use: UseCheck | None = None,
+        profile_local: bool = False,
     ):
         self.plan = plan
         self.resolve_secret = resolve_secret or _no_secrets
@@ -133,6 +136,8 @@ class CellContext:
         self.guard = guard
         self.limits = limits or Limits()
         self.check_use = check_use
+        # The operator allows CPU profiles on the worker host (BENCHBOARD_PROFILE_LOCAL).
+        self.profile_local = profile_local
         self._executors: dict[str, object] = {}
         self._lock = threading.Lock()
 

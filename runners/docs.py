@@ -163,6 +163,12 @@ def prepare_section() -> list[str]:
         "instance the target is (its id under the provider's id field, `region`, the "
         "provider's credential field): its cloud monitoring joins each cell's telemetry when "
         "the run ends (docs/telemetry.md); not with `provision`, whose instance is read anyway |",
+        "| `profile: true` | CPU profiles during the measure: `perf record -F 99 -g` of the "
+        "database server (found by its listening port) and of the tool, on each machine where "
+        "perf is installed and allowed; a flame graph on the cell page, a differential one in "
+        'comparisons (docs/telemetry.md, "CPU profiles"). Off by default; on the worker host '
+        "only when the operator sets BENCHBOARD_PROFILE_LOCAL |",
+        "| `targets: [{..., profile: true}]` | the same for the cells of this target only |",
         "",
     ]
 

@@ -61,6 +61,7 @@ def freeze(plan: Plan, cell: CellSpec) -> dict[str, Any]:
             "cleanup": plan.cleanup,
             "timeout": plan.timeout,
             "telemetry": plan.telemetry,
+            "profile": plan.profile,
             "prepare": asdict(plan.prepare),
             "client": asdict(plan.client),
             # The cell's other clients: "client" stays client 1, as before clients.
@@ -127,6 +128,7 @@ def thaw(data: dict[str, Any]) -> tuple[Plan, CellSpec]:
         cleanup=doc["cleanup"],
         timeout=doc["timeout"],
         telemetry=doc.get("telemetry", True),
+        profile=doc.get("profile", False),
         document={},
         repeat_rule=RepeatRule(**rule) if (rule := doc.get("repeat_rule")) else None,
     )

@@ -130,6 +130,8 @@ class CellOutcome:
     # Per-second telemetry of the measure, by source ("client", "target",
     # "host", "db"): columnar series (runners.cellwatch).
     telemetry: dict[str, Any] = field(default_factory=dict)
+    # CPU profiles of the measure (runners.profiler.Profile), with profile: true.
+    profiles: list[Any] = field(default_factory=list)
     started: float = 0.0
     finished: float = 0.0
 

@@ -76,6 +76,7 @@ class Plan:
     cleanup: bool | None = None
     timeout: int | None = None
     telemetry: bool = True  # host and database telemetry during the measure
+    profile: bool = False  # CPU profiles (perf) of the server and the tool during the measure
     # Which cells may overlap (runners.isolation): none sharing a machine
     # ("machine"), nothing else on the run's machines ("run"), or only cells of
     # one target are kept apart ("target").
@@ -164,6 +165,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
         cleanup=doc.boolean("cleanup"),
         timeout=doc.integer("timeout", lo=1),
         telemetry=doc.boolean("telemetry", default=True),
+        profile=doc.boolean("profile", default=False),
         isolation=doc.choice("isolation", ISOLATIONS, default="machine"),
         document=document,
     )

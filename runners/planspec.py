@@ -262,6 +262,7 @@ class TargetSpec:
     # for web/API plans the stored Target's data_dirs count, see runners/sandbox.py).
     data_dirs: tuple[str, ...] = ()
     telemetry: bool = True  # sample this target's host and database during the measure
+    profile: bool = False  # CPU profiles of this target's cells (the plan's profile: too)
     # The link speed of the target's host in Mb/s, declared: the network rule
     # reads it instead of what the interfaces' drivers report (docs/telemetry.md).
     link_mbit: int | None = None
@@ -371,6 +372,7 @@ def read_target(item: Any, path: str, tool: str) -> TargetSpec:
         currency=doc.text("currency", default="USD", pattern=CURRENCY),
         data_dirs=doc.text_list("data_dirs", pattern=ABS_PATH),
         telemetry=doc.boolean("telemetry", default=True),
+        profile=doc.boolean("profile", default=False),
         link_mbit=doc.integer("link_mbit", lo=1, hi=10_000_000),
         cloud_instance=read_cloud_instance(doc, provision),
     )

@@ -26,3 +26,13 @@ fi
 # A stable name for templates; the versioned file says what it is.
 cp "${bundle}" static/vendor/plotly.min.js
 echo "plotly.js ${version} (scatter, bar, box: scripts/plotly-entry.js)" > static/vendor/PLOTLY_VERSION
+# Flame graphs: d3-flame-graph and its d3 modules, one IIFE (scripts/flamegraph-entry.js)
+# exposing window.benchFlame; its stylesheet copied beside it.
+flame=$(node -p "require('./node_modules/d3-flame-graph/package.json').version")
+rm -f static/vendor/d3-flamegraph-*.min.js
+node_modules/.bin/esbuild scripts/flamegraph-entry.js --bundle --minify --format=iife \
+    --target=es2016 --legal-comments=none --log-level=warning \
+    --outfile="static/vendor/d3-flamegraph-${flame}.min.js"
+cp "static/vendor/d3-flamegraph-${flame}.min.js" static/vendor/d3-flamegraph.min.js
+cp node_modules/d3-flame-graph/dist/d3-flamegraph.css static/vendor/d3-flamegraph.css
+echo "d3-flame-graph ${flame} (scripts/flamegraph-entry.js)" > static/vendor/FLAMEGRAPH_VERSION

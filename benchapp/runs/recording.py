@@ -18,7 +18,7 @@ from django.db import transaction
 
 from benchapp.accounts import credbinding, targetguard
 from benchapp.cloud import provisioning
-from benchapp.models import Artifact, Cell, CellSeries, Credential, Run
+from benchapp.models import Artifact, Cell, CellProfile, CellSeries, Credential, Run
 from benchapp.plans.planning import sandbox_limits
 from benchapp.store import artifactstore, envstore, frozenparts, measurestore, seriesstore
 from benchapp.store.measurestore import Value
@@ -129,6 +129,7 @@ def cell_context(
         permissions=_permissions(run, plan),
         sandbox_user=settings.BENCHBOARD_SANDBOX_USER,
         unsafe_local=settings.BENCHBOARD_UNSAFE_LOCAL_EXECUTION,
+        profile_local=settings.BENCHBOARD_PROFILE_LOCAL,
         guard=targetguard.guard(),
         limits=sandbox_limits(),
         check_use=partial(book.check_use, generated=_generated_prefix(run)),
@@ -278,6 +279,22 @@ def series_rows(cell: Cell, attempt: int, result: Result | None) -> list[CellSer
     return seriesstore.rows(cell, attempt, result.series if result else None)
 
 
+def store_profiles(cell: Cell, attempt: int, profiles: list, warnings: list[str]) -> None:
+    """One CellProfile per profiled process, its folded stacks in the
+    artifact store; a store that does not take one is a warning on the cell."""
+    from runners.profiles import folded_text
+
+    rows = []
+    for profile in profiles:
+        try:
+            rows.append(
+                artifactstore.save_profile(cell, attempt, profile, folded_text(profile.stacks))
+            )
+        except artifactstore.StoreError as exc:
+            warnings.append(f"profile {profile.role} not kept: {exc}")
+    CellProfile.objects.bulk_create(rows)
+
+
 def error_kind(outcome) -> str:
     """ "transient", "permanent" or "" (no failure) — what Cell.error_kind shows."""
     if outcome.status != Cell.FAILED:
@@ -305,7 +322,7 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
             or current.status not in (Cell.RUNNING, Cell.CANCELLED)
         ):
             return False
-        for model in (CellSeries, Artifact):
+        for model in (CellSeries, Artifact, CellProfile):
             model.objects.filter(cell=cell, attempt=attempt).delete()
         store_measurements(
             cell,
@@ -339,6 +356,7 @@ def record_outcome(cell: Cell, outcome, *, requeue: bool = False) -> bool:
                 for p in outcome.phases
             ]
         )
+        store_profiles(cell, attempt, getattr(outcome, "profiles", None) or [], outcome.warnings)
         status = Cell.CANCELLED if current.status == Cell.CANCELLED else outcome.status
         if requeue and status == Cell.FAILED:
             status = Cell.QUEUED

@@ -13,6 +13,7 @@ benchapp.store.artifactstore_s3, which imports boto3 only when configured).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import uuid
@@ -26,7 +27,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
-from benchapp.models import Artifact, OutputBlob
+from benchapp.models import Artifact, CellProfile, OutputBlob
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,33 @@ def new_blob(cell, stream: str, text: str) -> OutputBlob | None:
         head=text if whole else text[:GLANCE_CHARS],
         tail="" if whole else text[-GLANCE_CHARS:],
     )
+
+
+def save_profile(cell, attempt: int, profile, folded: str) -> CellProfile:
+    """Writes one profile's folded stacks (runners.profiles.folded_text),
+    gzip-compressed, into the store; the unsaved CellProfile that names it."""
+    data = gzip.compress(folded.encode(), mtime=0)
+    name = f"profiles/run-{cell.run_id}/cell-{cell.pk}/{uuid.uuid4().hex}.{profile.role}.folded.gz"
+    try:
+        key = store().save(name, ContentFile(data))
+    except OSError as exc:
+        raise StoreError(f"the artifact store did not take {name}: {exc.strerror}") from None
+    return CellProfile(
+        cell=cell,
+        attempt=attempt,
+        role=profile.role,
+        host=profile.host,
+        process=profile.process[:64],
+        samples=profile.samples,
+        key=key,
+        size=len(data),
+    )
+
+
+def read_profile(profile: CellProfile) -> str:
+    """A profile's folded stacks as text; StoreError when its object is gone."""
+    data = b"".join(_call(profile, lambda s: s.chunks(profile.key, CHUNK_BYTES)))
+    return gzip.decompress(data).decode()
 
 
 def create_artifacts(rows: list[tuple[Artifact, dict[str, str]]]) -> None:
@@ -148,7 +176,7 @@ def delete(blob: OutputBlob) -> None:
     _call(blob, lambda s: s.delete(blob.key))
 
 
-def _call(blob: OutputBlob, operation):
+def _call(blob, operation):
     try:
         return operation(store())
     except FileNotFoundError:
@@ -157,8 +185,9 @@ def _call(blob: OutputBlob, operation):
         raise StoreError(f"the artifact store could not read {blob.key}: {exc.strerror}") from None
 
 
+@receiver(post_delete, sender=CellProfile)
 @receiver(post_delete, sender=OutputBlob)
-def _delete_object(sender, instance: OutputBlob, **kwargs) -> None:
+def _delete_object(sender, instance, **kwargs) -> None:
     """A deleted row (its run or cell deleted, an attempt recorded again)
     takes its object along once the deletion is committed."""
 
@@ -175,16 +204,17 @@ ORPHAN_SECONDS = 3600  # a recording's objects are written before its transactio
 
 
 def sweep_orphans(older_than: float = ORPHAN_SECONDS) -> int:
-    """Delete the store's output objects that no OutputBlob names and that
+    """Delete the store's output and profile objects that no row names and that
     are older than `older_than` seconds: those of recordings rolled back
     after their objects were written. How many were deleted. One query per
     run folder (outputs/run-N/), whatever the store holds."""
     s = store()
     cutoff = timezone.now() - timedelta(seconds=older_than)
     deleted = 0
-    for run_dir in _folders(s, "outputs"):
+    for run_dir in _folders(s, "outputs") + _folders(s, "profiles"):
         names = _files(s, run_dir)
         kept = set(OutputBlob.objects.filter(key__in=names).values_list("key", flat=True))
+        kept |= set(CellProfile.objects.filter(key__in=names).values_list("key", flat=True))
         for name in names:
             if name not in kept and s.get_modified_time(name) < cutoff:
                 s.delete(name)

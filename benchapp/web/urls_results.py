@@ -20,6 +20,11 @@ urlpatterns = [
     path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison"),
     path("comparisons/<int:pk>/results.json", comparisons.comparison_json, name="comparison_json"),
     path(
+        "comparisons/<int:pk>/profiles/",
+        comparisons.comparison_profiles,
+        name="comparison_profiles",
+    ),
+    path(
         "comparisons/<int:pk>/series.json", comparisons.comparison_series, name="comparison_series"
     ),
     path("comparisons/<int:pk>/save/", comparisons.comparison_save, name="comparison_save"),

@@ -211,16 +211,24 @@ class Executor:
             return self._workdir
 
     def run(
-        self, command: Command, *, timeout: float | None = None, on_output: OnOutput | None = None
+        self,
+        command: Command,
+        *,
+        timeout: float | None = None,
+        on_output: OnOutput | None = None,
+        on_start: Callable[[Background], None] | None = None,
     ) -> Execution:
         """Run command to completion (or timeout/cancel) and return its Execution.
 
         A non-zero exit is not an error. Raises RunnerError for a missing
         binary (permanent) or a connection lost mid-run (transient, with the
-        partial output in .output).
+        partial output in .output). on_start(bg) is called once the process
+        has started (a profiler attaches to it); it must not block.
         """
         bg = self._start(command, on_output, timeout)
         try:
+            if on_start is not None:
+                on_start(bg)
             self._wait(bg, timeout)
         finally:
             self._forget(bg)
@@ -326,6 +334,11 @@ class Executor:
 
     def _close(self) -> None:
         raise NotImplementedError
+
+    def process_root(self, bg: Background) -> int | None:
+        """The pid, on the executor's host, of the process that leads bg's
+        process tree (None when it is not known, or not yet)."""
+        return None
 
     def upload(self, name: str, content: bytes, mode: int = 0o600) -> str:
         """Write content to workdir/name with mode (set before the data); return the path."""

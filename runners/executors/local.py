@@ -177,6 +177,9 @@ class LocalExecutor(Executor):
             reader.start()
         threading.Thread(target=_reap, args=(bg, proc, readers, self._scratch), daemon=True).start()
 
+    def process_root(self, bg: Background) -> int | None:
+        return bg.handle.pid if bg.handle is not None else None
+
     def _limit(self, bg: Background):
         """The cgroup (or rlimits) of one sandboxed run, kept on bg; None without limits."""
         limits = self.sandbox.limits if self.sandbox is not None else None

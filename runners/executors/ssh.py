@@ -434,6 +434,15 @@ class SSHExecutor(Executor):
             conn = self._conn
             return conn is not None and conn.answers(self.keepalive)
 
+    def process_root(self, bg: Background) -> int | None:
+        """The session leader's pid, which the run script writes to PREFIX.pid."""
+        prefix = getattr(bg, "prefix", None)
+        try:
+            text = self.read_file(f"{prefix}.pid").decode().strip() if prefix else ""
+        except (RunnerError, OSError):
+            return None
+        return int(text) if text.isdigit() else None
+
     def _kill(self, bg: Background, grace: float) -> None:
         prefix = getattr(bg, "prefix", None)
         if prefix is None or bg.done.is_set():

@@ -260,3 +260,46 @@ def _series(comparison, request) -> dict:
         raise Http404("Empty comparison")
     allowed = set(comparison.cells) or None
     return series_payload(request.GET, runs, allowed)
+
+
+class ProfileDiffForm(forms.Form):
+    """The two cells of a differential flame graph and whose profile (tool or server)."""
+
+    before = forms.TypedChoiceField(coerce=int, choices=())
+    after = forms.TypedChoiceField(coerce=int, choices=())
+    role = forms.ChoiceField(choices=[("tool", "tool"), ("server", "server")], required=False)
+
+    def clean_role(self):
+        return self.cleaned_data["role"] or "tool"
+
+    def __init__(self, cells, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(c.pk, f"run #{c.run_id} cell {c.index} {c.key}".strip()) for c in cells]
+        self.fields["before"].choices = self.fields["after"].choices = choices
+
+
+def _compared_cells(comparison):
+    """The cells of a comparison: its chosen ones, or every cell of its runs."""
+    from benchapp.models import Cell
+
+    cells = Cell.objects.filter(run__in=comparison.runs.all())
+    return cells.filter(pk__in=comparison.cells) if comparison.cells else cells
+
+
+@login_required
+def comparison_profiles(request, pk):
+    """The differential flame graph of two profiled cells of a comparison,
+    with the functions whose share grew and shrank most."""
+    from benchapp.analysis import profiles
+
+    comparison = get_comparison(request, pk)
+    cells = profiles.profiled_cells(_compared_cells(comparison))
+    defaults = {"before": cells[0].pk, "after": cells[-1].pk} if cells else {}
+    form = ProfileDiffForm(cells, request.GET or {**defaults, "role": "tool"})
+    diff = None
+    if cells and form.is_valid():
+        by_id = {c.pk: c for c in cells}
+        d = form.cleaned_data
+        diff = profiles.differential(by_id[d["before"]], by_id[d["after"]], d["role"])
+    context = {"comparison": comparison, "form": form, "cells": cells, "diff": diff}
+    return render(request, "comparisons/profiles.html", context)

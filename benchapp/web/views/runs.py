@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_run, role_required
-from benchapp.analysis import environments, rawoutput, timeline
+from benchapp.analysis import environments, profiles, rawoutput, timeline
 from benchapp.analysis.documents import result_document
 from benchapp.models import Artifact, Cell, Run
 from benchapp.runs import fairshare, orchestration
@@ -154,6 +154,7 @@ def cell_artifacts(request, pk, cell_id):
             "cell": cell,
             "timeline": timeline.cell_timeline(cell, run.tool),
             "telemetry_rows": timeline.summary_rows(cell.facts or {}),
+            "profiles": profiles.cell_profiles(cell),
             "verdict": (cell.facts or {}).get("verdict"),
             "verdict_rests_on": verdict.rests_on((cell.facts or {}).get("verdict") or {}),
             "prepared_by": _prepared_by(run, cell),

@@ -1,0 +1,51 @@
+"""Which machines a cell's CPU profiler may use (runners.profiler).
+
+The worker host is the operator's: perf runs there only when the operator
+set BENCHBOARD_PROFILE_LOCAL (CellContext.profile_local), and then only on
+the target's own server and the cell's own tool. A machine reached over SSH
+is the team's: its login profiles what it may.
+"""
+
+from __future__ import annotations
+
+from runners.errors import RunnerError
+from runners.planspec import TargetSpec
+from runners.profiler import CellProfiler
+
+LOCAL_OFF = (
+    "profile: CPU profiles on the worker host are off; the operator allows them "
+    "with BENCHBOARD_PROFILE_LOCAL=1 (docs/operations.md)"
+)
+# Target kinds whose server is a process to profile (a "host" target is a machine).
+SERVER_KINDS = ("mysql", "postgres", "redis")
+
+
+def make_profiler(cell_run, target: TargetSpec) -> CellProfiler:
+    """A CellProfiler for a cell (runners.cell._CellRun) on target, with a
+    warning for each machine it may not profile."""
+    ctx, warnings = cell_run.ctx, []
+    tool = cell_run.client if (cell_run.client_ssh is not None or ctx.profile_local) else None
+    if tool is None:
+        warnings.append(LOCAL_OFF)
+    server = None
+    if target.kind in SERVER_KINDS:
+        server, why = _server_machine(ctx, target)
+        if why and why not in warnings:
+            warnings.append(why)
+    profiler = CellProfiler({"tool": tool, "server": server})
+    profiler.warnings += warnings
+    return profiler
+
+
+def _server_machine(ctx, target: TargetSpec):
+    """(the executor of the target's server machine or None, why not or "")."""
+    try:
+        ssh = ctx.host_ssh(target)
+    except RunnerError:
+        return None, (
+            f"profile: the server of {target.name} is not profiled: its machine is not "
+            "reachable over SSH (add ssh: to the target)"
+        )
+    if ssh is None and not ctx.profile_local:
+        return None, LOCAL_OFF
+    return ctx.executor(ssh), ""
