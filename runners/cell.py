@@ -44,7 +44,7 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import STRESS_TOOL, client_params, get_tool, read_output
+from runners.tools import STRESS_TOOL, check_dropped_schemas, client_params, get_tool, read_output
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -212,15 +212,20 @@ class _CellRun:
         """Refuse, before anything runs, what the trust model does not allow here."""
         scope = self.ctx.scope(target, self.client_ssh)
         check = getattr(self.tool, "check_scope", None)
-        phases = [self.cell.params]
+        # (params, clients): only the measure runs on every client of the cell.
+        phases = [(self.cell.params, self.cell.clients)]
         if self.plan.prepare.enabled:
-            phases.append({**self.cell.params, **self.plan.prepare.params})
+            phases.append(({**self.cell.params, **self.plan.prepare.params}, 1))
         if self.plan.warmup:
-            phases.append({**self.cell.params, **self.plan.warmup})
+            phases.append(({**self.cell.params, **self.plan.warmup}, 1))
         try:
-            for params in phases:
+            for params, clients in phases:
+                clean = self.tool.validate(params)
                 if check is not None:
-                    check(self.tool.validate(params), scope)
+                    check(clean, scope)
+                # The names each client drops, after its suffix, right before
+                # the tool starts: whatever the save-time check said.
+                check_dropped_schemas(self.tool, clean, clients, target.database, target.name)
             self._check_clients(target)
             if self.plan.prepare.snapshot_datadir:
                 check_snapshot(self.plan.prepare, self.ctx.scope(target, self.ctx.host_ssh(target)))
