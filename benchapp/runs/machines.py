@@ -109,8 +109,17 @@ def wanted(run: Run, cell: Cell, machines: list[Machine]) -> tuple[list[Machine]
 
 
 def take_wanted(run: Run, cell: Cell, machines: list[Machine], until=None) -> bool:
-    """Take what `cell` needs to start (wanted), all or none; True when taken."""
+    """Take what `cell` needs to start (wanted), all or none; True when taken.
+
+    A cell does not join its team's shares of a machine another team waits
+    for: the shares drain and the other team gets its turn (otherwise a team
+    whose `isolation: target` cells overlap back to back would hold it for
+    good)."""
     alone, shared = wanted(run, cell, machines)
+    now = timezone.now()
+    joined = {_share_of(row.key)[0] for row in _live_shares([k for k, _ in shared], now)}
+    if joined and another_team_waits(run, list(joined)):
+        return False
     return take(cell, alone, until, shared=shared, team_id=run.team_id)
 
 
