@@ -514,6 +514,8 @@ class _CellRun:
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
             self._stop_watch()
         self.outcome.facts["clients_cpu_busy_pct"] = busy
+        for executor in dict.fromkeys(executors):  # local clients share one executor
+            self._note_limits(executor)
         # The busiest client decides whether the load was limited by a client.
         self.outcome.facts["client_cpu_busy_pct"] = max(busy)
         for run, command in zip(runs, commands):
