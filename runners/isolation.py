@@ -34,13 +34,13 @@ import socket
 import time
 from collections.abc import Callable
 
+from runners.providers import PROVIDERS
 from runners.tools import DEFAULT_PORTS
 
 ISOLATIONS = ("machine", "run", "target")
 DB_KINDS = ("mysql", "postgres", "redis")
-# Providers that name machines that already exist (the rest make new ones).
-NAMED_PROVIDERS = ("static", "static_cluster", "local")
-CELL_TARGET = "target"  # client: {on: target}: each cell's own target
+CELL_TARGET = "target"
+LOCAL = "local"  # the provider whose machine is the worker host itself  # client: {on: target}: each cell's own target
 
 Machine = tuple[str, str]  # (key, label)
 
@@ -115,13 +115,12 @@ def _provisioned(target: dict, spec: dict, run_id, worker_host, resolver) -> lis
     """The machines of a provisioned target or client: those a named
     provider lists, each as a plain target naming it would lock; a cloud
     machine is its run's own."""
-    provider = spec.get("provider")
-    if provider not in NAMED_PROVIDERS:
+    if not _names_machines(spec):
         key = f"provisioned run {run_id} {target['name']}"
         return [(key, f"machine {target['name']} provisioned for run {run_id}")]
     kind = spec.get("kind") or target.get("kind") or "host"
     ssh = spec.get("ssh") if isinstance(spec.get("ssh"), dict) else None
-    if provider == "local":
+    if spec.get("provider") == LOCAL:
         hosts = [{"host": "127.0.0.1", "port": spec.get("port"), "socket": spec.get("socket")}]
     else:
         hosts = [spec, *(spec.get("nodes") or []), *(spec.get("hosts") or [])]
@@ -142,6 +141,11 @@ def _provisioned(target: dict, spec: dict, run_id, worker_host, resolver) -> lis
         }
         found += _target_machines(one, run_id, worker_host, resolver)
     return found
+
+
+def _names_machines(spec: dict) -> bool:
+    provider = PROVIDERS.get(spec.get("provider"))
+    return provider is not None and provider.NAMES_MACHINES
 
 
 def _host_of(target: dict, worker_host: str, resolver) -> Machine:
@@ -176,7 +180,7 @@ def _client_machines(client: dict, target: dict, targets, run_id, worker_host, r
         return [_host_of(on, worker_host, resolver)]
     if kind == "provision":
         spec = client.get("provision") or {}
-        if spec.get("provider") in NAMED_PROVIDERS:
+        if _names_machines(spec):
             named = {"name": "client", "kind": "host"}
             return _provisioned(named, spec, run_id, worker_host, resolver)
         return [(f"provisioned run {run_id} client", f"client provisioned for run {run_id}")]

@@ -4,7 +4,7 @@ happen on the worker host, and whether their parameters fit its limits
 
 A cell's local processes share one cgroup (runners/cgroups.py), so what they
 ask together counts too: during the measure, the tool's use times the cell's
-local clients, plus stress-ng's when it runs on the worker (processes,
+local clients, plus the background load's when it runs on the worker (processes,
 memory and scratch space; `_check_together`). A cell has at most
 MAX_LOCAL_CLIENTS clients on the worker."""
 
@@ -54,7 +54,7 @@ def check_plan_limits(plan: Plan, limits: Limits) -> None:
 
 def _check_together(tool, params: dict, clients: int, stress_params: dict, limits: Limits):
     """Refuse a measure whose local processes ask more together than the
-    cell's one group allows: the tool's use × its local clients + stress-ng's."""
+    cell's one group allows: the tool's use × its local clients + the stress tool's."""
     stress = get_tool(STRESS_TOOL)
     if clients + bool(stress_params) < 2:
         return  # one process: check_params said it all
@@ -71,9 +71,9 @@ def _check_together(tool, params: dict, clients: int, stress_params: dict, limit
                 "client" if clients > 1 else "stress",
                 f"{' + '.join(asked for asked, _ in rows)} = {show_amount(total, unit)} is over the "
                 f"worker's limit of {show_amount(limits.allowed(kind), unit)} for one cell's local "
-                f"processes together ({setting}; one cgroup holds every local client, "
-                "stress-ng and the samplers of a cell); lower it, use fewer local clients, or "
-                "run the clients over SSH on your own hosts",
+                f"processes together ({setting}; one cgroup holds every local process of a "
+                "cell); lower it, use fewer local clients, or run the clients over SSH on your "
+                "own hosts",
             )
 
 

@@ -251,10 +251,9 @@ def release(cell: Cell) -> None:
 
 def another_team_waits(run: Run, keys: list[str]) -> bool:
     """True when the next queued cell of a run of another team wants one of keys."""
-    from benchapp.runs.fairshare import waiting_runs
-
     keys = set(keys)
-    others = Run.objects.filter(pk__in=waiting_runs()).exclude(team_id=run.team_id)
+    waiting = Cell.objects.filter(status=Cell.QUEUED, run__status__in=Run.ACTIVE)
+    others = Run.objects.filter(pk__in=waiting.values("run_id")).exclude(team_id=run.team_id)
     for other in others.only("id", "document", "team_id"):
         for cell in next_per_target(other):
             alone, shared = wanted(other, cell, machines_of(other, cell))
