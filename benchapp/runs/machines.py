@@ -108,18 +108,19 @@ def wanted(run: Run, cell: Cell, machines: list[Machine]) -> tuple[list[Machine]
     return [*alone, *machines], []
 
 
-def take_wanted(run: Run, cell: Cell, machines: list[Machine], until=None) -> bool:
+def take_wanted(run: Run, cell: Cell, machines: list[Machine], until=None, yields=None) -> bool:
     """Take what `cell` needs to start (wanted), all or none; True when taken.
 
-    A cell does not join its team's shares of a machine another team waits
-    for: the shares drain and the other team gets its turn (otherwise a team
-    whose `isolation: target` cells overlap back to back would hold it for
-    good)."""
+    yields(run ids): for a cell that would share machines (`isolation:
+    target`), whether the runs of other teams waiting for one of them come
+    first (benchapp.runs.fairshare's order); then it does not take them: the
+    team's shares drain and the other team gets its turn, instead of a team
+    whose target cells overlap back to back holding the machine for good."""
     alone, shared = wanted(run, cell, machines)
-    now = timezone.now()
-    joined = {_share_of(row.key)[0] for row in _live_shares([k for k, _ in shared], now)}
-    if joined and another_team_waits(run, list(joined)):
-        return False
+    if shared and yields is not None:
+        others = waiting_for(run, [key for key, _ in shared])
+        if others and yields(others):
+            return False
     return take(cell, alone, until, shared=shared, team_id=run.team_id)
 
 
@@ -251,15 +252,21 @@ def release(cell: Cell) -> None:
 
 def another_team_waits(run: Run, keys: list[str]) -> bool:
     """True when the next queued cell of a run of another team wants one of keys."""
-    keys = set(keys)
+    return bool(waiting_for(run, keys))
+
+
+def waiting_for(run: Run, keys: list[str]) -> list[int]:
+    """The active runs of other teams whose next queued cell wants one of keys."""
+    keys, found = set(keys), []
     waiting = Cell.objects.filter(status=Cell.QUEUED, run__status__in=Run.ACTIVE)
     others = Run.objects.filter(pk__in=waiting.values("run_id")).exclude(team_id=run.team_id)
     for other in others.only("id", "document", "team_id"):
         for cell in next_per_target(other):
             alone, shared = wanted(other, cell, machines_of(other, cell))
             if keys & {key for key, _ in [*alone, *shared]}:
-                return True
-    return False
+                found.append(other.pk)
+                break
+    return found
 
 
 def _free(rows) -> None:
