@@ -388,16 +388,18 @@ BENCHBOARD_UNSAFE_LOCAL_EXECUTION = env.bool("BENCHBOARD_UNSAFE_LOCAL_EXECUTION"
 # user outside the sandbox, attached to the target's own server and the cell's tool
 # only. Off: a team's profile: true then profiles its SSH hosts only.
 BENCHBOARD_PROFILE_LOCAL = env.bool("BENCHBOARD_PROFILE_LOCAL", default=False)
-# Hard limits of each sandboxed tool run on the worker (docs/sandbox.md): a
-# cgroup's CPU quota (CPUs), memory (MB, no swap) and pids, a size-capped
-# scratch directory (MB); web/API plans asking a local tool for more (threads,
-# sizes, SECONDS of run time) are refused when saved.
+# Hard limits of each cell's local processes on the worker, together
+# (docs/sandbox.md): one cgroup per cell with a CPU quota (CPUs), memory (MB,
+# no swap) and pids, a size-capped scratch directory (MB); web/API plans
+# asking for more (threads x clients, sizes, SECONDS of run time) are refused
+# when saved. MAX_CELLS: cells running sandboxed tools on one worker host at once.
 BENCHBOARD_SANDBOX_CPUS = env.float("BENCHBOARD_SANDBOX_CPUS", default=2.0)
 BENCHBOARD_SANDBOX_MEMORY_MB = env.int("BENCHBOARD_SANDBOX_MEMORY_MB", default=4096)
 BENCHBOARD_SANDBOX_PIDS = env.int("BENCHBOARD_SANDBOX_PIDS", default=512)
 BENCHBOARD_SANDBOX_SCRATCH_MB = env.int("BENCHBOARD_SANDBOX_SCRATCH_MB", default=1024)
 BENCHBOARD_SANDBOX_SECONDS = env.int("BENCHBOARD_SANDBOX_SECONDS", default=14400)
-for _name in ("CPUS", "MEMORY_MB", "PIDS", "SCRATCH_MB", "SECONDS"):
+BENCHBOARD_SANDBOX_MAX_CELLS = env.int("BENCHBOARD_SANDBOX_MAX_CELLS", default=4)
+for _name in ("CPUS", "MEMORY_MB", "PIDS", "SCRATCH_MB", "SECONDS", "MAX_CELLS"):
     if not globals()["BENCHBOARD_SANDBOX_" + _name] > 0:
         raise ImproperlyConfigured(f"BENCHBOARD_SANDBOX_{_name} must be above 0")
 # Targets never point at the app's own services (docs/trust-model.md): the

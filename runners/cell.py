@@ -49,7 +49,14 @@ from runners.phases import (
 )
 from runners.plan import CellSpec, Plan
 from runners.planspec import TargetSpec
-from runners.tools import STRESS_TOOL, client_params, get_tool, read_output, tool_phases
+from runners.tools import (
+    STRESS_TOOL,
+    check_dropped_schemas,
+    client_params,
+    get_tool,
+    read_output,
+    tool_phases,
+)
 
 OnPhase = Callable[[str], None]
 OnOutput = Callable[[str, str, str], None]
@@ -243,15 +250,20 @@ class _CellRun:
         """Refuse, before anything runs, what the trust model does not allow here."""
         scope = self.ctx.scope(target, self.client_ssh)
         check = getattr(self.tool, "check_scope", None)
-        phases = [self.cell.params]
+        # (params, clients): only the measure runs on every client of the cell.
+        phases = [(self.cell.params, self.cell.clients)]
         if self.plan.prepare.enabled:
-            phases.append({**self.cell.params, **self.plan.prepare.params})
+            phases.append(({**self.cell.params, **self.plan.prepare.params}, 1))
         if self.plan.warmup:
-            phases.append({**self.cell.params, **self.plan.warmup})
+            phases.append(({**self.cell.params, **self.plan.warmup}, 1))
         try:
-            for params in phases:
+            for params, clients in phases:
+                clean = self.tool.validate(params)
                 if check is not None:
-                    check(self.tool.validate(params), scope)
+                    check(clean, scope)
+                # The names each client drops, after its suffix, right before
+                # the tool starts: whatever the save-time check said.
+                check_dropped_schemas(self.tool, clean, clients, target.database, target.name)
             self._check_clients(target)
             if self.plan.prepare.snapshot_datadir:
                 check_snapshot(self.plan.prepare, self.ctx.scope(target, self.ctx.host_ssh(target)))
@@ -590,6 +602,8 @@ class _CellRun:
             busy = [sampler.stop()["client_cpu_busy_pct"] for sampler in samplers]
             self._stop_watch()
         self.outcome.facts["clients_cpu_busy_pct"] = busy
+        for executor in dict.fromkeys(executors):  # local clients share one executor
+            self._note_limits(executor)
         # The busiest client decides whether the load was limited by a client.
         self.outcome.facts["client_cpu_busy_pct"] = max(busy)
         for run, command in zip(runs, commands):

@@ -13,10 +13,18 @@ this host offers:
   made (no cgroup file system, or a worker not allowed to write it).
 
 The group is made inside the worker's own group of each hierarchy, one per
-tool run. Group.enter() runs in the child before it drops privileges and
-execs, so bwrap and everything the tool forks are inside; Group.breach()
-reads the group's event counters after the run (an OOM kill, a refused
-fork) and Group.remove() deletes it, killing whatever is left in it.
+cell: every local process of the cell (each local client, the background
+stress-ng, the telemetry samplers) joins the same group, so the limits bound
+the whole cell, not each process (runners.executors.local makes it at the
+cell's first sandboxed process and removes it when the cell ends).
+Group.enter() runs in the child before it drops privileges and execs, so
+bwrap and everything the tool forks are inside; Group.marks() reads the
+group's event counters as a process starts and Group.breach() compares them
+after it ends (an OOM kill, a refused fork during its life); Group.remove()
+deletes the group, killing whatever is left in it.
+
+Where no group can be made, the rlimits are per process (RLIMIT_NPROC per
+user): the floor, not the cell's bound.
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ _serial = itertools.count(1)
 
 @dataclass
 class Group:
-    """The cgroup directories (controller -> path) and rlimits one tool run gets."""
+    """The cgroup directories (controller -> path) one cell's local processes
+    share, and the rlimits each of them gets."""
 
     limits: Limits
     version: str | None = None  # "v2", "v1" or None (rlimits only)
@@ -62,11 +71,24 @@ class Group:
         for which, value in self.rlimits.items():
             resource.setrlimit(which, (value, _hard(which, value)))
 
-    def breach(self, exit_code: int | None) -> str | None:
-        """The limit the run hit, as a cell error, or None."""
-        if _counter(self.dirs.get("memory"), _MEMORY_EVENTS[self.version], "oom_kill") > 0:
+    def marks(self) -> dict[str, int]:
+        """The group's event counters now: what a process's breach() is measured from."""
+        return {
+            "oom_kill": _counter(self.dirs.get("memory"), _MEMORY_EVENTS[self.version], "oom_kill"),
+            "pids_max": _counter(self.dirs.get("pids"), "pids.events", "max"),
+            "periods": _counter(self.dirs.get("cpu"), "cpu.stat", "nr_periods"),
+            "throttled": _counter(self.dirs.get("cpu"), "cpu.stat", "nr_throttled"),
+        }
+
+    def breach(self, exit_code: int | None, since: dict[str, int] | None = None) -> str | None:
+        """The limit the group hit since `since` (its marks() when the process
+        started; None: since the group was made), as a cell error, or None.
+        The group is the cell's: a limit hit while this process ran is the
+        cell's limit, whichever of its processes pushed it over."""
+        now, since = self.marks(), since or {}
+        if now["oom_kill"] > since.get("oom_kill", 0):
             return f"killed: memory limit {self.limits.memory_mb} MB (BENCHBOARD_SANDBOX_MEMORY_MB)"
-        if _counter(self.dirs.get("pids"), "pids.events", "max") > 0:
+        if now["pids_max"] > since.get("pids_max", 0):
             return (
                 f"pids limit {self.limits.pids} reached: the tool could not start more processes "
                 "or threads (BENCHBOARD_SANDBOX_PIDS)"
@@ -84,16 +106,23 @@ class Group:
             )
         return None
 
-    def cpu_throttled(self) -> float | None:
-        """The share of the run's CPU scheduling periods in which its quota
-        stopped it (cpu.stat nr_throttled / nr_periods, the same in v1 and v2):
-        near 1, the quota, not the work, set the pace. None without a cpu group
-        or before a whole period ran."""
-        path = self.dirs.get("cpu")
-        periods = _counter(path, "cpu.stat", "nr_periods")
-        if not periods:
+    def cpu_throttled(self, since: dict[str, int] | None = None) -> float | None:
+        """The share of the CPU scheduling periods since `since` (a marks())
+        in which the quota stopped the group (cpu.stat nr_throttled /
+        nr_periods, the same in v1 and v2): near 1, the quota, not the work,
+        set the pace. None without a cpu group or before a whole period ran."""
+        if "cpu" not in self.dirs:
             return None
-        return round(_counter(path, "cpu.stat", "nr_throttled") / periods, 3)
+        now, since = self.marks(), since or {}
+        periods = now["periods"] - since.get("periods", 0)
+        if periods <= 0:
+            return None
+        return round((now["throttled"] - since.get("throttled", 0)) / periods, 3)
+
+    def pids(self) -> list[int]:
+        """The processes in the group now (its cgroup.procs)."""
+        path = self.dirs.get("pids") or next(iter(self.dirs.values()), None)
+        return _members(path) if path else []
 
     def remove(self) -> None:
         """Delete the group's directories; kill what is left in them first."""
@@ -102,7 +131,7 @@ class Group:
 
 
 def make_group(limits: Limits, scratch_capped: bool = True) -> Group:
-    """A new Group for one tool run (see the module docstring for the order).
+    """A new Group for one cell's local processes (see the module docstring for the order).
 
     scratch_capped: the scratch directory has a size limit of its own; when
     not, RLIMIT_FSIZE caps each file the tool writes at the scratch limit."""
@@ -284,13 +313,16 @@ def _remove(path: str) -> None:
             time.sleep(0.05)
 
 
-def _kill_members(path: str) -> None:
+def _members(path: str) -> list[int]:
     try:
         with open(os.path.join(path, "cgroup.procs")) as procs:
-            pids = [int(line) for line in procs if line.strip()]
+            return [int(line) for line in procs if line.strip()]
     except OSError:
-        return
-    for pid in pids:
+        return []
+
+
+def _kill_members(path: str) -> None:
+    for pid in _members(path):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

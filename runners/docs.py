@@ -246,12 +246,14 @@ def isolation_section() -> list[str]:
         "|---|---|",
         "| `isolation: machine` | (default) cells that share any machine never overlap, "
         "across runs, plans and teams; cells on disjoint machines run in parallel |",
-        "| `isolation: run` | nothing else runs on the run's machines while the run runs: "
+        "| `isolation: run` | no other run of the team gets in between the run's cells: "
         "each cell holds the machines of every target of the run, and they pass from one "
-        "cell to the next |",
-        "| `isolation: target` | only cells of one target are kept apart (Benchboard's "
-        "behaviour before machines were known); the results page says where cells on "
-        "shared machines overlapped |",
+        "cell to the next, unless a cell of another team waits for one of them: it gets it "
+        "at the end of the running cell (another team waits for at most one cell) |",
+        "| `isolation: target` | the run's cells may share machines with the team's own "
+        "`isolation: target` cells (each target is still one cell at a time), never with "
+        "another team's cell; the run, cell and results pages say where cells on shared "
+        "machines overlapped |",
         "",
         "A waiting cell's reason is on the run page (\"waiting for machine 10.0.0.5:3306, "
         'held by run 12 cell threads=8").',

@@ -15,7 +15,13 @@ locks). The identity of a machine:
   apart hosts published on one address (containers, port forwards).
 - the worker host (local tools, a local host target): its host name
   ("host bench-worker-1").
-- a machine provisioned for a run is that run's own ("provisioned run 12 db").
+- a machine a provider names rather than makes (`static`, `static_cluster`,
+  `local`) is the machine it is: each listed host, its balancer (`via`) and
+  its SSH host lock exactly as a target naming them would ("server
+  10.0.0.5:3306"), so a lab cluster host that is another team's server waits
+  for that server's lock;
+- a machine a cloud provider makes for a run exists only for that run
+  ("provisioned run 12 db").
 
 Loopback names (localhost, ::1, 127.x) are one address, 127.0.0.1: on the
 worker host they are the same server. Nothing here imports Django.
@@ -28,9 +34,13 @@ import socket
 import time
 from collections.abc import Callable
 
+from runners.providers import PROVIDERS
+from runners.tools import DEFAULT_PORTS
+
 ISOLATIONS = ("machine", "run", "target")
 DB_KINDS = ("mysql", "postgres", "redis")
-CELL_TARGET = "target"  # client: {on: target}: each cell's own target
+CELL_TARGET = "target"
+LOCAL = "local"  # the provider whose machine is the worker host itself  # client: {on: target}: each cell's own target
 
 Machine = tuple[str, str]  # (key, label)
 
@@ -88,8 +98,7 @@ def cell_machines(
 
 def _target_machines(target: dict, run_id, worker_host, resolver) -> list[Machine]:
     if target.get("provision"):
-        key = f"provisioned run {run_id} {target['name']}"
-        return [(key, f"machine {target['name']} provisioned for run {run_id}")]
+        return _provisioned(target, target["provision"], run_id, worker_host, resolver)
     if target["kind"] in DB_KINDS:
         # The SSH host of a database target is its server's machine too
         # (a host target's fio on it, host facts, snapshots).
@@ -100,6 +109,43 @@ def _target_machines(target: dict, run_id, worker_host, resolver) -> list[Machin
         where = f"{worker_host}:{target.get('socket') or ''}"
         return [(f"server {where}", f"machine {where}"), *host]
     return [_host_of(target, worker_host, resolver)]
+
+
+def _provisioned(target: dict, spec: dict, run_id, worker_host, resolver) -> list[Machine]:
+    """The machines of a provisioned target or client: those a named
+    provider lists, each as a plain target naming it would lock; a cloud
+    machine is its run's own."""
+    if not _names_machines(spec):
+        key = f"provisioned run {run_id} {target['name']}"
+        return [(key, f"machine {target['name']} provisioned for run {run_id}")]
+    kind = spec.get("kind") or target.get("kind") or "host"
+    ssh = spec.get("ssh") if isinstance(spec.get("ssh"), dict) else None
+    if spec.get("provider") == LOCAL:
+        hosts = [{"host": "127.0.0.1", "port": spec.get("port"), "socket": spec.get("socket")}]
+    else:
+        hosts = [spec, *(spec.get("nodes") or []), *(spec.get("hosts") or [])]
+        if isinstance(spec.get("via"), dict):
+            hosts.append(spec["via"])
+    found: list[Machine] = []
+    for node in hosts:
+        if not isinstance(node, dict) or not (node.get("host") or node.get("socket")):
+            continue
+        one = {
+            "name": target["name"],
+            "kind": kind,
+            "host": node.get("host"),
+            "port": node.get("port") or DEFAULT_PORTS.get(kind),
+            "socket": node.get("socket"),
+            # One login for every host of a cluster: each host on the SSH port.
+            "ssh": {**ssh, "host": ssh.get("host") or node.get("host")} if ssh else None,
+        }
+        found += _target_machines(one, run_id, worker_host, resolver)
+    return found
+
+
+def _names_machines(spec: dict) -> bool:
+    provider = PROVIDERS.get(spec.get("provider"))
+    return provider is not None and provider.NAMES_MACHINES
 
 
 def _host_of(target: dict, worker_host: str, resolver) -> Machine:
@@ -133,5 +179,9 @@ def _client_machines(client: dict, target: dict, targets, run_id, worker_host, r
             return _target_machines(on, run_id, worker_host, resolver)
         return [_host_of(on, worker_host, resolver)]
     if kind == "provision":
+        spec = client.get("provision") or {}
+        if _names_machines(spec):
+            named = {"name": "client", "kind": "host"}
+            return _provisioned(named, spec, run_id, worker_host, resolver)
         return [(f"provisioned run {run_id} client", f"client provisioned for run {run_id}")]
     return [_worker(worker_host)]

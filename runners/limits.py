@@ -34,13 +34,20 @@ SIZE = re.compile(r"^([0-9]+)([kmgtp]?)(?:i?b)?$")
 
 @dataclass(frozen=True)
 class Limits:
-    """What one tool run on the worker may use (operator settings, plain values)."""
+    """What one cell's local processes on the worker may use together
+    (operator settings, plain values): one cgroup holds them all.
+
+    host_cells: how many cells may run sandboxed tools on one worker host at
+    once (0: no bound), counted by the slot files in slots_dir
+    (runners/hostslots.py)."""
 
     cpus: float = 2.0
     memory_mb: int = 4096
     pids: int = 512
     scratch_mb: int = 1024
     seconds: int = 14400
+    host_cells: int = 0
+    slots_dir: str = ""
 
     def allowed(self, kind: str) -> int:
         """The limit of a resource kind, in the unit its Use rows count."""
@@ -109,10 +116,10 @@ def _amount(use: Use, params: dict) -> int | None:
 def _message(use: Use, params: dict, amount: int, limits: Limits) -> str:
     unit, setting = KINDS[use.kind]
     asked = _asked(use, params)
-    shown = _show(amount, unit)
+    shown = show_amount(amount, unit)
     total = f" = {shown}" if len(use.times) and any(n in params for n in use.times) else ""
     return (
-        f"{asked}{total} is over the worker's limit of {_show(limits.allowed(use.kind), unit)} "
+        f"{asked}{total} is over the worker's limit of {show_amount(limits.allowed(use.kind), unit)} "
         f"{_noun(use.kind)} for a tool run on the worker ({setting}); lower it, or run the "
         "tool over SSH on your own host"
     )
@@ -133,7 +140,7 @@ def _noun(kind: str) -> str:
     }[kind]
 
 
-def _show(amount: int, unit: str) -> str:
+def show_amount(amount: int, unit: str) -> str:
     if unit == "bytes":
         return f"{amount / MB:,.0f} MB"
     if unit == "s":

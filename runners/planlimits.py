@@ -1,14 +1,26 @@
 """The plan check against the worker's limits: which tool runs of a plan
 happen on the worker host, and whether their parameters fit its limits
-(each tool's LIMITS rows, read by runners.limits.check_params)."""
+(each tool's LIMITS rows, read by runners.limits.check_params).
+
+A cell's local processes share one cgroup (runners/cgroups.py), so what they
+ask together counts too: during the measure, the tool's use times the cell's
+local clients, plus the background load's when it runs on the worker (processes,
+memory and scratch space; `_check_together`). A cell has at most
+MAX_LOCAL_CLIENTS clients on the worker."""
 
 from __future__ import annotations
 
 from runners.errors import ValidationError
-from runners.limits import Limits, check_params
+from runners.limits import KINDS, Limits, check_params, show_amount, uses
 from runners.plan import Plan, expand
 from runners.planspec import CELL_TARGET, TargetSpec
 from runners.tools import STRESS_TOOL, get_tool
+
+# Local clients of one cell: each is a thread of the worker and a sandbox
+# holding a share of one cgroup; more is a typo, not a plan.
+MAX_LOCAL_CLIENTS = 16
+# The resource kinds the measure's processes use at the same moment.
+TOGETHER = ("processes", "memory", "disk")
 
 
 def check_plan_limits(plan: Plan, limits: Limits) -> None:
@@ -24,11 +36,50 @@ def check_plan_limits(plan: Plan, limits: Limits) -> None:
             if tool_runs_here(plan, cell.target):
                 for where, params in _phases(plan, cell):
                     check_params(tool, params, limits, where)
-            if cell.stress and target_is_here(plan.target(cell.target)):
+            stressed = bool(cell.stress) and target_is_here(plan.target(cell.target))
+            if stressed:
                 check_params(stress, cell.stress, limits, "stress")
+            clients = local_clients(plan, cell.target, cell.clients)
+            if clients > MAX_LOCAL_CLIENTS:
+                raise ValidationError(
+                    "client",
+                    f"{clients} clients on the worker in one cell; at most {MAX_LOCAL_CLIENTS} "
+                    "(they share the cell's one set of limits): use fewer, or clients over SSH",
+                )
+            _check_together(tool, cell.params, clients, cell.stress if stressed else {}, limits)
         except ValidationError as exc:
             shown = f" (cell {cell.key})" if cell.key else ""
             raise ValidationError(exc.param, exc.message + shown) from None
+
+
+def _check_together(tool, params: dict, clients: int, stress_params: dict, limits: Limits):
+    """Refuse a measure whose local processes ask more together than the
+    cell's one group allows: the tool's use × its local clients + the stress tool's."""
+    stress = get_tool(STRESS_TOOL)
+    if clients + bool(stress_params) < 2:
+        return  # one process: check_params said it all
+    for kind in TOGETHER:
+        rows = [
+            (f"({asked}) × {clients} local clients" if clients > 1 else asked, amount * clients)
+            for asked, amount in uses(tool, params, kind)
+        ]
+        rows += [(f"stress {asked}", amount) for asked, amount in uses(stress, stress_params, kind)]
+        total = sum(amount for _, amount in rows)
+        if rows and total > limits.allowed(kind):
+            unit, setting = KINDS[kind]
+            raise ValidationError(
+                "client" if clients > 1 else "stress",
+                f"{' + '.join(asked for asked, _ in rows)} = {show_amount(total, unit)} is over the "
+                f"worker's limit of {show_amount(limits.allowed(kind), unit)} for one cell's local "
+                f"processes together ({setting}; one cgroup holds every local process of a "
+                "cell); lower it, use fewer local clients, or run the clients over SSH on your "
+                "own hosts",
+            )
+
+
+def local_clients(plan: Plan, target_name: str, count: int) -> int:
+    """How many of a cell's first `count` clients run on the worker."""
+    return sum(_client_here(plan, c, target_name) for c in plan.clients[:count])
 
 
 def _phases(plan: Plan, cell) -> list[tuple[str, dict]]:

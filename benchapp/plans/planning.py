@@ -82,13 +82,16 @@ def _check_cell_limit(cells: int) -> None:
 
 
 def sandbox_limits() -> Limits:
-    """The operator's limits for one tool run on the worker (BENCHBOARD_SANDBOX_*)."""
+    """The operator's limits for one cell's local processes on the worker
+    (BENCHBOARD_SANDBOX_*), and the host's bound on such cells at once."""
     return Limits(
         cpus=settings.BENCHBOARD_SANDBOX_CPUS,
         memory_mb=settings.BENCHBOARD_SANDBOX_MEMORY_MB,
         pids=settings.BENCHBOARD_SANDBOX_PIDS,
         scratch_mb=settings.BENCHBOARD_SANDBOX_SCRATCH_MB,
         seconds=settings.BENCHBOARD_SANDBOX_SECONDS,
+        host_cells=settings.BENCHBOARD_SANDBOX_MAX_CELLS,
+        slots_dir=str(settings.VAR_DIR / "sandbox-slots"),
     )
 
 

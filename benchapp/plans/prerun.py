@@ -28,7 +28,7 @@ from runners import limits
 from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.plan import Plan, expand
-from runners.tools import get_tool
+from runners.tools import check_dropped_schemas, get_tool
 
 # Connections a server accepts beyond max_connections for a privileged user
 # (MySQL/MariaDB keep one for SUPER/CONNECTION ADMIN).
@@ -316,31 +316,32 @@ def _gb(amount: int) -> str:
 
 def scratch_schema(spec, team, stored) -> list[Finding]:
     """A tool whose generated SQL drops its schema before and after the run
-    (its SCHEMA_PARAM, e.g. runners.tools.mysqlslap): refused when that schema
-    is a target's database."""
+    (its SCHEMA_PARAM, e.g. runners.tools.mysqlslap): refused when a schema
+    one of a cell's clients drops, after the tool's per-client suffix, is the
+    target's database or a system schema (runners.tools.check_dropped_schemas,
+    which the worker runs again before the tool starts)."""
     tool = get_tool(spec.tool)
     param = getattr(tool, "SCHEMA_PARAM", None)
     if param is None:
         return []
     found, seen = [], set()
     for cell in expand(spec):
-        for params in _phases(spec, cell.params):
-            schema = params.get(param, tool.SCHEMA_DEFAULT)
-            database = _database(spec, cell.target, stored)
-            if schema == database and (cell.target, schema) not in seen:
-                seen.add((cell.target, schema))
-                found.append(
-                    Finding(
-                        _param_path(spec, param),
-                        f"{spec.tool} drops schema {schema} before and after its run, and that "
-                        f"is {cell.target}'s database: its tables would be lost. Set "
-                        f"{param} to a scratch name of its own ({spec.tool} cannot run "
-                        "inside a database that holds data); the user needs CREATE and DROP "
-                        "on it.",
-                        refuse=True,
-                    )
-                )
+        database = _database(spec, cell.target, stored)
+        for params, clients in _schema_phases(spec, cell):
+            clean = tool.validate(params)
+            try:
+                check_dropped_schemas(tool, clean, clients, database, cell.target)
+            except ValidationError as exc:
+                if (cell.target, exc.message) not in seen:
+                    seen.add((cell.target, exc.message))
+                    found.append(Finding(_param_path(spec, param), exc.message, refuse=True))
     return found
+
+
+def _schema_phases(spec, cell) -> list[tuple[dict, int]]:
+    """(params, clients) of a cell's phases: the measure runs on all its clients."""
+    phases = [(cell.params, cell.clients)]
+    return phases + [(params, 1) for params in _phases(spec, cell.params)[1:]]
 
 
 def schema_rights(spec, team, stored) -> list[Finding]:

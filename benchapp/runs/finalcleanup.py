@@ -79,9 +79,8 @@ def _take_lock(run: Run, holder: Cell) -> bool:
     """The target's lock and its machines' for the cleanup, if free or
     expired (a duplicate task finds them held): dropping tables loads the
     server like a cell."""
-    locks = machines.wanted(run, holder, machines.machines_of(run, holder))
     until = timezone.now() + timedelta(seconds=LOCK_SECONDS)
-    return machines.take(holder, locks, until=until)
+    return machines.take_wanted(run, holder, machines.machines_of(run, holder), until=until)
 
 
 def _cleanup_one(run: Run, target: str, first: Cell, last: Cell) -> None:

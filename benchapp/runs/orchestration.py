@@ -261,7 +261,11 @@ def _take_locks(run: Run, cell: Cell) -> bool:
     """Take every lock the cell needs (benchapp.runs.machines), all or none; on
     success the cell's machines are written on it for the results page."""
     found = machines.machines_of(run, cell)
-    if not machines.take(cell, machines.wanted(run, cell, found)):
+
+    def yields(others: list[int]) -> bool:  # another team waiting comes first
+        return fairshare.fair_order([run.pk, *others])[0] != run.pk
+
+    if not machines.take_wanted(run, cell, found, yields=yields):
         return False
     Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
     return True

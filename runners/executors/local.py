@@ -4,8 +4,12 @@ start_new_session=True makes every tool the leader of a fresh process group,
 so a timeout or cancel can kill it and whatever it forked with one killpg().
 With a Sandbox (runners/sandbox.py) each tool runs inside bubblewrap, as an
 unprivileged user when the worker is root, with an empty environment; with
-the sandbox's limits, in a cgroup of its own (runners/cgroups.py) and with a
-size-capped scratch directory (runners/scratch.py).
+the sandbox's limits, every process the executor starts (each local client
+of the cell, its background stress-ng, its telemetry samplers) in ONE cgroup
+made at the first of them and removed at close() (runners/cgroups.py: the
+limits bound the whole cell), with a size-capped scratch directory
+(runners/scratch.py), and holding one of the worker host's sandbox slots
+(runners/hostslots.py) from the first sandboxed process to close().
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from runners.cgroups import make_group
 from runners.errors import RunnerError
 from runners.executors.base import Background, Executor, check_upload_name, not_installed
+from runners.hostslots import Slot
 from runners.sandbox import PATH, Sandbox, drop_privileges
 from runners.scratch import Scratch
 
@@ -117,6 +122,8 @@ class LocalExecutor(Executor):
         self.clean_env = clean_env or sandbox is not None
         self._ids = sandbox.ids() if sandbox is not None else None
         self._scratch: Scratch | None = None
+        self.group = None  # the cell's one cgroup (runners.cgroups.Group), once made
+        self._slot: Slot | None = None
         # What limited the last sandboxed tool run, for the cell's facts.
         self.limits_applied: str | None = None
 
@@ -161,13 +168,7 @@ class LocalExecutor(Executor):
                 preexec_fn=_die_with_parent(drop, group),
             )
         except (FileNotFoundError, PermissionError) as exc:
-            if group is not None:
-                group.remove()
             raise not_installed(command, self.host) from exc
-        except BaseException:
-            if group is not None:
-                group.remove()
-            raise
         bg.handle = proc
         readers = [
             threading.Thread(target=_pump, args=(proc.stdout, bg.stdout), daemon=True),
@@ -181,11 +182,19 @@ class LocalExecutor(Executor):
         return bg.handle.pid if bg.handle is not None else None
 
     def _limit(self, bg: Background):
-        """The cgroup (or rlimits) of one sandboxed run, kept on bg; None without limits."""
+        """The cell's cgroup (or rlimits), made at its first sandboxed run and
+        kept on bg with its counters at launch; None without limits."""
         limits = self.sandbox.limits if self.sandbox is not None else None
         if limits is None:
             return None
-        bg.group = make_group(limits, scratch_capped=self._scratch is not None)
+        with self._lock:
+            if self._slot is None and limits.host_cells:
+                self._slot = Slot.take(
+                    limits.slots_dir, limits.host_cells, lambda: self.cancel_requested
+                )
+            if self.group is None:
+                self.group = make_group(limits, scratch_capped=self._scratch is not None)
+        bg.group, bg.group_marks = self.group, self.group.marks()
         # A scratch directory already full (a tool before this one filled it)
         # is not this run's doing.
         bg.scratch_was_full = self._scratch is not None and self._scratch.full()
@@ -216,6 +225,12 @@ class LocalExecutor(Executor):
         with self._lock:
             workdir, self._workdir = self._workdir, None
             scratch, self._scratch = self._scratch, None
+            group, self.group = self.group, None
+            slot, self._slot = self._slot, None
+        if group is not None:
+            group.remove()  # kills what is left of the cell's processes
+        if slot is not None:
+            slot.release()
         if scratch is not None:
             scratch.unmount()
         if workdir:
@@ -269,7 +284,7 @@ def _reap(
     scratch: Scratch | None = None,
 ) -> None:
     """Wait for the leader, then for its output, then record the end (and the
-    limit it hit: its group is read, then removed, before finish())."""
+    limit the cell's group hit while it ran, read before finish())."""
     code = proc.wait()
     bg.client_finished = time.time()
     for reader in readers:
@@ -283,9 +298,8 @@ def _reap(
     code = 128 - code if code < 0 else code
     group = getattr(bg, "group", None)
     if group is not None:
-        bg.limit = group.breach(code)
-        bg.cpu_throttled = group.cpu_throttled()
-        group.remove()
+        bg.limit = group.breach(code, bg.group_marks)
+        bg.cpu_throttled = group.cpu_throttled(bg.group_marks)
         filled = scratch is not None and not bg.scratch_was_full and scratch.full()
         if bg.limit is None and filled:
             bg.limit = scratch.breach()

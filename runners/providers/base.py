@@ -201,6 +201,11 @@ class Provider:
     # account and region (by the first provider of the group's sweep).
     SWEEP_GROUP = ""
 
+    # True when the spec names machines that already exist (its host, nodes,
+    # hosts, via, ssh) rather than making new ones: a cell on them locks those
+    # machines as a target naming them would (runners.isolation).
+    NAMES_MACHINES = False
+
     # The spec field naming a team Credential with the account's keys (e.g.
     # "aws_credential"), the Credential kind it must be and that kind's label;
     # "" when the provider needs no account.

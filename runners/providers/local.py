@@ -21,6 +21,7 @@ class LocalProvider(Provider):
     """The machine the worker runs on; nothing is created."""
 
     name = "local"
+    NAMES_MACHINES = True
 
     def provision(self, spec: dict, ctx: ProvisionContext | None = None) -> Handle:
         """A Handle pointing at 127.0.0.1 with the kind's default port."""

@@ -48,6 +48,7 @@ class StaticProvider(Provider):
     """Nothing to create or delete: the handle describes what is there."""
 
     name = "static"
+    NAMES_MACHINES = True
 
     def provision(self, spec: dict, ctx: ProvisionContext | None = None) -> Handle:
         """A Handle for the described endpoint; ValidationError for a bad spec."""

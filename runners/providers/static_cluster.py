@@ -59,6 +59,7 @@ class StaticClusterProvider(Provider):
     """Existing hosts leased per run: nothing to create, a price per host-hour."""
 
     name = "static_cluster"
+    NAMES_MACHINES = True
     PRIMARY_KINDS = (HOST,)
     PRIMARY_ID = "cluster"
     COUNTED_KINDS = (HOST,)

@@ -227,3 +227,45 @@ def client_params(tool: ModuleType, clean: dict, index: int, count: int) -> dict
     if rule is None:
         raise ValidationError("client", f"{tool.NAME} cannot run from several clients")
     return rule(clean, index)
+
+
+# Schemas of the server itself: a tool that drops its scratch schema must never name one.
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+
+
+def dropped_schemas(tool: ModuleType, clean: dict, count: int) -> list[str]:
+    """The scratch schemas (SCHEMA_PARAM) the `count` clients of one cell
+    create and drop, as each client's params name them (after the tool's
+    per-client suffix: mysqlslap's `<schema>_c<i>`); [] for a tool without one."""
+    param = getattr(tool, "SCHEMA_PARAM", None)
+    if param is None:
+        return []
+    names = [
+        client_params(tool, clean, i, count).get(param, tool.SCHEMA_DEFAULT)
+        for i in range(1, count + 1)
+    ]
+    return list(dict.fromkeys(names))
+
+
+def check_dropped_schemas(
+    tool: ModuleType, clean: dict, count: int, database: str | None, target: str = ""
+) -> None:
+    """ValidationError when a schema one of the `count` clients drops is the
+    target's database or a system schema (compared without case: servers
+    with lower_case_table_names fold it). target: its name, for the message."""
+    for i, schema in enumerate(dropped_schemas(tool, clean, count), 1):
+        folded = schema.lower()
+        if database and folded == database.lower():
+            what = f"{target}'s database" if target else "the target's database"
+        elif folded in SYSTEM_SCHEMAS:
+            what = "a system schema of the server"
+        else:
+            continue
+        who = f" (client {i} of {count} works in {schema})" if count > 1 else ""
+        raise ValidationError(
+            tool.SCHEMA_PARAM,
+            f"{tool.NAME} drops schema {schema} before and after its run{who}, and that is "
+            f"{what}: its tables would be lost. Set {tool.SCHEMA_PARAM} to a scratch name of "
+            f"its own ({tool.NAME} cannot run inside a database that holds data); the user "
+            "needs CREATE and DROP on it.",
+        )

@@ -15,7 +15,7 @@ from benchapp.accounts.access import MEMBER, current_team, get_run, role_require
 from benchapp.analysis import environments, profiles, rawoutput, timeline
 from benchapp.analysis.documents import result_document
 from benchapp.models import Artifact, Cell, Run
-from benchapp.runs import fairshare, orchestration
+from benchapp.runs import fairshare, machines, orchestration
 from benchapp.runs.progress import run_progress
 from benchapp.store import artifactstore
 from runners import verdict
@@ -69,6 +69,7 @@ def run_detail(request, pk):
             "too_many_cells": progress["total"] > INLINE_TABLE_MAX_CELLS,
             "limits": _limits(run),
             "waits": fairshare.wait_reasons(run),
+            "overlaps": machines.overlaps(run),
         },
     )
 
@@ -160,6 +161,7 @@ def cell_artifacts(request, pk, cell_id):
             "prepared_by": _prepared_by(run, cell),
             "artifacts": rawoutput.excerpts(cell.artifacts.all()),
             "excerpt_kib": rawoutput.EXCERPT_CHARS // 1024,
+            "overlaps": machines.overlaps(run, only=cell),
         },
     )
 

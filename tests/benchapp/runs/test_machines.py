@@ -11,6 +11,7 @@ import pytest
 
 from benchapp.models import Artifact, Cell, CellLock, Run
 from benchapp.runs import orchestration
+from benchapp.runs.fairshare import wait_reasons
 from runners.errors import ValidationError
 from runners.isolation import cell_machines
 from runners.plan import load_plan
@@ -240,22 +241,17 @@ def _results_page(team, run) -> str:
     return browser.get(f"/runs/{run.pk}/results/").content.decode()
 
 
-@pytest.mark.django_db
-def test_isolation_run_keeps_its_machines_between_its_cells(
-    team, django_capture_on_commit_callbacks
-):
-    """`isolation: run` on two servers: one cell at a time holds both, and
-    between two cells of the run another team's run on one of the servers
-    does not get in."""
-    from benchapp.models import Team
-
+def _run_mode_then_another(team, other_team, capture):
+    """Team's `isolation: run` run on two servers, and other_team's run on
+    one of them (from an SSH client): the first cell of the run ends while
+    the other run waits. Returns (mine, theirs, mine's second cell id)."""
     team.max_running_cells = 10
     team.save()
     mine = orchestration.start_run(
         team, {**slap([db("a", 3311), db("b", 3312)], isolation="run"), "repeat": 1}
     )
     theirs = orchestration.start_run(
-        Team.objects.create(name="beta"),
+        other_team,
         {
             **slap(
                 [db("c", 3312)], client={"ssh": {"host": "127.0.0.1", "port": 2299, "user": "x"}}
@@ -263,12 +259,38 @@ def test_isolation_run_keeps_its_machines_between_its_cells(
             "repeat": 1,
         },
     )
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         (first,) = orchestration.dispatch(mine.pk)
         assert orchestration.dispatch(theirs.pk) == []
     cell = orchestration.claim(first)
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         orchestration._finish_cell(cell, Cell.SUCCEEDED)  # dispatches both runs, in turn
     (second,) = mine.cells.exclude(pk=first).values_list("pk", flat=True)
+    return mine, theirs, second
+
+
+@pytest.mark.django_db
+def test_isolation_run_keeps_its_machines_from_its_own_teams_other_runs(
+    team, django_capture_on_commit_callbacks
+):
+    """Between two cells of an `isolation: run` run, a run of its own team
+    on one of its servers does not get in."""
+    mine, theirs, second = _run_mode_then_another(team, team, django_capture_on_commit_callbacks)
     assert CellLock.objects.filter(holder_id=second).count() == 4  # target, 2 servers, worker
     assert not CellLock.objects.filter(holder__run=theirs).exists()
+
+
+@pytest.mark.django_db
+def test_isolation_run_yields_its_machines_to_another_team_at_a_cells_end(
+    team, django_capture_on_commit_callbacks
+):
+    """Another team's cell waiting for one of the run's servers gets it when
+    the run's running cell ends: it waits for one cell, not for the run."""
+    from benchapp.models import Team
+
+    beta = Team.objects.create(name="beta")
+    mine, theirs, second = _run_mode_then_another(team, beta, django_capture_on_commit_callbacks)
+    assert CellLock.objects.filter(holder__run=theirs).count() == 3  # target, server, SSH host
+    assert not CellLock.objects.filter(holder_id=second).exists()
+    reasons = wait_reasons(mine)
+    assert any("waiting for machine 127.0.0.1:3312, held by run " in r for r in reasons), reasons
