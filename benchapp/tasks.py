@@ -15,7 +15,7 @@ from django.conf import settings
 from benchapp import history_tasks  # noqa: F401 (history_tasks: its tasks register)
 from benchapp.cloud import cloudreaper, provisioning
 from benchapp.models import Plan, Run
-from benchapp.runs import finalcleanup, orchestration
+from benchapp.runs import finalcleanup, orchestration, workerpool
 from benchapp.store import retention as retention_policy
 
 
@@ -40,6 +40,8 @@ def dispatch_run(run_id: int) -> list[int]:
 
 @shared_task(name="benchapp.execute_cell")
 def execute_cell(cell_id: int) -> str | None:
+    if not workerpool.is_mine(cell_id):
+        return None  # placed on another host since (this one drained or was lost)
     return orchestration.execute_cell(cell_id)
 
 

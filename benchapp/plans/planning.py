@@ -9,6 +9,7 @@ from benchapp.accounts import credbinding
 from benchapp.accounts.targetguard import check_plan
 from benchapp.models import Plan, Team
 from benchapp.models_history import PlanRevision
+from benchapp.runs import workerpool
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.limits import Limits
@@ -46,7 +47,16 @@ def validate_document(
     _check_cell_limit(count_cells(spec))
     # Tools on the worker host within the operator's limits (docs/sandbox.md).
     check_plan_limits(spec, sandbox_limits())
+    _check_some_host_runs(spec)
     return spec
+
+
+def _check_some_host_runs(spec: PlanSpec) -> None:
+    """A plan whose tool runs on the worker host needs a registered host
+    that has it (once any host is registered: docs/operations.md)."""
+    reason = workerpool.refusal(spec.tool, workerpool.plan_needs_local(spec))
+    if reason:
+        raise PlanRefused("tool", reason)
 
 
 def _check_cell_limit(cells: int) -> None:

@@ -19,7 +19,6 @@ between two cells of the run.
 
 from __future__ import annotations
 
-import socket
 from datetime import timedelta
 
 from django.conf import settings
@@ -28,6 +27,8 @@ from django.db.models import Min, Q
 from django.utils import timezone
 
 from benchapp.models import Cell, CellLock, Run
+from benchapp.runs import workerpool
+from benchapp.runs.hostid import host_id
 from runners.errors import ValidationError
 from runners.isolation import cell_machines
 
@@ -71,33 +72,36 @@ def target_lock(run: Run, target_name: str) -> Machine:
     return (f"target {run.team_id} {target_name}", f"target {target_name}")
 
 
-def machines_of(run: Run, cell: Cell) -> list[Machine]:
+def machines_of(run: Run, cell: Cell, host: str | None = None) -> list[Machine]:
     """The machines `cell` loads (whatever the isolation: the results page
-    reads them to tell where cells overlapped). [] for a cell without a
-    frozen plan (imported runs have none, and never run)."""
+    reads them to tell where cells overlapped) when it runs on worker host
+    `host` (a stable id, benchapp.runs.hostid; by default the host it was
+    placed on, else this one). [] for a cell without a frozen plan
+    (imported runs have none, and never run)."""
     if "plan" not in (cell.spec or {}):
         return []
-    return cell_machines(
-        cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
-    )
+    host = host or workerpool.placed_host_id(cell.pk) or host_id()
+    return cell_machines(cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=host)
 
 
-def wanted(run: Run, cell: Cell, machines: list[Machine]) -> list[Machine]:
-    """The locks `cell` must hold to start, given its own machines."""
+def wanted(
+    run: Run, cell: Cell, machines: list[Machine], host: str | None = None
+) -> list[Machine]:
+    """The locks `cell` must hold to start on worker host `host`, given its own machines."""
     mode = isolation(run)
     if mode == "target":
         return [target_lock(run, cell.target_name)]
     if mode == "run":
-        machines = _run_machines(run)
+        machines = _run_machines(run, host)
     return [target_lock(run, cell.target_name), *machines]
 
 
-def _run_machines(run: Run) -> list[Machine]:
+def _run_machines(run: Run, host: str | None = None) -> list[Machine]:
     """Every machine of every target of the run (one frozen cell per target)."""
     firsts = run.cells.values("target_name").annotate(first=Min("id")).values_list("first")
     found: dict[str, str] = {}
     for cell in Cell.objects.filter(pk__in=[pk for (pk,) in firsts]).only("spec", "target_name"):
-        for key, label in machines_of(run, cell):
+        for key, label in machines_of(run, cell, host):
             found.setdefault(key, label)
     return list(found.items())
 
