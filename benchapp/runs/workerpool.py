@@ -131,11 +131,7 @@ def register(name: str, pid: int, slots: int, queues: list[str]) -> WorkerProces
             name=name,
             pid=pid,
             defaults=dict(
-                slots=max(1, slots),
-                queues=queues,
-                started_at=now,
-                last_seen_at=now,
-                stopped=False,
+                slots=max(1, slots), queues=queues, started_at=now, last_seen_at=now, stopped=False
             ),
         )
     log.info("worker host %s registered (%s, %s slots)", host.host_id, name, slots)
@@ -207,8 +203,7 @@ def slots(hosts, now=None) -> dict[int, int]:
 def busy(hosts, now=None) -> dict[int, int]:
     """{host pk: cells running there, or sent there within a lease and not started}."""
     placed = Cell.objects.filter(placement__host__in=hosts).filter(
-        Q(status=Cell.RUNNING)
-        | Q(status=Cell.QUEUED, placement__sent_at__gte=_lease_start(now))
+        Q(status=Cell.RUNNING) | Q(status=Cell.QUEUED, placement__sent_at__gte=_lease_start(now))
     )
     rows = placed.values("placement__host").annotate(n=Count("id"))
     return {row["placement__host"]: row["n"] for row in rows}
@@ -331,6 +326,37 @@ def _unplace_queued(host: WorkerHost, note: str) -> int:
     for run_id in {c.run_id for c in cells}:
         send(DISPATCH_RUN, run_id)
     return len(cells)
+
+
+class PoolRefused(Exception):
+    """An operator's request the pool cannot do (forgetting a live host)."""
+
+
+def forget(host: WorkerHost) -> None:
+    """Delete a removed host's row; refused while a worker of it heartbeats."""
+    if slots([host]).get(host.pk):
+        raise PoolRefused(
+            f"{host.hostname} still has a live worker: drain it, stop its workers, then forget it"
+        )
+    host.delete()
+
+
+def _said(action, done: str):
+    def run(host: WorkerHost) -> str:
+        result = action(host)
+        extra = f" ({result} waiting cells sent elsewhere)" if isinstance(result, int) else ""
+        return f"{host.host_id}: {done}{extra}"
+
+    return run
+
+
+# `manage.py workers ACTION HOST_ID` ("list" takes no host).
+ACTIONS = {
+    "list": None,
+    "drain": _said(drain, "draining"),
+    "resume": _said(resume, "resumed"),
+    "forget": _said(forget, "forgotten"),
+}
 
 
 def reap_lost(now=None) -> list[str]:

@@ -58,7 +58,8 @@ class Worker:
     ):
         self.log_path = log_path
         self.host = host
-        argv = [*own_host(host), 
+        argv = [
+            *own_host(host),
             sys.executable,
             "-m",
             "celery",
