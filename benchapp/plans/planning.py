@@ -9,7 +9,7 @@ from benchapp.accounts import credbinding
 from benchapp.accounts.targetguard import check_plan
 from benchapp.models import Plan, Team
 from benchapp.models_history import PlanRevision
-from benchapp.runs import workerpool
+from benchapp.plans import toolhosts
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.limits import Limits
@@ -54,7 +54,7 @@ def validate_document(
 def _check_some_host_runs(spec: PlanSpec) -> None:
     """A plan whose tool runs on the worker host needs a registered host
     that has it (once any host is registered: docs/operations.md)."""
-    reason = workerpool.refusal(spec.tool, workerpool.plan_needs_local(spec))
+    reason = toolhosts.refusal(spec)
     if reason:
         raise PlanRefused("tool", reason)
 

@@ -84,9 +84,7 @@ def machines_of(run: Run, cell: Cell, host: str | None = None) -> list[Machine]:
     return cell_machines(cell.spec["plan"], cell.target_name, run_id=run.pk, worker_host=host)
 
 
-def wanted(
-    run: Run, cell: Cell, machines: list[Machine], host: str | None = None
-) -> list[Machine]:
+def wanted(run: Run, cell: Cell, machines: list[Machine], host: str | None = None) -> list[Machine]:
     """The locks `cell` must hold to start on worker host `host`, given its own machines."""
     mode = isolation(run)
     if mode == "target":

@@ -40,6 +40,7 @@ from django.utils import timezone
 
 from benchapp.dispatch import DISPATCH_RUN, send
 from benchapp.models import Cell, CellLock, CellPlacement, Run, WorkerHost, WorkerProcess
+from benchapp.plans import toolhosts
 from benchapp.runs.hostid import host_id, host_queue, hostname
 from runners import sandbox
 from runners.tools import TOOLS
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 UP, DRAINING, LOST = "up", "draining", "lost"
 VERSION_TIMEOUT_S = 15
-LOCAL_CLIENTS = ("local",)
 
 
 # -------------------------------------------------------------- inventory
@@ -209,36 +209,6 @@ def busy(hosts, now=None) -> dict[int, int]:
     return {row["placement__host"]: row["n"] for row in rows}
 
 
-def needed_tools(spec: dict) -> set[str]:
-    """The tools a frozen cell (runners.frozen) runs on the worker host: its
-    tool, when one of its clients is the worker itself (local, or on a
-    target without SSH). Over SSH or on a provisioned client, none."""
-    plan = spec.get("plan") or {}
-    targets = {t["name"]: t for t in plan.get("targets", [])}
-    own = (spec.get("cell") or {}).get("target", "")
-    clients = [plan.get("client") or {}, *plan.get("more_clients", [])]
-    return {plan["tool"]} if any(_on_worker(c, targets, own) for c in clients) else set()
-
-
-def plan_needs_local(spec) -> bool:
-    """Whether any cell of a validated plan (runners.plan.Plan) runs its tool
-    on the worker host (one of its targets may be the cell's own)."""
-    targets = {t.name: asdict(t) for t in spec.targets}
-    clients = [asdict(c) for c in spec.clients]
-    return any(_on_worker(c, targets, own) for own in targets for c in clients)
-
-
-def _on_worker(client: dict, targets: dict, own: str) -> bool:
-    kind = client.get("kind", "local")
-    if kind in LOCAL_CLIENTS:
-        return True
-    if kind != "on":
-        return False
-    name = own if client.get("target") in (None, "", "target") else client["target"]
-    on = targets.get(name) or {}
-    return not on.get("ssh") and not on.get("provision")
-
-
 def candidates(cell: Cell) -> list[WorkerHost | None]:
     """The hosts `cell` may be sent to, best first; [None] when no host is
     registered (the shared queue). [] when none may take it now."""
@@ -246,7 +216,7 @@ def candidates(cell: Cell) -> list[WorkerHost | None]:
     if not hosts:
         return [None]
     now = timezone.now()
-    need = needed_tools(cell.spec or {})
+    need = toolhosts.needed_tools(cell.spec or {})
     live = [h for h in hosts if state(h, now) == UP and need <= set(h.tools)]
     total, used = slots(live, now), busy(live, now)
     free = {h.pk: total.get(h.pk, 0) - used.get(h.pk, 0) for h in live}
@@ -287,18 +257,6 @@ def is_mine(cell_id: int) -> bool:
     with the machine lock of that host."""
     placed = placed_host_id(cell_id)
     return placed is None or placed == host_id()
-
-
-def refusal(tool: str, needs_local: bool) -> str | None:
-    """Why no registered host can run a plan whose tool runs on the worker
-    (None: one can, or no host is registered yet)."""
-    if not needs_local:
-        return None
-    hosts = list(WorkerHost.objects.values_list("hostname", "tools"))
-    if not hosts or any(tool in tools for _, tools in hosts):
-        return None
-    names = ", ".join(sorted(name for name, _ in hosts))
-    return f"no worker host has {tool} (hosts: {names}); install it on one, or run it over SSH"
 
 
 # --------------------------------------------------------- drain and loss
