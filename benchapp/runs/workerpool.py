@@ -225,6 +225,28 @@ def candidates(cell: Cell) -> list[WorkerHost | None]:
     )
 
 
+def why_no_host(cell: Cell) -> str | None:
+    """Why no worker host may take `cell` now ("no worker host may take it:
+    a lost, b draining, c without fio, d with no free slot"); None when one
+    may, or none is registered."""
+    hosts = list(WorkerHost.objects.all())
+    if not hosts or candidates(cell):
+        return None
+    now = timezone.now()
+    need = toolhosts.needed_tools(cell.spec or {})
+    said = []
+    for host in hosts:
+        current = state(host, now)
+        missing = sorted(need - set(host.tools))
+        if current != UP:
+            said.append(f"{host.hostname} {current}")
+        elif missing:
+            said.append(f"{host.hostname} without {', '.join(missing)}")
+        else:
+            said.append(f"{host.hostname} with no free slot")
+    return "no worker host may take it: " + ", ".join(said)
+
+
 def place(cell: Cell, host: WorkerHost | None) -> None:
     """Write where `cell` is sent (nothing on the shared queue)."""
     if host is None:

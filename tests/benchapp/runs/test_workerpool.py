@@ -209,3 +209,17 @@ def test_a_plan_no_registered_host_can_run_is_refused_at_save(team, tmp_path):
 def test_with_no_registered_host_a_plan_is_accepted(team, tmp_path):
     assert not WorkerHost.objects.exists()
     planning.save_plan(team, fio_plan(tmp_path, ("d1",)))
+
+
+def test_a_cell_no_host_may_take_says_why_on_its_run_page(team, tmp_path):
+    from datetime import timedelta
+
+    from benchapp.runs.fairshare import wait_reasons
+
+    registered("h1", {"sysbench": "1.0"})
+    lost = registered("h2", {"fio": "3.33"})
+    WorkerHost.objects.filter(pk=lost.pk).update(last_seen_at=timezone.now() - timedelta(minutes=5))
+    run = orchestration.start_run(team, fio_plan(tmp_path, ("d1",), rws=("read",)))
+    assert orchestration.dispatch(run.pk) == []  # nobody may take it
+    [reason] = wait_reasons(run)
+    assert reason == "cell rw=read,target=d1: no worker host may take it: h1 without fio, h2 lost"
