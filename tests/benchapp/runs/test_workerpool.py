@@ -131,7 +131,9 @@ def test_draining_lets_the_running_cell_finish_there(team, tmp_path, start_worke
     assert cell.status == Cell.SUCCEEDED and cell.worker == host.hostname and cell.attempt == 1
 
 
-def test_a_killed_host_has_its_running_cell_requeued_on_the_other(team, tmp_path, start_worker):
+def test_a_killed_host_has_its_running_cell_requeued_on_the_other(
+    team, owner_client, tmp_path, start_worker
+):
     a, b = two_hosts(start_worker, concurrency=1)
     workerpool.drain(WorkerHost.objects.get(hostname=B))  # the first cell starts on A
     run = orchestration.start_run(team, fio_plan(tmp_path, ("d1",), runtime=4, rws=("read",)))
@@ -154,6 +156,8 @@ def test_a_killed_host_has_its_running_cell_requeued_on_the_other(team, tmp_path
     assert cell.status == Cell.SUCCEEDED and cell.worker == B and cell.attempt == 2
     notes = CellPlacement.objects.get(cell=cell).notes
     assert any(f"host {A} lost" in note for note in notes)
+    page = owner_client.get(f"/runs/{run.pk}/cells/{cell.pk}/artifacts/").content.decode()
+    assert f"host {A} lost (no heartbeat since" in page and "re-queued on another host" in page
     assert moved.attempt == 2
     assert {v.hostname: v.state for v in workerpool.overview()}[A] == workerpool.LOST
     # A lease (4 s here) plus a reap and a claim: well under a minute even when busy.
