@@ -135,7 +135,13 @@ def register(name: str, pid: int, slots: int, queues: list[str]) -> WorkerProces
             ),
         )
     log.info("worker host %s registered (%s, %s slots)", host.host_id, name, slots)
+    _dispatch_active()  # a host that joins takes waiting cells at once
     return process
+
+
+def _dispatch_active() -> None:
+    for run_id in Run.objects.active().values_list("pk", flat=True):
+        send(DISPATCH_RUN, run_id)
 
 
 def beat(process_pk: int) -> None:
@@ -248,8 +254,9 @@ def why_no_host(cell: Cell) -> str | None:
 
 
 def place(cell: Cell, host: WorkerHost | None) -> None:
-    """Write where `cell` is sent (nothing on the shared queue)."""
+    """Write where `cell` is sent (no row: the shared queue)."""
     if host is None:
+        CellPlacement.objects.filter(cell_id=cell.pk).delete()
         return
     CellPlacement.objects.update_or_create(
         cell_id=cell.pk, defaults={"host": host, "sent_at": timezone.now()}
@@ -277,8 +284,10 @@ def is_mine(cell_id: int) -> bool:
     """False when the cell was placed on another host since this message was
     sent (this host drained or was lost meanwhile): the other host runs it,
     with the machine lock of that host."""
-    placed = placed_host_id(cell_id)
-    return placed is None or placed == host_id()
+    placed = CellPlacement.objects.filter(cell_id=cell_id).values_list("host__host_id").first()
+    if placed is None:
+        return True  # sent to the shared queue: any worker's
+    return placed[0] == host_id()  # None: taken back (drained, lost), not yet placed again
 
 
 # --------------------------------------------------------- drain and loss
@@ -293,8 +302,7 @@ def drain(host: WorkerHost) -> int:
 
 def resume(host: WorkerHost) -> None:
     WorkerHost.objects.filter(pk=host.pk).update(draining=False)
-    for run_id in Run.objects.active().values_list("pk", flat=True):
-        send(DISPATCH_RUN, run_id)
+    _dispatch_active()
 
 
 def _unplace_queued(host: WorkerHost, note: str) -> int:
