@@ -227,3 +227,12 @@ def test_a_cell_no_host_may_take_says_why_on_its_run_page(team, tmp_path):
     assert orchestration.dispatch(run.pk) == []  # nobody may take it
     [reason] = wait_reasons(run)
     assert reason == "cell rw=read,target=d1: no worker host may take it: h1 without fio, h2 lost"
+
+
+def test_version_skew_marks_the_hosts_that_differ(db):
+    for name, fio in (("h1", "3.33"), ("h2", "3.33"), ("h3", "3.28")):
+        registered(name, {"fio": fio})
+    WorkerHost.objects.update(version="0.1.0")
+    WorkerHost.objects.filter(hostname="h2").update(version="0.2.0")
+    skew = {v.hostname: v.version_skew for v in workerpool.overview()}
+    assert skew == {"h1": False, "h2": True, "h3": True}
