@@ -197,6 +197,7 @@ def print_scale(scale: dict) -> None:
             f"{'' if goal is None else f'>= {goal:.1f}':>8} {row['cell_s']['median']:>7.2f} "
             f"{row['idle_s_per_cell']['median']:>11.3f} {row['load_avg']['median']:>5.1f} {verdict}"
         )
+    print_pool(scale.get("pool"))
     start = (scale.get("lifecycle") or {}).get("2000")
     if start:
         s, goal = start["start_run_s"], start["goal_start_s"]
@@ -207,6 +208,28 @@ def print_scale(scale: dict) -> None:
         )
     else:
         print("starting a 2,000-cell plan: not measured (bench/lifecycle.py failed)")
+
+
+def print_pool(pool: dict | None) -> None:
+    """Local cells per minute with 1 and 2 worker hosts, and a lost host's cell."""
+    if not pool:
+        return
+    one, two, rounds = pool["one_host"], pool["two_hosts"], pool["speedup_per_round"]
+    goal = pool["goal_speedup"]
+    print(
+        f"pool: {pool['cells']} local fio cells of {pool['cell_runtime_s']} s, "
+        f"{pool['rounds']} interleaved rounds (median, min-max): "
+        f"1 host {one['median']:.1f} ({one['min']:.1f}-{one['max']:.1f}) cells/min, "
+        f"2 hosts {two['median']:.1f} ({two['min']:.1f}-{two['max']:.1f}); "
+        f"speedup {pool['speedup']:.2f} ({rounds['min']:.2f}-{rounds['max']:.2f}) "
+        f"goal >= {goal:.1f} {'met' if pool['speedup'] >= goal else 'NOT met'}"
+    )
+    lost = pool.get("lost_host")
+    if lost:
+        print(
+            f"a killed host's cell ran on the other host {lost['seconds']:.1f} s after the kill "
+            f"(lease {lost['lease_s']} s, reap every 1 s)"
+        )
 
 
 def print_parsers(parsers: dict) -> None:

@@ -12,6 +12,9 @@ Prints a table and writes bench/results.json with:
 - scale: cells per minute with 1, 2 and 4 workers over 8 targets (cells
   that wait, not burn the CPU; bench/scale.py) and the time to start a
   2,000-cell plan (bench/lifecycle.py);
+- the pool: local cells per minute with one and with two worker hosts
+  (UTS namespaces of this machine) and how long a killed host's cell takes
+  to run on the other (bench/pool.py);
 - parser throughput (scripts/bench_parsers.py) and the results pages'
   server time (scripts/bench_results.py) when those scripts are present;
 - harness cost per cell over SSH with the plan's own phases excluded;
@@ -56,10 +59,10 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from bench import overhead, scale  # noqa: E402
+from bench import overhead, pool, scale  # noqa: E402
 from bench.cells import beyond_measure, beyond_phases, end_leftovers, wait_for  # noqa: E402
 from bench.overhead_arms import ARMS, GOAL_ARMS  # noqa: E402
-from bench.report import print_overhead, print_scale, print_table, print_year, spread  # noqa: E402
+from bench.report import print_overhead, print_pool, print_scale, print_table, print_year, spread  # noqa: E402
 from benchapp.models import Credential, Run, Team  # noqa: E402
 from benchapp.runs import orchestration  # noqa: E402
 from tests.support.sshd import start_sshd, stop_sshd  # noqa: E402
@@ -215,10 +218,14 @@ def scale_figures(team, workdir: Path, rounds: int) -> dict:
     """Cells per minute with 1, 2 and 4 workers over 8 targets (bench/scale.py),
     and the run lifecycle's cost up to 2,000 cells (bench/lifecycle.py: its
     own process and throwaway database)."""
-    return {
+    figures = {
         "cell_throughput": scale.cell_throughput(team, workdir, dict(os.environ), rounds, log),
         "lifecycle": script_figures("bench/lifecycle.py", "--json"),
     }
+    log("pool: local cells per minute with 1 and 2 worker hosts; a lost host's cell:")
+    figures["pool"] = pool.throughput(team, workdir, dict(os.environ), max(2, rounds), log)
+    figures["pool"]["lost_host"] = pool.lost_host_requeue(team, workdir, dict(os.environ))
+    return figures
 
 
 def year_figures(scale: str) -> dict | None:
@@ -294,7 +301,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["overhead", "ssh-overhead", "pages", "scale", "scale-data"],
+        choices=["overhead", "ssh-overhead", "pages", "scale", "scale-data", "pool"],
         help="measure one thing and print it (nothing written)",
     )
     args = parser.parse_args()
@@ -368,6 +375,17 @@ def only(args) -> int:
         if args.year_chromium:  # its own process: it serves the year's database
             pages = [sys.executable, str(ROOT / "bench" / "pages.py"), "--year"]
             return subprocess.call([*pages, "--year-scale", args.year_scale])
+        return 0
+    if args.only == "pool":
+        ensure_database()
+        call_command("migrate", verbosity=0)
+        team, _ = Team.objects.get_or_create(name="bench")
+        end_leftovers(team)
+        with tempfile.TemporaryDirectory(prefix="benchboard-bench-") as tmp:
+            figures = {"pool": pool.throughput(team, Path(tmp), dict(os.environ), 2, log)}
+            figures["pool"]["lost_host"] = pool.lost_host_requeue(team, Path(tmp), dict(os.environ))
+        print(json.dumps(figures, indent=2))
+        print_pool(figures["pool"])
         return 0
     if args.only == "scale":
         ensure_database()

@@ -21,6 +21,10 @@ CLEANUP_RUN = "benchapp.cleanup_run"
 DELIVER_NOTIFICATION = "benchapp.deliver_notification"
 
 
-def send(task_name: str, *args, countdown: float | None = None) -> None:
-    """Send task_name(*args) after commit; countdown delays it (seconds)."""
-    transaction.on_commit(lambda: app.send_task(task_name, args=args, countdown=countdown))
+def send(task_name: str, *args, countdown: float | None = None, queue: str | None = None) -> None:
+    """Send task_name(*args) after commit; countdown delays it (seconds);
+    queue: one worker host's own queue (benchapp.runs.workerpool), else the shared one."""
+    options = {"queue": queue} if queue else {}
+    transaction.on_commit(
+        lambda: app.send_task(task_name, args=args, countdown=countdown, **options)
+    )

@@ -690,3 +690,6 @@ from benchapp.models_history import (  # noqa: E402,F401
     RunPoints,
     SeriesKey,
 )
+
+# The pool of worker hosts (benchapp.runs.workerpool).
+from benchapp.models_pool import CellPlacement, WorkerHost, WorkerProcess  # noqa: E402,F401

@@ -347,6 +347,10 @@ BENCHBOARD_MAX_ATTEMPTS = env.int("BENCHBOARD_MAX_ATTEMPTS", default=3)
 # for this long before it gives the cell up (benchapp.dbretry): a measurement
 # that finished meanwhile is recorded when the database returns.
 BENCHBOARD_DB_RETRY_SECONDS = env.float("BENCHBOARD_DB_RETRY_SECONDS", default=180.0)
+# The pool of worker hosts (docs/operations.md, "Worker hosts"): a host's id
+# (default: its host name and a digest of /etc/machine-id); a host whose
+# workers have not heartbeat for LEASE seconds is lost and its cells re-queued.
+BENCHBOARD_HOST_ID = env.str("BENCHBOARD_HOST_ID", default="")
 # A cell that failed for a transient reason (connection reset, timeout, cloud
 # capacity) is retried up to CELL_RETRIES times, after BACKOFF, 2*BACKOFF, ...
 # seconds (at most BACKOFF_CAP); permanent failures and failed tools never are.

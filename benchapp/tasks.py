@@ -7,15 +7,19 @@ orchestration.reap re-queues the cell of a worker that died mid-cell,
 capped by BENCHBOARD_MAX_ATTEMPTS. A failed tool is a result, never retried.
 """
 
+import os
 import socket
 
 from celery import shared_task
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
 from django.conf import settings
+from django.db import connection
 
 from benchapp import history_tasks  # noqa: F401 (history_tasks: its tasks register)
 from benchapp.cloud import cloudreaper, provisioning
 from benchapp.models import Plan, Run
-from benchapp.runs import finalcleanup, orchestration
+from benchapp.runs import finalcleanup, orchestration, workerpool
+from benchapp.runs.hostid import host_queue
 from benchapp.store import retention as retention_policy
 
 
@@ -40,6 +44,8 @@ def dispatch_run(run_id: int) -> list[int]:
 
 @shared_task(name="benchapp.execute_cell")
 def execute_cell(cell_id: int) -> str | None:
+    if not workerpool.is_mine(cell_id):
+        return None  # placed on another host since (this one drained or was lost)
     return orchestration.execute_cell(cell_id)
 
 
@@ -92,3 +98,35 @@ def reap_cloud() -> dict:
 def retention() -> dict:
     """Downsample old series and expire old raw outputs, as the settings say (off by default)."""
     return retention_policy.apply()
+
+
+# ------------------------------------------------------------ worker hosts
+# Every worker also consumes its host's own queue, where the cells placed on
+# this host are sent, and registers the host in the pool when it is ready,
+# heartbeating until it stops (benchapp.runs.workerpool). Connected here: the
+# worker imports this module before it sets up its queues.
+
+_beats: list = []  # this worker process's heartbeat thread and process row
+
+
+@celeryd_after_setup.connect
+def _consume_own_queue(sender, instance, **kwargs):
+    instance.app.amqp.queues.select_add(host_queue())
+
+
+@worker_ready.connect
+def _register_host(sender, **kwargs):
+    queues = sorted(sender.app.amqp.queues.consume_from)
+    slots = getattr(sender.controller, "concurrency", 1) or 1
+    process = workerpool.register(sender.hostname, os.getpid(), slots, queues)
+    connection.close()  # the heartbeat thread has its own
+    beat = workerpool.HostBeat(process.pk)
+    beat.start()
+    _beats.append((beat, process.pk))
+
+
+@worker_shutdown.connect
+def _unregister_process(**kwargs):
+    for beat, process_pk in _beats:
+        beat.stop()
+        workerpool.stopped(process_pk)

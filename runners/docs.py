@@ -240,7 +240,8 @@ def isolation_section() -> list[str]:
         "Which cells may run at the same moment. A cell loads machines: the database server "
         "behind its target (its resolved address and port: several targets on one server "
         "share it), the host of a host target, and its client host (the worker host for a "
-        "local tool, by host name; an SSH client by resolved address and SSH port).",
+        "local tool, the host the cell is placed on; an SSH client by resolved address and SSH "
+        "port).",
         "",
         "| value | meaning |",
         "|---|---|",

@@ -9,6 +9,7 @@ from benchapp.accounts import credbinding
 from benchapp.accounts.targetguard import check_plan
 from benchapp.models import Plan, Team
 from benchapp.models_history import PlanRevision
+from benchapp.plans import toolhosts
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.limits import Limits
@@ -48,6 +49,7 @@ def validate_document(
     _check_cell_limit(count_cells(spec))
     # Tools on the worker host within the operator's limits (docs/sandbox.md).
     check_plan_limits(spec, sandbox_limits())
+    _check_some_host_runs(spec)
     return spec
 
 
@@ -69,6 +71,14 @@ def check_cloud_identity(spec: PlanSpec, *, trusted: bool) -> None:
         raise PlanRefused(
             path, f"name an {field_name} (a team credential of this cloud's account): {where}"
         )
+
+
+def _check_some_host_runs(spec: PlanSpec) -> None:
+    """A plan whose tool runs on the worker host needs a registered host
+    that has it (once any host is registered: docs/operations.md)."""
+    reason = toolhosts.refusal(spec)
+    if reason:
+        raise PlanRefused("tool", reason)
 
 
 def _check_cell_limit(cells: int) -> None:

@@ -105,7 +105,7 @@ def wait_reasons(run: Run) -> list[str]:
     for the next queued cell of each target, the locks another cell holds
     ("cell K: waiting for machine 10.0.0.5:3306, held by run R cell K2").
     [] for a run that waits for nothing (or is over)."""
-    from benchapp.runs import machines
+    from benchapp.runs import machines, workerpool
 
     if run.status not in Run.ACTIVE or run.cancel_requested:
         return []
@@ -120,4 +120,6 @@ def wait_reasons(run: Run) -> list[str]:
         reasons.append(f"team at its limit of {team.running_cells_limit} running cells")
     for cell in queued[:WAITS_SHOWN]:
         reasons += [f"cell {cell.key}: {why}" for why in machines.blockers(run, cell)]
+        if no_host := workerpool.why_no_host(cell):
+            reasons.append(f"cell {cell.key}: {no_host}")
     return reasons

@@ -32,7 +32,6 @@ deciding about one machine never both win.
 
 from __future__ import annotations
 
-import socket
 from datetime import timedelta
 
 from django.conf import settings
@@ -41,6 +40,8 @@ from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from benchapp.models import Cell, CellLock, Run
+from benchapp.runs import workerpool
+from benchapp.runs.hostid import host_id
 from benchapp.store import frozenparts
 from runners.errors import ValidationError
 from runners.isolation import cell_machines
@@ -89,31 +90,37 @@ def target_lock(run: Run, target_name: str) -> Machine:
     return (f"target {run.team_id} {target_name}", f"target {target_name}")
 
 
-def machines_of(run: Run, cell: Cell) -> list[Machine]:
+def machines_of(run: Run, cell: Cell, host: str | None = None) -> list[Machine]:
     """The machines `cell` loads (whatever the isolation: the results page
-    reads them to tell where cells overlapped). [] for a cell without a
-    frozen plan (imported runs have none, and never run)."""
+    reads them to tell where cells overlapped) when it runs on worker host
+    `host` (a stable id, benchapp.runs.hostid; by default the host it was
+    placed on, else this one). [] for a cell without a frozen plan
+    (imported runs have none, and never run)."""
     spec = frozenparts.frozen(cell, plan_keys=PLAN_KEYS)
     if "plan" not in spec:
         return []
-    return cell_machines(
-        spec["plan"], cell.target_name, run_id=run.pk, worker_host=socket.gethostname()
-    )
+    host = host or workerpool.placed_host_id(cell.pk) or host_id()
+    return cell_machines(spec["plan"], cell.target_name, run_id=run.pk, worker_host=host)
 
 
-def wanted(run: Run, cell: Cell, machines: list[Machine]) -> tuple[list[Machine], list[Machine]]:
-    """The locks `cell` must hold to start, given its own machines: (those it
-    holds alone, those it shares with its team's `isolation: target` cells)."""
+def wanted(
+    run: Run, cell: Cell, machines: list[Machine], host: str | None = None
+) -> tuple[list[Machine], list[Machine]]:
+    """The locks `cell` must hold to start on worker host `host`, given its
+    own machines: (those it holds alone, those it shares with its team's
+    `isolation: target` cells)."""
     mode = isolation(run)
     alone = [target_lock(run, cell.target_name)]
     if mode == "target":
         return alone, machines
     if mode == "run":
-        machines = _run_machines(run)
+        machines = _run_machines(run, host)
     return [*alone, *machines], []
 
 
-def take_wanted(run: Run, cell: Cell, machines: list[Machine], until=None, yields=None) -> bool:
+def take_wanted(
+    run: Run, cell: Cell, machines: list[Machine], until=None, yields=None, host=None
+) -> bool:
     """Take what `cell` needs to start (wanted), all or none; True when taken.
 
     yields(run ids): for a cell that would share machines (`isolation:
@@ -121,7 +128,7 @@ def take_wanted(run: Run, cell: Cell, machines: list[Machine], until=None, yield
     first (benchapp.runs.fairshare's order); then it does not take them: the
     team's shares drain and the other team gets its turn, instead of a team
     whose target cells overlap back to back holding the machine for good."""
-    alone, shared = wanted(run, cell, machines)
+    alone, shared = wanted(run, cell, machines, host)
     if shared and yields is not None:
         others = waiting_for(run, [key for key, _ in shared])
         if others and yields(others):
@@ -134,12 +141,12 @@ def shared_key(key: str, team_id: int, cell_id: int) -> str:
     return f"{key}{SHARED}{team_id} cell {cell_id}"
 
 
-def _run_machines(run: Run) -> list[Machine]:
+def _run_machines(run: Run, host: str | None = None) -> list[Machine]:
     """Every machine of every target of the run (one frozen cell per target)."""
     firsts = run.cells.values("target_name").annotate(first=Min("id")).values_list("first")
     found: dict[str, str] = {}
     for cell in Cell.objects.filter(pk__in=[pk for (pk,) in firsts]).only("spec", "target_name"):
-        for key, label in machines_of(run, cell):
+        for key, label in machines_of(run, cell, host):
             found.setdefault(key, label)
     return list(found.items())
 

@@ -21,7 +21,8 @@ worker can pick up where another died:
   heartbeat stops a cell that runs past its runtime cap.
 
 Tasks are sent by name through benchapp.dispatch, after commit.
-- `reap` (periodic) re-queues cells whose lease expired (dead worker), up to
+- `reap` (periodic) re-queues cells whose lease expired (dead worker, or a
+  worker host found lost: benchapp.runs.workerpool), up to
   BENCHBOARD_MAX_ATTEMPTS, then fails them "worker lost".
 """
 
@@ -50,7 +51,7 @@ from benchapp.dispatch import (
 )
 from benchapp.models import Cell, CellLock, Plan, Run, Team
 from benchapp.plans.planning import PlanRefused, validate_document
-from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording
+from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording, workerpool
 from benchapp.runs.heartbeat import Heartbeat
 from benchapp.store import frozenparts
 from runners.frozen import Parts, split_freeze
@@ -247,7 +248,7 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
         if _take_locks(run, cell):
             sent.append(cell.pk)
     for cell_id in sent:
-        send(EXECUTE_CELL, cell_id)
+        send(EXECUTE_CELL, cell_id, queue=workerpool.queue_of(cell_id))
     if not queued and not busy:
         finish_run(run_id)
     return sent
@@ -258,17 +259,27 @@ def _lease() -> timezone.datetime:
 
 
 def _take_locks(run: Run, cell: Cell) -> bool:
-    """Take every lock the cell needs (benchapp.runs.machines), all or none; on
-    success the cell's machines are written on it for the results page."""
-    found = machines.machines_of(run, cell)
+    """Take every lock the cell needs (benchapp.runs.machines), all or none,
+    on the first worker host that may run it (benchapp.runs.workerpool: its
+    local machine is that host's); on success the cell's machines are
+    written on it for the results page and it is placed on that host."""
 
     def yields(others: list[int]) -> bool:  # another team waiting comes first
         return fairshare.fair_order([run.pk, *others])[0] != run.pk
 
-    if not machines.take_wanted(run, cell, found, yields=yields):
-        return False
-    Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
-    return True
+    tried = []
+    for host in workerpool.candidates(cell):
+        host_key = host.host_id if host else None
+        found = machines.machines_of(run, cell, host_key)
+        locks = machines.wanted(run, cell, found, host_key)
+        if locks in tried:
+            continue  # the same locks on another host (an SSH cell): taken already
+        tried.append(locks)
+        if machines.take_wanted(run, cell, found, yields=yields, host=host_key):
+            Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
+            workerpool.place(cell, host)
+            return True
+    return False
 
 
 def _release_lock(cell: Cell) -> None:
@@ -406,7 +417,7 @@ def _retry_later(cell: Cell, delay: float) -> None:
     lost message is healed by reap like any expired lock."""
     until = timezone.now() + timedelta(seconds=delay + settings.BENCHBOARD_LEASE_SECONDS)
     machines.renew(cell, until)
-    send(EXECUTE_CELL, cell.pk, countdown=delay)
+    send(EXECUTE_CELL, cell.pk, countdown=delay, queue=workerpool.queue_of(cell.pk))
 
 
 def _finish_cell(
@@ -555,6 +566,7 @@ def reap() -> dict:
     Returns counts for logs and tests.
     """
     now = timezone.now()
+    workerpool.reap_lost(now)  # a lost host's running cells: their leases end now
     requeued = failed = 0
     unproven = _leases_unproven()
     expired = Cell.objects.none() if unproven else _expired_cells(now)

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
 )
 from rest_framework.routers import DefaultRouter
 
-from benchapp.web import api
+from benchapp.web import api, api_workers
 
 router = DefaultRouter()
 router.register("credentials", api.CredentialViewSet, basename="api-credential")
@@ -38,5 +38,14 @@ urlpatterns = [
     path("notifications/", api.NotificationSettings.as_view(), name="api-notifications"),
     path("tokens/", api.TokenList.as_view(), name="api-tokens"),
     path("tokens/<str:prefix>/", api.TokenRevoke.as_view(), name="api-token-revoke"),
+    path("workers/", api_workers.WorkerList.as_view(), name="api-workers"),
+    path(
+        "workers/<str:host_id>/drain/", api_workers.WorkerDrain.as_view(), name="api-worker-drain"
+    ),
+    path(
+        "workers/<str:host_id>/resume/",
+        api_workers.WorkerResume.as_view(),
+        name="api-worker-resume",
+    ),
     path("", include(router.urls)),
 ]

@@ -15,6 +15,7 @@ from benchapp.web.views import (
     schedules,
     targets,
     tokens,
+    workers,
 )
 
 
@@ -36,6 +37,9 @@ urlpatterns = [
     path("credentials/<int:pk>/edit/", credentials.credential_edit, name="credential_edit"),
     path("credentials/<int:pk>/delete/", credentials.credential_delete, name="credential_delete"),
     path("tokens/", tokens.token_list, name="token_list"),
+    path("workers/", workers.worker_list, name="worker_list"),
+    path("workers/<str:host_id>/drain/", workers.worker_drain, name="worker_drain"),
+    path("workers/<str:host_id>/resume/", workers.worker_resume, name="worker_resume"),
     path("tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("plans/", plans.plan_list, name="plan_list"),
     path("plans/new/", plans.plan_create, name="plan_create"),

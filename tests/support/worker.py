@@ -42,12 +42,24 @@ def worker_env(**extra) -> dict:
     return env
 
 
+def own_host(host: str | None) -> list[str]:
+    """The argv prefix that runs a worker as another worker host: in a UTS
+    namespace of its own (root only), under the host name `host`."""
+    if host is None:
+        return []
+    return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host]
+
+
 class Worker:
     """A running worker process; `kill(sig)` and `stop()` for fault tests."""
 
-    def __init__(self, log_path: Path, env: dict, name: str, concurrency: int = 1):
+    def __init__(
+        self, log_path: Path, env: dict, name: str, concurrency: int = 1, host: str | None = None
+    ):
         self.log_path = log_path
+        self.host = host
         argv = [
+            *own_host(host),
             sys.executable,
             "-m",
             "celery",
@@ -101,15 +113,24 @@ class Worker:
 
 @pytest.fixture
 def start_worker(tmp_path):
-    """Factory: start_worker(name="w1", concurrency=1, **env) -> Worker. All stopped after."""
+    """Factory: start_worker(name="w1", concurrency=1, host=None, **env) -> Worker.
+
+    host: run it as another worker host (own_host), with its own var dir.
+    All stopped after."""
     from benchapp.celery import app
 
     app.control.purge()  # messages left by earlier tests name rows that are gone
     workers: list[Worker] = []
 
-    def start(name: str = "w1", concurrency: int = 1, **extra_env) -> Worker:
+    def start(name: str = "w1", concurrency: int = 1, host: str | None = None, **extra_env):
+        if host is not None:  # another machine: its own host name and var dir
+            extra_env.setdefault("BENCHBOARD_VAR_DIR", tmp_path / f"var-{host}")
         worker = Worker(
-            tmp_path / f"{name}-{len(workers)}.log", worker_env(**extra_env), name, concurrency
+            tmp_path / f"{name}-{len(workers)}.log",
+            worker_env(**extra_env),
+            name,
+            concurrency,
+            host,
         )
         workers.append(worker)
         return worker

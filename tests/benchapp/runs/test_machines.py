@@ -5,13 +5,12 @@ says so. Through real worker processes and a private MariaDB."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from benchapp.models import Artifact, Cell, CellLock, Run
 from benchapp.runs import orchestration
 from benchapp.runs.fairshare import wait_reasons
+from benchapp.runs.hostid import host_id
 from runners.errors import ValidationError
 from runners.isolation import cell_machines
 from runners.plan import load_plan
@@ -159,7 +158,7 @@ def test_cells_on_disjoint_machines_are_dispatched_together(
     assert wait_reasons(together) == [
         f"cell target=d: waiting for machine 127.0.0.1:3309, held by run {together.pk} "
         f"cell {holder.key}",
-        f"cell target=d: waiting for worker host {socket.gethostname()}, held by run "
+        f"cell target=d: waiting for worker host {host_id()}, held by run "
         f"{together.pk} cell {holder.key}",
     ]
     assert CellLock.objects.filter(holder_id=sent).count() == 3  # target, server, worker
