@@ -42,6 +42,7 @@ from benchapp.dispatch import DISPATCH_RUN, send
 from benchapp.models import Cell, CellLock, CellPlacement, Run, WorkerHost, WorkerProcess
 from benchapp.plans import toolhosts
 from benchapp.runs.hostid import host_id, host_queue, hostname
+from benchapp.store import frozenparts
 from runners import sandbox
 from runners.tools import TOOLS
 
@@ -215,6 +216,10 @@ def busy(hosts, now=None) -> dict[int, int]:
     return {row["placement__host"]: row["n"] for row in rows}
 
 
+# The parts of a frozen plan the tool check reads (the plan's scripts are left unread).
+TOOL_KEYS = ("tool", "targets", "client", "more_clients")
+
+
 def candidates(cell: Cell) -> list[WorkerHost | None]:
     """The hosts `cell` may be sent to, best first; [None] when no host is
     registered (the shared queue). [] when none may take it now."""
@@ -222,7 +227,7 @@ def candidates(cell: Cell) -> list[WorkerHost | None]:
     if not hosts:
         return [None]
     now = timezone.now()
-    need = toolhosts.needed_tools(cell.spec or {})
+    need = toolhosts.needed_tools(frozenparts.frozen(cell, plan_keys=TOOL_KEYS))
     live = [h for h in hosts if state(h, now) == UP and need <= set(h.tools)]
     total, used = slots(live, now), busy(live, now)
     free = {h.pk: total.get(h.pk, 0) - used.get(h.pk, 0) for h in live}
@@ -239,7 +244,7 @@ def why_no_host(cell: Cell) -> str | None:
     if not hosts or candidates(cell):
         return None
     now = timezone.now()
-    need = toolhosts.needed_tools(cell.spec or {})
+    need = toolhosts.needed_tools(frozenparts.frozen(cell, plan_keys=TOOL_KEYS))
     said = []
     for host in hosts:
         current = state(host, now)

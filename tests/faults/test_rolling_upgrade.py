@@ -3,10 +3,11 @@
 On a private PostgreSQL cluster (never the machine's shared one), the
 installation runs on the schema one migration back; a run starts on the old
 worker. While a cell measures, the upgrade follows the documented recipe:
-beat stops, the old worker gets SIGTERM (it finishes its cell), the last
-migration (0017, a real one: it rewrites the run summaries' tables) is
-applied while that cell still measures, then a new worker and beat start and
-take the rest. Every cell ends terminal exactly once: succeeded on its first
+beat stops, the old worker gets SIGTERM (it finishes its cell), the latest
+migration is applied while that cell still measures, then a new worker and
+beat start and take the rest. The old worker and the run's start are the
+code of the version before that migration (its tree, from git), as in a real
+upgrade: each version runs on the schema it was written for. Every cell ends terminal exactly once: succeeded on its first
 attempt, measured once.
 """
 
@@ -17,25 +18,52 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from tests.support.appdb import CELLS, app_database, manage, measuring, poll, rows  # noqa: F401
 from tests.support.worker import FAST_LEASES, ROOT, Worker, worker_env
 
-PREVIOUS, LATEST = "0016_target_cloud_instance", "0017_packed_run_summaries"
+MIGRATIONS = sorted(p.stem for p in (ROOT / "benchapp" / "migrations").glob("0*.py"))
+PREVIOUS, LATEST = MIGRATIONS[-2], MIGRATIONS[-1]
 
 
-def start_beat(env: dict, directory) -> subprocess.Popen:
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def old_code(tmp_path) -> Path:
+    """The tree of the newest commit (on the first-parent line) without the
+    latest migration: the version this upgrade replaces."""
+    path = f"benchapp/migrations/{LATEST}.py"
+    for rev in git("rev-list", "--first-parent", "--max-count=500", "HEAD").split():
+        if subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=ROOT).returncode:
+            break
+    else:
+        pytest.fail(f"no commit before {LATEST} in the last 500")
+    tree = tmp_path / "old-code"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
+def start_beat(env: dict, directory, cwd=ROOT) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "benchapp", "beat"]
         + ["--schedule", str(directory / "beat-schedule")],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdout=open(directory / "beat.log", "a"),
         stderr=subprocess.STDOUT,
     )
 
 
-def test_rolling_upgrade_with_a_migration_during_a_run(app_database, tmp_path):  # noqa: F811
+def test_rolling_upgrade_with_a_migration_during_a_run(app_database, tmp_path, old_code):  # noqa: F811
     url = f"{app_database.url}/benchboard"
     env = worker_env(DATABASE_URL=url, BENCHBOARD_REAP_SECONDS=2, **FAST_LEASES)
     manage(env, "migrate", "--noinput", "benchapp", PREVIOUS)
@@ -56,11 +84,11 @@ def test_rolling_upgrade_with_a_migration_during_a_run(app_database, tmp_path): 
     from benchapp.celery import app
 
     app.control.purge()
-    old = Worker(tmp_path / "old.log", env, "old")
-    beat = start_beat(env, tmp_path)
+    old = Worker(tmp_path / "old.log", env, "old", cwd=old_code)
+    beat = start_beat(env, tmp_path, cwd=old_code)
     new = None
     try:
-        manage(env, "runplan", str(tmp_path / "plan.json"))
+        manage(env, "runplan", str(tmp_path / "plan.json"), cwd=old_code)
         poll(url, CELLS, measuring(2))
         # The recipe: beat stops, the old worker shuts down warm, migrate.
         beat.terminate()

@@ -25,10 +25,10 @@ def app_database():
         stop_private_postgres(server)
 
 
-def manage(env: dict, *args: str) -> str:
+def manage(env: dict, *args: str, cwd=ROOT) -> str:
     return subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         check=True,
         capture_output=True,

@@ -54,7 +54,13 @@ class Worker:
     """A running worker process; `kill(sig)` and `stop()` for fault tests."""
 
     def __init__(
-        self, log_path: Path, env: dict, name: str, concurrency: int = 1, host: str | None = None
+        self,
+        log_path: Path,
+        env: dict,
+        name: str,
+        concurrency: int = 1,
+        host: str | None = None,
+        cwd: Path = ROOT,
     ):
         self.log_path = log_path
         self.host = host
@@ -74,9 +80,10 @@ class Worker:
             "--without-mingle",
         ]
         self.log = open(log_path, "w")
+        # cwd: the code the worker runs (an older version's tree in the upgrade test).
         self.proc = subprocess.Popen(
             argv,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
