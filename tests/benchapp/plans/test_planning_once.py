@@ -3,12 +3,15 @@ counted by the tool validations each way of saving or starting a plan makes
 per combination, on the real sysbench validate (wrapped, still called)."""
 
 import pytest
+import yaml
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from benchapp.cloud import pricing
 from benchapp.histories import scheduling
-from benchapp.models import Run
-from benchapp.plans.planning import save_plan
+from benchapp.models import Plan, Run
+from benchapp.plans import planning
+from benchapp.plans.planning import PlanRefused, save_plan
 from benchapp.runs.orchestration import start_run
 from runners.tools import sysbench
 from tests.benchapp.ui_data import make_target
@@ -120,4 +123,49 @@ def test_schedule_start_validates_each_combination_once(team, stored, owner, val
 def test_start_run_validates_each_combination_once(team, stored, validations):
     run = start_run(team, document())
     assert run.cells.count() == COMBINATIONS
+    assert per_combination(validations) == 1
+
+
+def refused_document():
+    """A plan only the pre-run checks refuse: password_env reads the worker's environment."""
+    doc = document()
+    doc["targets"] = [
+        {"name": "env-db", "kind": "mysql", "host": "127.0.0.1", "password_env": "DB_PW"}
+    ]
+    return doc
+
+
+def page_message(owner_client) -> str:
+    response = owner_client.post(
+        "/plans/new/", {"mode": "yaml", "text": yaml.safe_dump(refused_document())}
+    )
+    assert response.status_code == 200 and not Plan.objects.exists()
+    (message,) = response.context["yaml_form"].non_field_errors()
+    return message
+
+
+def test_api_run_refuses_what_the_page_refuses_with_its_message(owner_client, api):
+    message = page_message(owner_client)
+    assert "password_env (DB_PW) reads the worker's environment" in message
+    response = api.post("/api/runs/", {"document": refused_document()}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"document": [message]}
+    assert not Run.objects.exists()
+
+
+def test_schedule_refuses_what_the_page_refuses_with_its_message(owner_client, team):
+    message = page_message(owner_client)
+    # Stored before the check existed (or edited in the database): a schedule's tick checks it.
+    plan = Plan.objects.create(team=team, name="once", tool="sysbench", document=refused_document())
+    with pytest.raises(PlanRefused) as refused:
+        scheduling.start_scheduled(plan)
+    assert str(refused.value) == message
+    assert not Run.objects.exists()
+
+
+def test_checked_plan_carries_cells_duration_and_cost(team, stored, validations):
+    checked = planning.check(document(), team)
+    assert [c.params["threads"] for c in checked.cells] == [1, 2, 4]
+    assert checked.duration.cells == COMBINATIONS
+    assert pricing.plan_cost(checked) is pricing.plan_cost(checked)  # worked out once
     assert per_combination(validations) == 1
