@@ -25,6 +25,19 @@ SIZE = re.compile(r"^[0-9]+(?:[kKmMgGtTpP]i?[bB]?)?$")
 MAX_SQL_BYTES = 256 * 1024
 
 
+class Checked(dict):
+    """Params as a tool's validate returned them, for one check that builds
+    them right away (runners.plan: load_plan builds every command of every
+    combination): a tool's build then need not validate them again. Never
+    kept or stored: a cell's params are plain dicts, validated again by
+    build on the worker."""
+
+
+def checked(params: dict, validate) -> dict:
+    """params when they are Checked, else validate(params)."""
+    return params if isinstance(params, Checked) else validate(params)
+
+
 @dataclass(frozen=True)
 class Param:
     """One allowed parameter.

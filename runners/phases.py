@@ -13,6 +13,7 @@ from typing import Any
 
 from runners.command import Command, Endpoint
 from runners.errors import ValidationError
+from runners.params import checked
 from runners.planspec import PrepareSpec, TargetSpec
 from runners.results import Result
 from runners.sandbox import Scope
@@ -261,11 +262,13 @@ def tool_steps(
     built: runners.cell runs exactly these, and load_plan builds each of
     them for every combination, so what validates also builds.
     ValidationError when the params (or prepare/warmup params over them) are refused.
+    Checked params (runners.params.Checked) are not validated again.
     """
-    clean = tool.validate(params)
+    clean = checked(params, tool.validate)
     steps = []
     if prepare.enabled:
-        prepared = tool.validate({**params, **prepare.params})
+        # Without prepare params the prepare phase builds the cell's own.
+        prepared = tool.validate({**params, **prepare.params}) if prepare.params else clean
         phase = prepare_phase(tool, prepared)
         if phase is not None:
             steps.append(ToolStep("prepare", phase, prepared))

@@ -22,6 +22,7 @@ from runners import safeyaml
 from runners.combine import MIN_OVERLAP
 from runners.errors import ValidationError
 from runners.metrics import Metric
+from runners.params import Checked
 from runners.phases import placeholder_endpoint, tool_steps
 from runners.planspec import (
     MAX_CLIENTS,
@@ -86,6 +87,10 @@ class Plan:
     start_tolerance: float = START_TOLERANCE_S
     min_overlap: float = MIN_OVERLAP  # share of the span every client ran (runners.combine)
     document: dict[str, Any] = field(default_factory=dict, compare=False)
+    # What load_plan's check of every combination made of each one's params
+    # (validated, in _combinations order), kept so `expand` does not
+    # validate them again: (params, axes, overrides) they were made from, params.
+    checked: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def provisioned_client(self) -> ClientSpec | None:
@@ -182,8 +187,7 @@ def load_plan(source: str | bytes | dict) -> Plan:
         raise ValidationError(
             "axes", "several targets: add a `target` axis listing the ones to run"
         )
-    _check_combinations(plan, tool)
-    return plan
+    return replace(plan, checked=_check_combinations(plan, tool))
 
 
 def _check_clients_axis(plan: Plan) -> None:
@@ -386,17 +390,34 @@ def _read_overrides(doc: Doc, tool, axes: dict[str, list[Any]], target_names: li
     return tuple(pairs)
 
 
-def _check_combinations(plan: Plan, tool) -> None:
+def _check_combinations(plan: Plan, tool) -> tuple | None:
     """Run the tool's cross-field rules over every distinct parameter set,
     and build every command its cells would run (runners.phases.tool_steps),
-    so a plan that loads never fails a cell on what the tool cannot do."""
+    so a plan that loads never fails a cell on what the tool cannot do.
+    Returns Plan.checked: each combination's params, validated once here
+    (None above FULL_CHECK_LIMIT, where expand validates them)."""
     if count_cells(plan) // plan.repeat > FULL_CHECK_LIMIT:
-        return
+        return None
     matching = _override_lookup(plan)
     built: set[tuple] = set()
+    made = []
     for combo in _combinations(plan):
         params = _cell_params(plan, tool, combo, matching)
-        _check_steps(plan, tool, combo, params, built)
+        # Checked: the tool's build takes them as validated (runners.params.Checked).
+        _check_steps(plan, tool, combo, Checked(params), built)
+        made.append(params)
+    return (plan.params, plan.axes, plan.overrides), tuple(made)
+
+
+def _combination_params(plan: Plan, tool, combos: list[dict[str, Any]]) -> list[dict]:
+    """Each combination's validated params: load_plan's (Plan.checked) when
+    the plan is still the one it checked, else validated now."""
+    if plan.checked is not None:
+        (params, axes, overrides), made = plan.checked
+        if params is plan.params and axes is plan.axes and overrides is plan.overrides:
+            return list(made)
+    matching = _override_lookup(plan)
+    return [_cell_params(plan, tool, combo, matching) for combo in combos]
 
 
 def _check_steps(plan: Plan, tool, combo: dict[str, Any], params: dict, built: set) -> None:
@@ -554,8 +575,7 @@ def expand(plan: Plan, seed: int | None = None) -> list[CellSpec]:
     """
     tool = get_tool(plan.tool)
     combos = _combinations(plan)
-    matching = _override_lookup(plan)
-    params = [_cell_params(plan, tool, combo, matching) for combo in combos]
+    params = _combination_params(plan, tool, combos)
     if plan.order == "sequential":
         slots = [(c, r) for c in range(len(combos)) for r in range(1, plan.repeat + 1)]
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from runners.errors import ValidationError
 from runners.limits import KINDS, Limits, check_params, show_amount, uses
-from runners.plan import Plan, expand
+from runners.plan import CellSpec, Plan, expand
 from runners.planspec import CELL_TARGET, TargetSpec
 from runners.tools import STRESS_TOOL, get_tool
 
@@ -23,12 +23,13 @@ MAX_LOCAL_CLIENTS = 16
 TOGETHER = ("processes", "memory", "disk")
 
 
-def check_plan_limits(plan: Plan, limits: Limits) -> None:
+def check_plan_limits(plan: Plan, limits: Limits, cells: list[CellSpec] | None = None) -> None:
     """Refuse a plan whose local tool runs (measured tool, prepare, warmup,
-    stress-ng) ask for more than limits; ValidationError naming the limit."""
+    stress-ng) ask for more than limits; ValidationError naming the limit.
+    cells: the plan's expansion, when the caller has it."""
     tool, stress = get_tool(plan.tool), get_tool(STRESS_TOOL)
     seen: set[str] = set()
-    for cell in expand(plan):
+    for cell in expand(plan) if cells is None else cells:
         if cell.key in seen:
             continue  # a repeat of a combination already checked
         seen.add(cell.key)

@@ -19,7 +19,7 @@ from statistics import mean
 
 from benchapp.models import Cell, CloudResource, PriceEntry, Run, Team
 from benchapp.plans.estimates import plan_duration
-from benchapp.plans.planning import validate_document
+from benchapp.plans.planning import CheckedPlan, check
 from benchapp.store import measurestore
 from runners.metrics import HIGHER
 from runners.plan import Plan as PlanSpec
@@ -54,15 +54,15 @@ def price_table() -> dict[str, dict[str, float]]:
     return table
 
 
-def run_seconds(plan: PlanSpec) -> float:
+def run_seconds(plan: PlanSpec, cells=None) -> float:
     """Billed length of a run (benchapp.plans.estimates): its cells one after the
     other, plus provisioning — an upper bound, so budgets are not overrun."""
-    return plan_duration(plan).serial_s
+    return plan_duration(plan, cells).serial_s
 
 
-def run_hours(plan: PlanSpec) -> float:
+def run_hours(plan: PlanSpec, cells=None) -> float:
     """Billed hours: the expected length rounded up to whole hours (at least 1)."""
-    return float(max(1, math.ceil(run_seconds(plan) / 3600)))
+    return float(max(1, math.ceil(run_seconds(plan, cells) / 3600)))
 
 
 def static_spec(target) -> dict | None:
@@ -75,18 +75,21 @@ def static_spec(target) -> dict | None:
     return {"name": target.name, "price_per_hour": hourly}
 
 
-def estimate_plan(plan: PlanSpec, prices: dict | None = None, hours: float | None = None) -> dict:
+def estimate_plan(
+    plan: PlanSpec, prices: dict | None = None, hours: float | None = None, cells=None
+) -> dict:
     """The cost of a validated plan: dict(total, currency, lines, note, hours, resources).
 
     The one cost formula of the builder's preview, the budget check and the
     results page: every priced item (each provisioned slot, each static
     target with a USD price) for `hours` billed hours; None: the plan's
     expected run_hours (before a run), a finished run passes its own.
+    cells: the plan's expansion, when the caller has it (planning.check's).
     Raises runners ValidationError naming a class or type missing from the table.
     """
     prices = prices or price_table()
-    hours = run_hours(plan) if hours is None else hours
-    slots = planned_slots(plan)
+    hours = run_hours(plan, cells) if hours is None else hours
+    slots = planned_slots(plan, cells)
     labelled = [(slot.label, slot.spec) for slot in slots]
     labelled += [
         (t.name, spec) for t in plan.targets if not t.provision for spec in [static_spec(t)] if spec
@@ -113,7 +116,16 @@ def estimate_run(team: Team, document: dict | str) -> dict:
     document: a plan document (stored targets resolved for team). Raises
     runners ValidationError for a bad plan or an unpriced class.
     """
-    return estimate_plan(validate_document(document, team))
+    checked = check(document, team, prerun=False)
+    return plan_cost(checked)
+
+
+def plan_cost(checked: CheckedPlan) -> dict:
+    """estimate_plan of a checked plan, worked out once and carried on it
+    (CheckedPlan.cost): the builder's preview and the budget check read the same."""
+    if checked.cost is None:
+        checked.cost = estimate_plan(checked.spec, cells=checked.cells)
+    return checked.cost
 
 
 def hourly_price(kind: str, spec: dict | None) -> Decimal | None:

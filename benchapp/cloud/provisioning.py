@@ -43,9 +43,9 @@ from django.utils import timezone
 from benchapp.cloud import cloudtelemetry, pricing
 from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
-from benchapp.plans.planning import PlanRefused
+from benchapp.plans.planning import CheckedPlan, PlanRefused
 from runners.errors import RunnerError, ValidationError
-from runners.plan import CellSpec
+from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
 from runners.planspec import ClientSpec, SSHSpec
 from runners.providers import (
@@ -76,12 +76,17 @@ def planned_slots(plan: PlanSpec) -> list[Slot]:
 # ----------------------------------------------------------------- budget
 
 
-def check_budget(team: Team, spec: PlanSpec) -> None:
+def check_budget(team: Team, checked: CheckedPlan | PlanSpec) -> None:
     """Refuse (PlanRefused) a plan over the team's quota or per-run budget,
-    before any create call. No-op for plans without provisioning."""
+    before any create call. No-op for plans without provisioning. checked:
+    planning.check's (its cells and cost are used, not worked out again), or
+    a run's plan (a re-run of frozen cells)."""
+    spec = checked.spec if isinstance(checked, CheckedPlan) else checked
     if not needs_provisioning(spec):
         return
-    wanted = sum(counted_resources(slot) for slot in planned_slots(spec))
+    if not isinstance(checked, CheckedPlan):
+        checked = CheckedPlan(spec, expand(spec))
+    wanted = sum(counted_resources(slot) for slot in slots.planned_slots(spec, checked.cells))
     live = CloudResource.objects.filter(
         team=team, kind__in=COUNTED_KINDS, state__in=LIVE_STATES
     ).count()
@@ -95,7 +100,7 @@ def check_budget(team: Team, spec: PlanSpec) -> None:
                 "administrator to raise the quota."
             ),
         )
-    estimate = pricing.estimate_plan(spec)
+    estimate = pricing.plan_cost(checked)
     if estimate["total"] > float(team.max_run_cost):
         raise PlanRefused(
             "targets",

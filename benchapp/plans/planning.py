@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
+
 import yaml
 from django.conf import settings
 
@@ -10,11 +13,12 @@ from benchapp.accounts.targetguard import check_plan
 from benchapp.models import Plan, Team
 from benchapp.models_history import PlanRevision
 from benchapp.plans import toolhosts
+from benchapp.plans.estimates import Duration, plan_duration
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.limits import Limits
+from runners.plan import CellSpec, count_cells, expand, load_plan, raw_cell_count
 from runners.plan import Plan as PlanSpec
-from runners.plan import count_cells, load_plan, raw_cell_count
 from runners.planlimits import check_plan_limits
 from runners.providers.slots import unnamed_accounts
 
@@ -23,16 +27,92 @@ class PlanRefused(ValidationError):
     """A plan that is valid but may not run (cell limit, quota, budget)."""
 
 
+@dataclass
+class CheckedPlan:
+    """A plan document read, every combination expanded and validated once
+    (`check`), and what its consumers read off it: the form, the live
+    preview, save, the four ways to start a run and the budget check take
+    this object and never read the document again.
+
+    findings: the pre-run checks' (benchapp.plans.prerun), none of them a
+    refusal; cost: benchapp.cloud.pricing.plan_cost's, worked out once when
+    first asked for (pricing sits above this floor)."""
+
+    spec: PlanSpec
+    cells: list[CellSpec]
+    findings: list = field(default_factory=list)
+    cost: dict | None = None
+
+    @property
+    def document(self) -> dict:
+        return self.spec.document
+
+    @property
+    def warnings(self) -> list[str]:
+        """The findings as the builder and the API show them."""
+        return [str(f) for f in self.findings]
+
+    @cached_property
+    def duration(self) -> Duration:
+        """The one duration estimate (benchapp.plans.estimates) of these cells."""
+        return plan_duration(self.spec, self.cells)
+
+
+def check(
+    document: dict | str,
+    team: Team | None = None,
+    *,
+    trusted: bool = False,
+    prerun: bool | None = None,
+) -> CheckedPlan:
+    """The one check of a plan document: read it (stored targets resolved
+    for team), validate and expand every combination once, refuse a plan
+    over the cell limit, the sandbox's limits or the trust rules, then run
+    the pre-run checks (benchapp.plans.prerun) of a plan from the web, the
+    API or a schedule: a refusal among them raises PlanRefused with its
+    message, the rest are carried as findings.
+
+    trusted: an operator's plan file (manage.py runplan), whose targets may
+    use the team's credentials anywhere, as the operator may, and which the
+    pre-run checks do not apply to. prerun: False to skip them (reading a
+    plan, not saving or starting it); by default they apply to every
+    untrusted plan of a team. Raises ValidationError naming the key.
+    """
+    spec = _validated(document, team, trusted)
+    cells = expand(spec)
+    # Tools on the worker host within the operator's limits (docs/sandbox.md).
+    check_plan_limits(spec, sandbox_limits(), cells)
+    _check_some_host_runs(spec)
+    if prerun is None:
+        prerun = team is not None and not trusted
+    found = _prerun_findings(spec, team, cells) if prerun else []
+    return CheckedPlan(spec, cells, found)
+
+
+def _prerun_findings(spec: PlanSpec, team: Team, cells: list[CellSpec]) -> list:
+    from benchapp.plans import prerun
+
+    found = prerun.findings(spec, team, stored_targets(spec, team), cells)
+    for finding in found:
+        if finding.refuse:
+            raise PlanRefused(finding.path, finding.message)
+    return found
+
+
 def validate_document(
     document: dict | str, team: Team | None = None, *, trusted: bool = False
 ) -> PlanSpec:
+    """`check` without the pre-run checks, for callers that read a plan
+    (a template, a target's rules): its spec."""
+    return check(document, team, trusted=trusted, prerun=False).spec
+
+
+def _validated(document: dict | str, team: Team | None, trusted: bool) -> PlanSpec:
     """Parse and check a plan document; refuse plans over the cell limit.
 
     Targets written as a bare name ({name: X} or "X") are filled in from the
     team's stored Target of that name, so the web form and API can refer to
-    stored targets. Raises ValidationError with a message naming the key.
-    trusted: an operator's plan file (manage.py runplan), whose targets may
-    use the team's credentials anywhere, as the operator may.
+    stored targets.
     """
     document = _parsed(document)
     if team is not None:
@@ -47,9 +127,6 @@ def validate_document(
         credbinding.check_plan(spec, team)  # stored secrets only where they are bound
     check_cloud_identity(spec, trusted=trusted)
     _check_cell_limit(count_cells(spec))
-    # Tools on the worker host within the operator's limits (docs/sandbox.md).
-    check_plan_limits(spec, sandbox_limits())
-    _check_some_host_runs(spec)
     return spec
 
 
@@ -137,10 +214,10 @@ def resolve_stored_targets(document: dict, team: Team) -> dict:
 def target_document(target) -> dict:
     """A stored Target as a plan `targets` entry (secrets by credential name only)."""
     doc = {"name": target.name, "kind": target.kind}
-    for field in ("host", "port", "user", "database", "via"):
-        value = getattr(target, field)
+    for key in ("host", "port", "user", "database", "via"):
+        value = getattr(target, key)
         if value:
-            doc[field] = value
+            doc[key] = value
     if target.credential:
         doc["credential"] = target.credential.name
     if target.nodes:
@@ -166,16 +243,9 @@ def target_document(target) -> dict:
 
 
 def check_untrusted(document: dict | str, team: Team) -> tuple[PlanSpec, list[str]]:
-    """validate_document plus the pre-run checks of a plan from the web or the
-    API (benchapp.plans.prerun): (spec, warnings); PlanRefused for a certain failure."""
-    from benchapp.plans import prerun
-
-    spec = validate_document(document, team)
-    found = prerun.findings(spec, team, stored_targets(spec, team))
-    for finding in found:
-        if finding.refuse:
-            raise PlanRefused(finding.path, finding.message)
-    return spec, [str(f) for f in found]
+    """`check` of a plan from the web or the API: (spec, warnings)."""
+    checked = check(document, team)
+    return checked.spec, checked.warnings
 
 
 def stored_targets(spec: PlanSpec, team: Team) -> dict:
@@ -194,16 +264,19 @@ def stored_targets(spec: PlanSpec, team: Team) -> dict:
     return mine
 
 
-def save_plan(team: Team, document: dict | str, user=None, plan: Plan | None = None) -> Plan:
-    """Validate, check (check_untrusted) and store a plan document (new, or
-    replacing `plan`'s). The returned plan's `warnings` lists what the checks
-    found likely to fail (not stored)."""
-    spec, warnings = check_untrusted(document, team)
+def save_plan(
+    team: Team, document: dict | str | CheckedPlan, user=None, plan: Plan | None = None
+) -> Plan:
+    """Store a plan document (new, or replacing `plan`'s), checked by `check`
+    unless given as its CheckedPlan (a form that checked it). The returned
+    plan's `warnings` lists what the checks found likely to fail (not stored)."""
+    checked = document if isinstance(document, CheckedPlan) else check(document, team)
+    spec = checked.spec
     plan = plan or Plan(team=team, created_by=user)
     changed = plan.pk is None or plan.document != spec.document
     plan.name, plan.tool, plan.document = spec.name, spec.tool, spec.document
     plan.save()
     if changed:  # who edited the plan and when: the trend's plan-edit markers
         PlanRevision.objects.create(plan=plan, document=spec.document, created_by=user)
-    plan.warnings = warnings
+    plan.warnings = checked.warnings
     return plan

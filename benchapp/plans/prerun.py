@@ -27,7 +27,7 @@ from benchapp.models import Credential, Target, Team
 from runners import limits
 from runners.endpoint import address
 from runners.errors import ValidationError
-from runners.plan import Plan, expand
+from runners.plan import CellSpec, Plan, expand
 from runners.tools import check_dropped_schemas, get_tool
 
 # Connections a server accepts beyond max_connections for a privileged user
@@ -55,18 +55,22 @@ class Finding:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def findings(spec: Plan, team: Team, stored: dict[str, Target]) -> list[Finding]:
+def findings(
+    spec: Plan, team: Team, stored: dict[str, Target], cells: list[CellSpec] | None = None
+) -> list[Finding]:
     """Every finding of every check, refusals first. stored: the team's
     Targets that are the plan's targets of that name (same address), whose
-    grants and last connection test apply (benchapp.plans.planning.stored_targets)."""
-    found = [f for check in CHECKS for f in check(spec, team, stored)]
+    grants and last connection test apply (benchapp.plans.planning.stored_targets).
+    cells: the plan's expansion (benchapp.plans.planning.check's), else expanded here."""
+    cells = expand(spec) if cells is None else cells
+    found = [f for check in CHECKS for f in check(spec, team, stored, cells)]
     return sorted(found, key=lambda f: not f.refuse)
 
 
 # ------------------------------------------------------------------ checks
 
 
-def environment_secrets(spec, team, stored) -> list[Finding]:
+def environment_secrets(spec, team, stored, cells) -> list[Finding]:
     """password_env reads the worker's environment: refused for web/API plans."""
     found = []
     for i, target in enumerate(spec.targets):
@@ -96,7 +100,7 @@ def _ssh_env(ssh) -> str | None:
     return ssh.password_env if ssh is not None else None
 
 
-def missing_credentials(spec, team, stored) -> list[Finding]:
+def missing_credentials(spec, team, stored, cells) -> list[Finding]:
     """Credentials named by the plan that the team does not have."""
     names = set(Credential.objects.filter(team=team).values_list("name", flat=True))
     shown = ", ".join(sorted(names)) or "none yet"
@@ -125,7 +129,7 @@ def _credential_refs(spec):
             yield f"{path}.ssh.credential", client.ssh.credential
 
 
-def paths_and_scripts(spec, team, stored) -> list[Finding]:
+def paths_and_scripts(spec, team, stored, cells) -> list[Finding]:
     """File options outside the scratch and data directories, and code-running
     features where custom scripts are not allowed: the worker refuses the cell
     (runners.cell._check_scope) with the same rules."""
@@ -135,14 +139,16 @@ def paths_and_scripts(spec, team, stored) -> list[Finding]:
         return []
     ctx = _context(spec, stored)
     seen, found = set(), []
-    for cell in expand(spec):
+    for cell in cells:
         for params in _phases(spec, cell.params):
             scope = _scope(ctx, cell.target)
             if scope is None or (cell.target, repr(params)) in seen:
                 continue
             seen.add((cell.target, repr(params)))
             try:
-                check_scope(tool.validate(params), scope)
+                # A cell's own params are validated (planning.check); a phase's are merged.
+                clean = params if params is cell.params else tool.validate(params)
+                check_scope(clean, scope)
             except ValidationError as exc:
                 message = exc.message + _scope_fix(exc, cell.target, stored)
                 return [Finding(_param_path(spec, exc.param), message, refuse=True)]
@@ -196,14 +202,14 @@ def _scope_fix(exc: ValidationError, target: str, stored) -> str:
     )
 
 
-def connections(spec, team, stored) -> list[Finding]:
+def connections(spec, team, stored, cells) -> list[Finding]:
     """Connections per cell against the max_connections the target's last
     connection test read (Target.last_check_facts)."""
     name = getattr(get_tool(spec.tool), "CONNECTIONS_PARAM", None)
     if name is None:
         return []
     worst: dict[str, int] = {}
-    for cell in expand(spec):
+    for cell in cells:
         for params in _phases(spec, cell.params):
             worst[cell.target] = max(worst.get(cell.target, 0), _count(params.get(name)))
     found = []
@@ -258,13 +264,13 @@ def _param_path(spec, name: str) -> str:
     return f"axes.{name}" if name in spec.axes else f"params.{name}"
 
 
-def free_space(spec, team, stored) -> list[Finding]:
+def free_space(spec, team, stored, cells) -> list[Finding]:
     """fio files bigger than the free space its last connection test read in
     a host target's directory (Target.last_check_facts["disk"]), when the
     files go inside that directory: fio would stop with "No space left"."""
     tool = get_tool(spec.tool)
     worst: dict[str, tuple[int, str]] = {}  # target -> (bytes, "size 10T × numjobs 1")
-    for cell in expand(spec):
+    for cell in cells:
         disk = _disk(stored.get(cell.target))
         for params in _phases(spec, cell.params) if disk else ():
             if not _writes_inside(params, disk["directory"]):
@@ -314,7 +320,7 @@ def _gb(amount: int) -> str:
     return f"{amount / 2**30:,.1f} GB"
 
 
-def scratch_schema(spec, team, stored) -> list[Finding]:
+def scratch_schema(spec, team, stored, cells) -> list[Finding]:
     """A tool whose generated SQL drops its schema before and after the run
     (its SCHEMA_PARAM, e.g. runners.tools.mysqlslap): refused when a schema
     one of a cell's clients drops, after the tool's per-client suffix, is the
@@ -325,7 +331,7 @@ def scratch_schema(spec, team, stored) -> list[Finding]:
     if param is None:
         return []
     found, seen = [], set()
-    for cell in expand(spec):
+    for cell in cells:
         database = _database(spec, cell.target, stored)
         for params, clients in _schema_phases(spec, cell):
             clean = tool.validate(params)
@@ -344,7 +350,7 @@ def _schema_phases(spec, cell) -> list[tuple[dict, int]]:
     return phases + [(params, 1) for params in _phases(spec, cell.params)[1:]]
 
 
-def schema_rights(spec, team, stored) -> list[Finding]:
+def schema_rights(spec, team, stored, cells) -> list[Finding]:
     """A tool's scratch schema (SCHEMA_PARAM) the user may not create and use
     (its SCHEMA_PRIVILEGES), by the grants the target's last connection test
     read (Target.last_check_facts["db"]["schema_grants"]): a warning, since a
@@ -354,7 +360,7 @@ def schema_rights(spec, team, stored) -> list[Finding]:
     if param is None:
         return []
     found, seen = [], set()
-    for cell in expand(spec):
+    for cell in cells:
         row = stored.get(cell.target)
         grants = (
             ((row.last_check_facts or {}).get("db") or {}).get("schema_grants") if row else None
@@ -402,7 +408,7 @@ def _database(spec, target_name: str, stored) -> str | None:
     return (row.database if row is not None else None) or spec.target(target_name).database
 
 
-def failed_targets(spec, team, stored) -> list[Finding]:
+def failed_targets(spec, team, stored, cells) -> list[Finding]:
     """Stored targets whose last connection test failed."""
     found = []
     for i, target in enumerate(spec.targets):
@@ -419,7 +425,7 @@ def failed_targets(spec, team, stored) -> list[Finding]:
     return found
 
 
-def unresolved_hosts(spec, team, stored) -> list[Finding]:
+def unresolved_hosts(spec, team, stored, cells) -> list[Finding]:
     """Host names this server cannot resolve (the worker may: a warning)."""
     found = []
     for i, target in enumerate(spec.targets):

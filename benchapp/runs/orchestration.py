@@ -50,12 +50,11 @@ from benchapp.dispatch import (
     send,
 )
 from benchapp.models import Cell, CellLock, Plan, Run, Team
-from benchapp.plans.planning import PlanRefused, validate_document
+from benchapp.plans.planning import CheckedPlan, PlanRefused, check
 from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording, workerpool
 from benchapp.runs.heartbeat import Heartbeat
 from benchapp.store import frozenparts
 from runners.frozen import Parts, split_freeze
-from runners.plan import expand
 from runners.providers.slots import needs_provisioning
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ log = logging.getLogger(__name__)
 
 def start_run(
     team: Team,
-    document: dict | str,
+    document: dict | str | CheckedPlan,
     *,
     user=None,
     plan: Plan | None = None,
@@ -77,19 +76,26 @@ def start_run(
 ) -> Run:
     """Freeze a plan document into a Run with its Cells; dispatch after commit.
 
+    document: a plan document, checked here (planning.check: the pre-run
+    checks apply to every origin but an operator's plan file, "cli"), or
+    the CheckedPlan of a caller that checked it already.
     only_keys: run only the cells of these cell keys (all their repeats), as
     a confirmation re-run does; PlanRefused when the plan has none of them.
     fairshare.TooManyRuns when the team is at its cap of queued/running runs.
     """
-    spec = validate_document(document, team, trusted=origin == "cli")
-    cells = list(expand(spec))
+    checked = (
+        document
+        if isinstance(document, CheckedPlan)
+        else check(document, team, trusted=origin == "cli")
+    )
+    spec, cells = checked.spec, list(checked.cells)
     if only_keys is not None:
         cells = [c for c in cells if c.key in set(only_keys)]
         if not cells:
             raise PlanRefused(
                 "axes", "the plan has none of the cells " + ", ".join(sorted(only_keys))
             )
-    provisioning.check_budget(team, spec)
+    provisioning.check_budget(team, checked)
     # The plan's large parts (scripts, params, targets) are stored once for
     # the run, not once per cell: what a run stores stays about its document.
     parts = Parts()

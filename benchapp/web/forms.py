@@ -15,7 +15,7 @@ import yaml
 from django import forms
 
 from benchapp.plans import planning
-from benchapp.plans.planning import check_untrusted
+from benchapp.plans.planning import check
 from benchapp.plans.templates_plans import apply_target_directories
 from benchapp.web.forms_targets import _parse_yaml, _yaml
 from benchapp.web.forms_templates import target_where
@@ -143,6 +143,7 @@ class PlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team = team
         self.document = None
+        self.checked = None  # planning.check of the document, when valid
         self.warnings = []  # likely failures found by the pre-run checks (benchapp.plans.prerun)
         self.stored = {
             t.name: t for t in team.targets.select_related("credential", "ssh_credential")
@@ -229,7 +230,8 @@ class PlanForm(forms.Form):
             self._add_plan_error(exc)
             return data
         try:
-            self.spec, self.warnings = check_untrusted(self.document, self.team)
+            self.checked = check(self.document, self.team)
+            self.spec, self.warnings = self.checked.spec, self.checked.warnings
         except ValidationError as exc:
             self._add_plan_error(exc)
             self.document = None
@@ -409,6 +411,7 @@ class PlanYamlForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team = team
         self.document = None
+        self.checked = None  # planning.check of the document, when valid
         self.warnings = []  # likely failures found by the pre-run checks (benchapp.plans.prerun)
 
     def clean(self):
@@ -427,7 +430,8 @@ class PlanYamlForm(forms.Form):
         if not isinstance(document, dict):
             raise forms.ValidationError("A plan is a mapping with name, tool, targets, ...")
         try:
-            _, self.warnings = check_untrusted(document, self.team)
+            self.checked = check(document, self.team)
+            self.warnings = self.checked.warnings
         except ValidationError as exc:
             raise forms.ValidationError(str(exc)) from None
         self.document = document

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from benchapp.histories import scheduling
 from benchapp.models import Alert, Cell, Comparison, Credential, Plan, Run, Target
 from benchapp.plans import planning, targetrules
-from benchapp.plans.planning import check_untrusted
+from benchapp.plans.planning import CheckedPlan
 from benchapp.runs import orchestration
 from benchapp.web import forms_targets
 from runners.errors import ValidationError as PlanError
@@ -153,17 +153,19 @@ class TargetSerializer(serializers.ModelSerializer):
         return self.instance
 
 
-def _check_document(document, team):
+def _check_document(document, team) -> CheckedPlan:
+    """planning.check of a plan the API starts, pre-run checks included (as
+    the page's), or a 400 naming the key."""
     try:
-        return planning.validate_document(document, team)
+        return planning.check(document, team)
     except PlanError as exc:
         raise serializers.ValidationError({"document": [str(exc)]}) from exc
 
 
-def _check_untrusted(document, team) -> list[str]:
-    """The pre-run checks of a plan saved through the API: warnings, or a 400."""
+def _check_untrusted(document, team) -> CheckedPlan:
+    """planning.check of a plan saved through the API (its warnings), or a 400."""
     try:
-        return check_untrusted(document, team)[1]
+        return planning.check(document, team)
     except PlanError as exc:
         raise serializers.ValidationError([str(exc)]) from exc
 
@@ -183,13 +185,13 @@ class PlanSerializer(serializers.ModelSerializer):
         return list(getattr(plan, "warnings", []))
 
     def validate_document(self, document):
-        _check_untrusted(document, self.context["team"])
+        self._checked = _check_untrusted(document, self.context["team"])
         return document
 
     def save(self, **kwargs):
         self.instance = planning.save_plan(
             self.context["team"],
-            self.validated_data["document"],
+            self._checked,  # the check validate_document made
             user=self.context["request"].user,
             plan=self.instance,
         )
@@ -249,7 +251,7 @@ class RunSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError(
                     {"document": ["Give a plan document or a plan id."]}
                 )
-            _check_document(document, self.context["team"])
+            self._checked = _check_document(document, self.context["team"])
             attrs["document"] = document
         else:  # an existing run: only tags and notes change
             attrs = {k: v for k, v in attrs.items() if k in ("tags", "notes")}
@@ -268,7 +270,7 @@ class RunSerializer(serializers.ModelSerializer):
         try:
             return orchestration.start_run(
                 self.context["team"],
-                validated["document"],
+                self._checked,  # the check validate made
                 user=self.context["request"].user,
                 plan=validated.get("plan"),
                 origin="api",

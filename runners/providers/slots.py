@@ -94,11 +94,15 @@ def _slot_spec(provision: dict, name: str) -> dict:
     return spec
 
 
-def planned_slots(plan: Plan) -> list[Slot]:
-    """Every slot the plan needs, targets in plan order then the client."""
+def planned_slots(plan: Plan, cells: list | None = None) -> list[Slot]:
+    """Every slot the plan needs, targets in plan order then the client
+    (cells: the plan's expansion, when the caller has it)."""
     slots: dict[tuple[str, str], Slot] = {}
     provisioned = [t for t in plan.targets if t.provision]
-    cells = expand(plan) if provisioned else []
+    if not provisioned:
+        cells = []
+    elif cells is None:
+        cells = expand(plan)
     for target in provisioned:
         for cell in (c for c in cells if c.target == target.name):
             variant = variant_of(target.provision, cell.axes)

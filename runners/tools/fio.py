@@ -17,7 +17,7 @@ from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import Param
+from runners.params import Param, checked
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings
 from runners.tools import fio_parse
@@ -139,7 +139,7 @@ def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") ->
     it runs on the client host against the file system there."""
     if phase not in PHASES:
         raise ValidationError("phase", f"fio has only the phases {', '.join(PHASES)}")
-    clean = validate(params)
+    clean = checked(params, validate)
     argv = [BINARY]
     for name in PARAMS:  # PARAMS order: stable, readable command lines
         if name in clean and name != "output_format":

@@ -40,7 +40,7 @@ from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import SAFE_TEXT, Param
+from runners.params import SAFE_TEXT, Param, checked
 from runners.params import validate as validate_params
 from runners.tools.mysqlslap_parse import parse  # noqa: F401 (the tool's parse)
 
@@ -210,7 +210,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"{phase!r} is not allowed: mysqlslap has only 'run'")
-    clean = validate(params)
+    clean = checked(params, validate)
     uploads = [Upload(OPTION_FILE, _option_file(endpoint), 0o600)]
     argv = [BINARY, f"--defaults-extra-file={WORKDIR}/{OPTION_FILE}"]
     for name, value in clean.items():

@@ -18,7 +18,7 @@ from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import SAFE_TEXT, Param
+from runners.params import SAFE_TEXT, Param, checked
 from runners.params import validate as validate_params
 from runners.tools.pgbench_parse import parse  # noqa: F401 (the tool's parse)
 
@@ -157,7 +157,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"pgbench phases: {', '.join(PHASES)}")
-    clean = validate(params)
+    clean = checked(params, validate)
     argv = [BINARY] + (_init_options(clean) if phase == "init" else _run_options(clean))
     command = Command(argv=argv, tool=NAME, package=PACKAGE)
     if phase == "run" and "script" in clean:

@@ -20,7 +20,7 @@ from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import SAFE_TEXT, Param
+from runners.params import SAFE_TEXT, Param, checked
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings, line_warning
 
@@ -106,7 +106,7 @@ def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") ->
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"redis-benchmark has only the phases {', '.join(PHASES)}")
-    clean = validate(params)
+    clean = checked(params, validate)
     endpoint = endpoint or Endpoint(kind="redis")
     argv = [BINARY] + _endpoint_options(endpoint)
     for name, spec in PARAMS.items():

@@ -20,7 +20,7 @@ from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import Param
+from runners.params import Param, checked
 from runners.params import validate as validate_params
 from runners.results import Result, cap_warnings, line_warning
 
@@ -135,7 +135,7 @@ def build(params: dict, endpoint: Endpoint | None = None, phase: str = "run") ->
     stress-ng loads the machine it runs on."""
     if phase not in PHASES:
         raise ValidationError("phase", f"stress-ng has only the phases {', '.join(PHASES)}")
-    clean = validate(params)
+    clean = checked(params, validate)
     argv = [BINARY]
     for name, spec in PARAMS.items():
         if name in clean:

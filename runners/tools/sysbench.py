@@ -40,7 +40,7 @@ from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
-from runners.params import SAFE_TEXT, Param
+from runners.params import SAFE_TEXT, Param, checked
 from runners.params import validate as validate_params
 from runners.tools.sysbench_parse import parse  # noqa: F401  (the interface's parse)
 
@@ -320,7 +320,7 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     """
     if phase not in PHASES:
         raise ValidationError("phase", f"{phase!r} is not allowed: one of {', '.join(PHASES)}")
-    clean = validate(params)
+    clean = checked(params, validate)
     legacy = clean["sysbench_version"] == "0.4"
     test = clean["test"]
     if phase not in phases_for(clean):

@@ -140,6 +140,7 @@ def test_run_cell_untrusted_refuses_before_anything_runs(canary):
 @pytest.mark.django_db(transaction=True)
 def test_api_plan_is_refused_by_a_real_worker_and_leaves_no_effect(team, start_worker, canary):
     from benchapp.models import Cell
+    from benchapp.plans import planning
     from benchapp.runs import orchestration
     from tests.support.waiting import finished, wait_for
 
@@ -160,7 +161,12 @@ def test_api_plan_is_refused_by_a_real_worker_and_leaves_no_effect(team, start_w
         "params": {"script": f"\\shell sh -c 'echo x > {canary}'", "time": 1},
     }
     start_worker("refusals", BENCHBOARD_HEARTBEAT_SECONDS=1, BENCHBOARD_LEASE_SECONDS=6)
-    runs = [orchestration.start_run(team, plan, origin="api") for plan in (fio, pgbench)]
+    # Past the start's pre-run checks (planning.check refuses both at start,
+    # test_api_refuses_what_the_page_refuses): the worker refuses them on its own.
+    runs = [
+        orchestration.start_run(team, planning.check(plan, team, prerun=False), origin="api")
+        for plan in (fio, pgbench)
+    ]
     for run in runs:
         wait_for(lambda run=run: finished(run), timeout=120)
     errors = [cell.error for run in runs for cell in run.cells.all()]

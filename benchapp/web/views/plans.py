@@ -14,15 +14,13 @@ from benchapp.cloud import pricing
 from benchapp.histories import scheduling
 from benchapp.models import Alert, Plan
 from benchapp.plans import planning
-from benchapp.plans.estimates import plan_duration
-from benchapp.plans.planning import check_untrusted
 from benchapp.plans.templates_plans import get_template, plan_templates
 from benchapp.runs import orchestration
 from benchapp.web.forms import PlanForm, PlanYamlForm, initial_from_document
 from benchapp.web.forms_schedule import ScheduleForm
 from benchapp.web.forms_templates import TemplateForm
 from runners.errors import ValidationError
-from runners.plan import count_cells, dump_plan, expand, load_plan
+from runners.plan import count_cells, dump_plan, load_plan
 from runners.tools import DEFAULT_TOOL
 
 PREVIEW_CELLS = 8
@@ -78,7 +76,7 @@ def _builder(request, team, document, plan=None, template=None):
     )
     chosen = yaml_form if yaml_mode else form
     if request.method == "POST" and chosen.is_valid():
-        plan = planning.save_plan(team, chosen.document, user=request.user, plan=plan)
+        plan = planning.save_plan(team, chosen.checked, user=request.user, plan=plan)
         messages.success(request, f"Plan {plan.name} saved.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -108,7 +106,7 @@ def plan_import(request):
     team = current_team(request)
     form = PlanYamlForm(request.POST or None, request.FILES or None, team=team)
     if request.method == "POST" and form.is_valid():
-        plan = planning.save_plan(team, form.document, user=request.user)
+        plan = planning.save_plan(team, form.checked, user=request.user)
         messages.success(request, f"Plan {plan.name} imported.")
         _warn(request, plan)
         return redirect("plan_detail", pk=plan.pk)
@@ -125,13 +123,13 @@ def plan_preview(request):
     if not form.is_valid():
         errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
         return JsonResponse({"valid": False, "errors": errors})
-    spec = form.spec
-    cells = expand(spec)
+    checked = form.checked
+    spec, cells = checked.spec, checked.cells
     return JsonResponse(
         {
             "valid": True,
             "count": len(cells),
-            "yaml": _dump(spec.document),
+            "yaml": _dump(spec.document, checked=True),
             "cells": [
                 {
                     "index": c.index,
@@ -141,20 +139,20 @@ def plan_preview(request):
                 }
                 for c in cells[:PREVIEW_CELLS]
             ],
-            "estimate": estimate(spec, cells),
-            "warnings": form.warnings,
+            "estimate": estimate(checked),
+            "warnings": checked.warnings,
         }
     )
 
 
-def estimate(spec, cells) -> dict:
+def estimate(checked) -> dict:
     """Duration (benchapp.plans.estimates: targets in parallel) and the cost the
     budget check will count (benchapp.cloud.pricing: every priced item, provisioned
     or static, for the billed whole hours); cost None when nothing is priced
     or an item has no price in the table."""
-    duration = plan_duration(spec, cells)
+    duration, cells = checked.duration, checked.cells
     try:
-        cost = pricing.estimate_plan(spec)
+        cost = pricing.plan_cost(checked)
     except ValidationError:
         cost = None
     priced = bool(cost and cost["lines"])
@@ -233,8 +231,8 @@ def plan_delete(request, pk):
 def plan_run(request, pk):
     plan = get_plan(request, pk)
     try:
-        # The save checks again: a target's facts or the team's credentials may have changed.
-        check_untrusted(plan.document, plan.team)
+        # Checked again (planning.check, in start_run): a target's facts or
+        # the team's credentials may have changed since the save.
         run = orchestration.start_run(plan.team, plan.document, user=request.user, plan=plan)
     except ValidationError as exc:
         messages.error(request, f"This plan cannot start: {exc}")
@@ -264,16 +262,19 @@ KEY_ORDER = (
 )
 
 
-def _dump(document: dict) -> str:
-    """The plan file as YAML, keys in the usual order."""
+def _dump(document: dict, checked: bool = False) -> str:
+    """The plan file as YAML, keys in the usual order. checked: the document
+    of a checked plan (planning.check), plain already: not read again."""
     rank = {key: i for i, key in enumerate(KEY_ORDER)}
     ordered = dict(sorted(document.items(), key=lambda item: rank.get(item[0], len(rank))))
-    try:
-        return dump_plan(load_plan(ordered))
-    except ValidationError:
-        import yaml
+    if not checked:
+        try:
+            return dump_plan(load_plan(ordered))
+        except ValidationError:
+            pass
+    import yaml
 
-        return yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True)
 
 
 def _slug(name: str) -> str:

@@ -12,7 +12,7 @@ from benchapp.models import Cell, Run
 from benchapp.plans import planning
 from benchapp.runs import orchestration, progress
 from benchapp.web.views.plans import estimate as preview_estimate
-from runners.plan import expand, load_plan
+from runners.plan import load_plan
 from tests.support.waiting import finished, wait_for
 from tests.support.worker import FAST_LEASES, match_leases
 
@@ -53,7 +53,7 @@ EXPECTED = 2 * 0.25 + 0.1
 def test_preview_budget_and_results_give_one_cost(team, start_worker, settings):
     match_leases(settings, FAST_LEASES)
     plan = load_plan(PLAN)
-    preview = preview_estimate(plan, expand(plan))
+    preview = preview_estimate(planning.check(PLAN, team))
     budget = pricing.estimate_plan(plan)
     assert (preview["cost"], preview["cost_hours"]) == (round(EXPECTED, 2), 1.0)
     assert budget["total"] == pytest.approx(EXPECTED)
