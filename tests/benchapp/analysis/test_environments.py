@@ -19,7 +19,8 @@ from benchapp.models import Cell, Comparison, Environment, Run, Team
 from benchapp.runs import orchestration
 from runners import environment
 from tests.benchapp.ui_data import make_credential, make_target
-from tests.support.private_services import private_mariadb  # noqa: F401
+from tests.support.dbtargets import postgres_target  # noqa: F401
+from tests.support.private_services import private_mariadb, private_postgres_server  # noqa: F401
 from tests.support.waiting import finished, wait_for
 
 CANARY = "Env-canary-Pw-7731"
@@ -113,3 +114,52 @@ def test_environment_names_what_changed_between_runs(team, owner, three_runs):
     other = Team.objects.create(name="other-team")
     other_run = Run.objects.create(team=other, name="x", tool="sysbench", document={})
     assert api.get(f"/api/runs/{second.pk}/environment/?against={other_run.pk}").status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_postgres_setting_changed_between_pgbench_runs_is_named(
+    team, owner, start_worker, postgres_target, private_postgres_server
+):
+    """synchronous_commit off, then on: the comparison's database section and
+    the API's diff name it, with the source PostgreSQL gives for each value."""
+    server = private_postgres_server
+    document = {
+        "name": "env-pgbench",
+        "tool": "pgbench",
+        "targets": [
+            {
+                "name": "pg",
+                "kind": "postgres",
+                "host": postgres_target.host,
+                "port": postgres_target.port,
+                "user": "postgres",
+                "database": postgres_target.database,
+            }
+        ],
+        "params": {"scale": 1, "client": 2, "time": 2},
+    }
+    start_worker("env-pg")
+    try:
+        server.psql("ALTER SYSTEM SET synchronous_commit = off")
+        server.psql("SELECT pg_reload_conf()")
+        first = run_once(team, document)
+        server.psql("ALTER SYSTEM RESET synchronous_commit")
+        server.psql("SELECT pg_reload_conf()")
+        second = run_once(team, document)
+    finally:  # the session's server is shared with other tests
+        server.psql("ALTER SYSTEM RESET synchronous_commit")
+        server.psql("SELECT pg_reload_conf()")
+    comparison = Comparison.objects.create(team=team, name="sync")
+    comparison.runs.set([first, second])
+    database = comparisons.compare(comparison)["diff"]["environment: database"]
+    changed = {row["name"]: row["values"] for row in database if row["differs"]}
+    assert changed["variables.synchronous_commit"] == ["off", "on"]
+    assert changed["sources.synchronous_commit"] == ["configuration file", ""]
+    assert set(changed) <= {"variables.synchronous_commit", "sources.synchronous_commit"}
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=owner).key}")
+    diff = api.get(f"/api/runs/{second.pk}/environment/?against={first.pk}").json()["diff"]
+    assert {"key": "variables.synchronous_commit", "before": "off", "after": "on"} in diff[
+        "database"
+    ]
