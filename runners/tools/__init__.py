@@ -236,10 +236,11 @@ SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 def dropped_schemas(tool: ModuleType, clean: dict, count: int) -> list[str]:
     """The scratch schemas (SCHEMA_PARAM) the `count` clients of one cell
     create and drop, as each client's params name them (after the tool's
-    per-client suffix: mysqlslap's `<schema>_c<i>`); [] for a tool without one."""
+    per-client suffix: mysqlslap's `<schema>_c<i>`); [] for a tool without one
+    or when its SCHEMA_KEPT_BY parameter (mysqlslap's no_drop) is set."""
     param = getattr(tool, "SCHEMA_PARAM", None)
-    if param is None:
-        return []
+    if param is None or clean.get(getattr(tool, "SCHEMA_KEPT_BY", None) or ""):
+        return []  # no scratch schema, or one the tool is told not to drop
     names = [
         client_params(tool, clean, i, count).get(param, tool.SCHEMA_DEFAULT)
         for i in range(1, count + 1)

@@ -309,6 +309,8 @@ CONNECTIONS_PARAM = "concurrency"  # connections one cell opens (the pre-run che
 # its default, and the grants it needs there (checked with the real tool:
 # without INSERT it stops at "INSERT command denied").
 SCHEMA_PARAM, SCHEMA_DEFAULT = "create_schema", "mysqlslap"
+# With no_drop the schema is neither dropped before nor after the run.
+SCHEMA_KEPT_BY = "no_drop"
 SCHEMA_PRIVILEGES = ("CREATE", "DROP", "INSERT", "SELECT", "UPDATE")
 DURATION_PARAM = None  # runs a number of queries, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).
