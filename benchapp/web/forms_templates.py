@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from django import forms
 
-from benchapp.models import Target
+from benchapp.models import Credential, Target
 from benchapp.plans import planning
 from benchapp.plans.templates_plans import PRESETS, PROVISION, bind
 from runners.errors import ValidationError
+from runners.providers import get_provider
 
 
 class TemplateForm(forms.Form):
@@ -34,6 +35,17 @@ class TemplateForm(forms.Form):
                 help_text=f"A {dict(Target.KINDS)[role['kind']]} target. Plays "
                 f"“{role['name']}” in the scenario.",
             )
+        if any(role["provision"] for role in template["roles"]):
+            # What a provisioned role is billed to: a team credential of the
+            # cloud's account, never the worker's own identity (docs/trust-model.md).
+            accounts = team.credentials.filter(kind__in=Credential.ACCOUNT_KINDS).order_by("name")
+            self.fields["account"] = forms.ChoiceField(
+                label="Cloud account for provisioned roles",
+                required=False,
+                choices=[("", "— choose —"), *((c.name, c.name) for c in accounts)],
+                help_text="A team credential of the cloud's account: what provisioning is "
+                "billed to and signed with.",
+            )
         self.missing_kinds = sorted(
             {
                 dict(Target.KINDS)[r["kind"]]
@@ -54,12 +66,32 @@ class TemplateForm(forms.Form):
             value = data[f"role-{role['name']}"]
             choices[role["name"]] = PROVISION if value == PROVISION else self.targets[value]
         document = bind(self.template, data["preset"], choices)
+        if PROVISION in choices.values():
+            _name_account(document, data.get("account"))
         try:
             planning.validate_document(document, self.team)
         except ValidationError as exc:
             raise forms.ValidationError(f"With these targets the plan is refused: {exc}") from None
         self.document = document
         return data
+
+
+def _name_account(document: dict, account: str | None) -> None:
+    """Name the chosen cloud account in each provisioning spec of document."""
+    if not account:
+        raise forms.ValidationError(
+            "Choose the cloud account provisioned roles are billed to (a team credential "
+            "of the cloud's account): a plan never uses the worker's own identity."
+        )
+    client = document.get("client")
+    holders = [t for t in document.get("targets", []) if isinstance(t, dict)]
+    holders += [c for c in (client if isinstance(client, list) else [client]) if c]
+    for holder in holders:
+        spec = holder.get("provision")
+        if isinstance(spec, dict) and spec.get("provider"):
+            field = get_provider(spec["provider"]).CREDENTIAL_FIELD
+            if field and not spec.get(field):  # a copy: the template's own spec stays as it is
+                holder["provision"] = {**spec, field: account}
 
 
 def _target_label(target: Target) -> str:

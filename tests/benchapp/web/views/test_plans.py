@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from benchapp.models import Plan, Run
+from benchapp.models import Credential, Plan, Run
 from benchapp.plans.planning import save_plan, validate_document
 from benchapp.plans.templates_plans import get_template, plan_templates
 from benchapp.web.forms import PlanForm, initial_from_document
@@ -272,10 +272,11 @@ def disk(team, tmp_path):
     )
 
 
-def bound(team, template, preset="quick", **roles) -> dict:
-    """The plan document TemplateForm makes of these role choices."""
+def bound(team, template, preset="quick", account="", **roles) -> dict:
+    """The plan document TemplateForm makes of these role choices (account:
+    the cloud account of provisioned roles)."""
     form = TemplateForm(
-        {"preset": preset, **{f"role-{r}": str(v) for r, v in roles.items()}},
+        {"preset": preset, "account": account, **{f"role-{r}": str(v) for r, v in roles.items()}},
         team=team,
         template=template,
     )
@@ -399,10 +400,28 @@ def test_template_one_target_in_two_roles_becomes_a_named_copy(owner_client, tea
 
 
 def test_template_provisioning_choice_keeps_the_scenarios_spec(owner_client, team):
+    """Provisioned roles keep the scenario's spec and name the team's cloud
+    account the form asks for (never the worker's own identity)."""
     template = get_template("s1-rds-classes-mysqlslap")
-    document = bound(team, template, "study", micro="provision", **{"m2-4xlarge-iops": "provision"})
-    assert document["targets"] == template["document"]["targets"]
-    assert document["client"] == template["document"]["client"]
+    roles = {"role-micro": "provision", "role-m2-4xlarge-iops": "provision"}
+    form = TemplateForm({"preset": "study", **roles}, team=team, template=template)
+    assert not form.is_valid() and "Choose the cloud account" in str(form.errors)
+    Credential.objects.create(team=team, name="aws-lab", kind=Credential.ACCOUNT_KINDS[0])
+    document = bound(
+        team,
+        template,
+        "study",
+        micro="provision",
+        account="aws-lab",
+        **{"m2-4xlarge-iops": "provision"},
+    )
+    named = [
+        {k: v for k, v in t["provision"].items() if k != "aws_credential"}
+        for t in document["targets"]
+    ]
+    assert named == [t["provision"] for t in template["document"]["targets"]]
+    assert {t["provision"]["aws_credential"] for t in document["targets"]} == {"aws-lab"}
+    assert "aws_credential" not in str(template["document"]["targets"])  # the template untouched
     assert document["params"]["number_of_queries"] == 10000
 
 

@@ -115,7 +115,8 @@ def test_target_provision_yaml_round_trips(owner_client, team):
         target_post(
             name="rds",
             host="",
-            provision="{provider: aws_rds, engine: mysql, instance_class: db.t3.micro}",
+            provision="{provider: aws_rds, engine: mysql, instance_class: db.t3.micro,"
+            " aws_credential: aws-lab}",
         ),
     )
     target = Target.objects.get(name="rds")
@@ -377,14 +378,18 @@ def test_api_sets_a_targets_cloud_instance_and_link_speed(owner_client, team):
     client = APIClient()
     client.force_authenticate(Membership.objects.filter(team=team).first().user)
     body = {"name": "shop", "kind": "mysql", "host": "shop.example", "link_mbit": 1000}
-    cloud = {"provider": "aws_rds", "db_instance": "shop-db-1"}
+    # A stored target's cloud resource names the team's account (docs/trust-model.md).
+    cloud = {"provider": "aws_rds", "db_instance": "shop-db-1", "aws_credential": "aws-lab"}
+    unnamed = {"provider": "aws_rds", "db_instance": "shop-db-1"}
+    refused = client.post("/api/targets/", {**body, "cloud_instance": unnamed}, format="json")
+    assert refused.status_code == 400 and "aws_credential" in str(refused.json())
     created = client.post("/api/targets/", {**body, "cloud_instance": cloud}, format="json")
     assert created.status_code == 201, created.json()
     assert created.json()["cloud_instance"] == cloud
     assert created.json()["link_mbit"] == 1000
     refused = client.patch(
         f"/api/targets/{created.json()['id']}/",
-        {"cloud_instance": {"provider": "aws_rds", "db_instance": "1-bad"}},
+        {"cloud_instance": {"provider": "aws_rds", "db_instance": "1-bad", "aws_credential": "x"}},
         format="json",
     )
     assert refused.status_code == 400
