@@ -34,12 +34,26 @@ class Slot:
     def take(cls, directory: str, count: int, cancelled: Callable[[], bool]) -> Slot:
         """The first free slot of `count` in directory, waiting for one;
         RunnerError when cancelled while waiting."""
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise RunnerError(
+                f"cannot make the sandbox slots directory {directory}: {exc}"
+            ) from exc
         while True:
+            refused: list[OSError] = []
             for index in range(count):
-                slot = cls._try(directory, index)
+                try:
+                    slot = cls._try(directory, index)
+                except OSError as exc:  # e.g. a slot file not made yet on a full or read-only var/
+                    refused.append(exc)
+                    continue
                 if slot is not None:
                     return slot
+            if len(refused) == count:
+                raise RunnerError(
+                    f"no sandbox slot file can be opened in {directory}: {refused[0]}"
+                )
             if cancelled():
                 raise RunnerError(
                     "cancelled while waiting for one of the worker host's "
@@ -49,7 +63,9 @@ class Slot:
 
     @classmethod
     def _try(cls, directory: str, index: int) -> Slot | None:
-        fd = os.open(os.path.join(directory, f"slot-{index}"), os.O_RDWR | os.O_CREAT, 0o600)
+        # Read-only: a lock needs no write access, so slot files made earlier
+        # keep working when var/ is full or turns read-only.
+        fd = os.open(os.path.join(directory, f"slot-{index}"), os.O_RDONLY | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -132,8 +132,10 @@ class LocalExecutor(Executor):
         self.sandbox, self.clean_env, self._ids = sandbox, True, sandbox.ids()
 
     def _make_workdir(self) -> str:
-        # mkdtemp creates the directory with mode 0700, owned by the sandbox user.
-        path = tempfile.mkdtemp(prefix="benchboard.")
+        # mkdtemp creates the directory with mode 0700, owned by the sandbox user;
+        # the worker's pid in the name says whose it is (a leaked scratch mount
+        # names the process that made it).
+        path = tempfile.mkdtemp(prefix=f"benchboard.{os.getpid()}.")
         if self._ids is not None:
             os.chown(path, *self._ids)
         limits = self.sandbox.limits if self.sandbox is not None else None

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCENARIOS = {
     "s1-rds-classes-mysqlslap": 20,  # targets interleaved, twice each
     "s2-oltp-vs-cpu-stress": 3,
-    "s3-ebs-raid0-fio": 8,
+    "s3-ebs-raid0-fio": 4,  # volumes are striped only when provisioned: bs × rw
     "s4-managed-mysql-threads": 16,  # targets interleaved, twice each
     "s5-myisam-update": 6,
 }

@@ -24,6 +24,7 @@ from rest_framework.test import APIClient
 
 from benchapp.models import Artifact, Cell, Credential, Run
 from benchapp.runs import orchestration
+from benchapp.store import frozenparts
 from runners import endpoint as ep
 from tests.security.test_credential_binding import PASSWORD, recorder, team_password  # noqa: F401 (fixtures)
 from tests.support.waiting import finished, wait_for
@@ -47,8 +48,10 @@ def _forged_run(team, document, rewrite) -> Run:
     with transaction.atomic():  # dispatch leaves on commit, after the rewrite
         run = orchestration.start_run(team, document, origin="api")
         for cell in Cell.objects.filter(run=run):
-            rewrite(cell.spec)
-            Cell.objects.filter(pk=cell.pk).update(spec=cell.spec)
+            # The whole spec, rewritten, stored whole (a form the worker reads).
+            spec = frozenparts.frozen(cell)
+            rewrite(spec)
+            Cell.objects.filter(pk=cell.pk).update(spec=spec)
     return run
 
 

@@ -52,22 +52,21 @@ def _groups_left(prefix: str = f"benchboard-{os.getpid()}-") -> list[str]:
 
 
 def _scratch_mounts() -> list[str]:
-    return [
-        line for line in Path("/proc/self/mounts").read_text().splitlines() if "benchboard." in line
-    ]
+    """This process's scratch mounts (a work dir is named after its worker's pid)."""
+    mine = f"/benchboard.{os.getpid()}."
+    return [line for line in Path("/proc/self/mounts").read_text().splitlines() if mine in line]
 
 
 @pytest.fixture(autouse=True)
 def sandbox_here():
     assert unavailable() is None, unavailable()  # bubblewrap is a test dependency
     assert os.geteuid() == 0, "cgroups and the scratch file system need a root worker"
-    mounted = set(_scratch_mounts())  # (another test's worker may hold one meanwhile)
+    mounted = set(_scratch_mounts())
     yield
     assert _groups_left() == []  # every group removed after its tool
-    # Every scratch file system unmounted. Another test process's tool may
-    # mount one meanwhile (make test runs several): it goes when that tool ends,
-    # so only a mount that stays is a leak.
-    deadline = time.monotonic() + 60
+    # Every scratch file system this process mounted is unmounted (other test
+    # processes' tools mount theirs meanwhile: their names carry their pid).
+    deadline = time.monotonic() + 10
     while not set(_scratch_mounts()) <= mounted and time.monotonic() < deadline:
         time.sleep(0.5)
     assert set(_scratch_mounts()) <= mounted
