@@ -35,16 +35,16 @@ from dataclasses import dataclass
 
 SELF = "self"
 PROC = "proc"
-# Two processes a second: cat (a process that ends between the glob and the
-# read is skipped) and sed, which keeps pid, parent, state, utime, stime and
-# the name of each /proc/PID/stat line (the name last: it may hold spaces
-# and parentheses; the greedy match ends at the last ") ").
-SCRIPT = (
-    f"echo {SELF} $$; "
-    "cat /proc/[0-9]*/stat 2>/dev/null | sed -n "
-    "'s/^\\([0-9]*\\) (\\(.*\\)) \\([A-Za-z]\\) \\([0-9]*\\) \\([-0-9]* \\)\\{9\\}"
-    f"\\([0-9]*\\) \\([0-9]*\\) .*/{PROC} \\1 \\4 \\3 \\6 \\7 \\2/p'; "
+# The sed rule that turns each /proc/PID/stat line into a "proc" line: pid,
+# parent, state, utime, stime and the name (the name last: it may hold
+# spaces and parentheses; the greedy match ends at the last ") "). The
+# host sampler runs it in its one sed over /proc/[0-9]*/stat (a process that
+# ends between the glob and the read is skipped), after `echo self $$`.
+PROC_RULE = (
+    "s/^\\([0-9]*\\) (\\(.*\\)) \\([A-Za-z]\\) \\([0-9]*\\) \\([-0-9]* \\)\\{9\\}"
+    f"\\([0-9]*\\) \\([0-9]*\\) .*/{PROC} \\1 \\4 \\3 \\6 \\7 \\2/p"
 )
+PROC_FILES = "/proc/[0-9]*/stat"
 # The server processes of each kind of target, by name, where no pid is known.
 SERVER_NAMES = {
     "mysql": ("mariadbd", "mysqld"),

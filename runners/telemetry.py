@@ -17,7 +17,7 @@ A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
 
 It also lists the processes that used CPU (runners.proctree), so a second's
 CPU splits into the cell's own, the target server's and everyone else's.
-Nothing is installed on the host: sh, grep, cat and sleep. It runs through
+Nothing is installed on the host: sh, sed, cat and sleep. It runs through
 the cell's executor like any command (locally outside the sandbox, as the
 worker's child, so it sees every process; over SSH on the pooled
 connection, beside the cell's other commands). `parse_samples` turns the text into a columnar series
@@ -38,22 +38,47 @@ from runners.results import Series
 
 INTERVAL_S = 1
 MARK = "@@"
-# Only these /proc/stat lines: the "intr" line alone can be thousands of numbers.
-# Each interface's link speed (Mb/s; -1 when the driver has none, as for lo
-# or a virtual NIC, or the link is down) is read once and printed in every sample.
+# Two processes a second (sed, sleep): what a sample costs is mostly starting
+# processes, so the shell's own `read` takes /proc/uptime and /proc/loadavg,
+# and one sed reads the rest, each line rewritten by the first of these rules
+# that fits it (`t` ends a line's rules; a line no rule fits is dropped):
+# every /proc/PID/stat line (runners.proctree); the chosen lines of
+# /proc/stat (not "intr": alone it can be thousands of numbers), /proc/meminfo
+# and /proc/vmstat, kept as they are; /proc/net/dev's interfaces (a name, a
+# colon and many numbers: a meminfo line has one); /proc/diskstats (its
+# major number padded with spaces). Each interface's link speed (Mb/s; -1
+# when the driver has none, as for lo or a virtual NIC, or the link is
+# down) is read once and printed in every sample.
+_KEPT = (
+    "cpu",
+    "ctxt ",
+    "procs_",
+    "MemTotal:",
+    "MemAvailable:",
+    "Cached:",
+    "Dirty:",
+    "SwapTotal:",
+    "SwapFree:",
+    "pswpin ",
+    "pswpout ",
+)
+_RULES = (
+    proctree.PROC_RULE,
+    *(f"s/^{line}/&/p" for line in _KEPT),
+    "s/^ *\\([^ :]*\\): *\\([0-9]\\{1,\\} \\{1,\\}[0-9]\\)/net \\1 \\2/p",
+    "s/^ \\{1,\\}[0-9]/disk &/p",
+)
+_FILES = "/proc/stat /proc/meminfo /proc/vmstat /proc/diskstats /proc/net/dev"
 _SCRIPT = (
     "speeds=$(for d in /sys/class/net/*; do "
     'echo "speed ${d##*/} $(cat $d/speed 2>/dev/null || echo -1)"; done); '
     "while :; do "
-    f"echo {MARK} $(cat /proc/uptime); "
+    f'read -r up < /proc/uptime; echo "{MARK} $up"; '
     'echo "$speeds"; '
-    "grep -E '^(cpu|ctxt|procs_)' /proc/stat; "
-    "echo load $(cat /proc/loadavg); "
-    "grep -E '^(MemTotal|MemAvailable|Cached|Dirty|SwapTotal|SwapFree):' /proc/meminfo; "
-    "grep -E '^(pswpin|pswpout) ' /proc/vmstat; "
-    "sed 's/^/disk /' /proc/diskstats; "
-    "sed -n 's/^ *\\([^ :]*\\): */net \\1 /p' /proc/net/dev; "
-    f"{proctree.SCRIPT}"
+    'read -r load < /proc/loadavg; echo "load $load"; '
+    f"echo {proctree.SELF} $$; "
+    "sed -n " + " -e t ".join(f"-e '{rule}'" for rule in _RULES) + " "
+    f"{_FILES} {proctree.PROC_FILES} 2>/dev/null; "
     f"echo {MARK} end; sleep {INTERVAL_S}; done"
 )
 # /proc/stat cpu columns, in order (steal is the 8th).
