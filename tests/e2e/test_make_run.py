@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import browser, screenshot  # noqa: F401 (fixture)
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,39 @@ def read_until(stream, pattern: str, limit_s: float = 240) -> list[str]:
     pytest.fail("no login printed:\n" + "".join(lines))
 
 
-def test_make_run_from_a_fresh_clone(clone, tmp_path):
+def _demo_cells_have_a_timeline_and_a_verdict(browser, url, username, password):  # noqa: F811
+    """What a newcomer sees first, in Chromium: each demo cell's page draws the
+    tool's and the machine's seconds and says what limited the cell (not
+    "too short to judge", not "no verdict")."""
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(30_000)
+    page.goto(url + "login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("main button[type=submit]")
+    page.wait_for_url(url)
+    page.goto(url + "runs/1/")
+    links = sorted(
+        set(
+            page.eval_on_selector_all(
+                "a[href*='/cells/'][href$='/artifacts/']", "els => els.map(e => e.href)"
+            )
+        )
+    )
+    assert len(links) == 3, links
+    for link in links:
+        page.goto(link)
+        page.wait_for_selector("#cell-timeline[data-ready='1']", state="attached")
+        assert page.get_attribute("#cell-timeline", "data-panels") == "tool,telemetry"
+        verdict = page.locator("[data-role=verdict]")
+        assert verdict.get_attribute("data-limit") not in ("no_telemetry", "too_short"), (
+            verdict.inner_text()
+        )
+        assert "measured seconds" in page.inner_text("[data-role=rests-on]")
+    screenshot(page, "make-run-demo-cell")
+
+
+def test_make_run_from_a_fresh_clone(clone, tmp_path, browser):  # noqa: F811
     port = free_port()
     env = {
         k: v
@@ -138,6 +171,7 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path):
 
         data = wait_for(demo_done, timeout=240, step=1)
         assert data["status"] == "succeeded" and data["done"] == data["total"] > 0
+        _demo_cells_have_a_timeline_and_a_verdict(browser, url, username, password)
 
         # A 404 is the app's own page, not Django's debug page with the URL patterns.
         with pytest.raises(urllib.error.HTTPError) as caught:
