@@ -145,9 +145,9 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path, browser):  # noqa: F811
 
         # The printed login works.
         jar = http.cookiejar.CookieJar()
-        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         assert 'name="csrfmiddlewaretoken"' in page
-        with browser.open(url + "login/") as response:  # sets the csrf cookie
+        with opener.open(url + "login/") as response:  # sets the csrf cookie
             token = re.search(
                 r'name="csrfmiddlewaretoken" value="([^"]+)"', response.read().decode()
             ).group(1)
@@ -155,14 +155,14 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path, browser):  # noqa: F811
             {"username": username, "password": password, "csrfmiddlewaretoken": token}
         ).encode()
         request = urllib.request.Request(url + "login/", data=form, headers={"Referer": url})
-        with browser.open(request) as response:
+        with opener.open(request) as response:
             home = response.read().decode()
         assert response.url == url and "Recent runs" in home and "Log out demo" in home
 
         # The demo run finishes.
         def demo_done():
             try:
-                with browser.open(url + "runs/1/progress.json") as response:
+                with opener.open(url + "runs/1/progress.json") as response:
                     data = json.loads(response.read())
             except urllib.error.HTTPError as error:  # the demo run is being created
                 assert error.code == 404
@@ -175,7 +175,7 @@ def test_make_run_from_a_fresh_clone(clone, tmp_path, browser):  # noqa: F811
 
         # A 404 is the app's own page, not Django's debug page with the URL patterns.
         with pytest.raises(urllib.error.HTTPError) as caught:
-            browser.open(url + "no-such-page/")
+            opener.open(url + "no-such-page/")
         body = caught.value.read().decode()
         assert caught.value.code == 404
         assert "Not found · Benchboard" in body and "URLconf" not in body
