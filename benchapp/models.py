@@ -464,8 +464,11 @@ class SkippedTick(models.Model):
         ordering = ["-at"]
 
 
+# Models by area, each in a module of its own (size); importing them here registers them.
+# Cloud resources and prices (benchapp.cloud).
+from benchapp.models_cloud import CloudResource, PriceEntry  # noqa: E402,F401
 
-# History models live in their own module (size); importing them here registers them.
+# Histories and alerts (benchapp.histories).
 from benchapp.models_history import (  # noqa: E402,F401
     Alert,
     AlertDelivery,
@@ -489,6 +492,3 @@ from benchapp.models_results import (  # noqa: E402,F401
     OutputBlob,
     RunMetric,
 )
-
-# Cloud resources and prices (benchapp.cloud).
-from benchapp.models_cloud import CloudResource, PriceEntry  # noqa: E402,F401

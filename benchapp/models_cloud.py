@@ -17,9 +17,15 @@ class CloudResource(models.Model):
     """A cloud resource Benchboard created. Written BEFORE the create call so a
     crash between the call and its response still leaves a row to reap."""
 
-    team = models.ForeignKey("benchapp.Team", on_delete=models.CASCADE, related_name="cloud_resources")
+    team = models.ForeignKey(
+        "benchapp.Team", on_delete=models.CASCADE, related_name="cloud_resources"
+    )
     run = models.ForeignKey(
-        "benchapp.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="cloud_resources"
+        "benchapp.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="cloud_resources",
     )
     target_name = models.CharField(max_length=100, blank=True)
     provider = models.CharField(max_length=20)

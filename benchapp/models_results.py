@@ -160,7 +160,9 @@ class OutputBlob(models.Model):
     sha256, and the stream's first and last KiB, which the pages show when
     the object is gone (expired by retention, or missing from the store)."""
 
-    artifact = models.ForeignKey("benchapp.Artifact", on_delete=models.CASCADE, related_name="blobs")
+    artifact = models.ForeignKey(
+        "benchapp.Artifact", on_delete=models.CASCADE, related_name="blobs"
+    )
     stream = models.CharField(max_length=6)  # stdout | stderr
     key = models.CharField(max_length=400, unique=True)
     size = models.BigIntegerField()

@@ -3,6 +3,9 @@
 Same services and team scoping as the pages: every queryset is the current
 team's (the `team` query parameter picks one of the user's teams, else the
 first), anything else is a 404. Pages never call this over HTTP.
+Runs, their cells and measurements are in benchapp.web.api_runs, worker
+hosts in benchapp.web.api_workers; this module holds the rest and what
+they share (team scoping, the error schema, downloads).
 """
 
 from django.db.models import Count
