@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from bench.report import spread
-from bench.scale import PARAMS, TARGETS
-from benchapp.models import Cell, Run
+from bench.scale import PARAMS, TARGETS, run_on, wait_finished
+from benchapp.models import Cell
 from benchapp.runs import orchestration
 from tests.support.worker import Worker
 
@@ -59,29 +59,9 @@ def start_hosts(count: int, log_dir: Path, env: dict, label: str) -> list[Worker
     return started
 
 
-def wait_finished(run: Run, timeout: float = 900, reap: bool = False) -> None:
-    deadline = time.monotonic() + timeout
-    while Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"pool run {run.pk} did not finish in {timeout} s")
-        if reap:
-            orchestration.reap()
-        time.sleep(0.5 if reap else 0.1)
-
-
 def run_once(team, hosts: int, log_dir: Path, env: dict, label: str) -> dict:
     started = start_hosts(hosts, log_dir, env, label)
-    try:
-        run = orchestration.start_run(team, plan(), origin="bench")
-        wait_finished(run)
-    finally:
-        for worker in started:
-            worker.stop()
-    run.refresh_from_db()
-    cells = list(run.cells.all())
-    if run.status != Run.SUCCEEDED:
-        raise RuntimeError(f"pool run: {run.status} {[c.error for c in cells if c.error]}")
-    seconds = (run.finished_at - run.created_at).total_seconds()
+    cells, seconds = run_on(team, plan(), started, timeout=900)
     return {
         "cells": len(cells),
         "seconds": round(seconds, 2),
@@ -133,7 +113,7 @@ def lost_host_requeue(team, log_dir: Path, env: dict) -> dict:
         killed = time.monotonic()
         _wait(lambda: _rerun(cell, victim.host), reap=True)
         seconds = time.monotonic() - killed
-        wait_finished(run, reap=True)
+        wait_finished(run, timeout=900, reap=True)
     finally:
         for worker in (first, second):
             worker.stop()

@@ -67,27 +67,41 @@ def plan() -> dict:
     }
 
 
+def wait_finished(run: Run, timeout: float = 600, reap: bool = False) -> None:
+    """Until the run is no longer active; reap: run the reaper meanwhile (a lost host's cells)."""
+    deadline = time.monotonic() + timeout
+    while Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run.name} run {run.pk} did not finish in {timeout} s")
+        if reap:
+            orchestration.reap()
+        time.sleep(0.5 if reap else 0.1)
+
+
+def run_on(team, plan: dict, workers: list[Worker], timeout: float) -> tuple[list, float]:
+    """Run plan to its end on the started workers, then stop them: its cells
+    and its seconds from creation to end (RuntimeError unless it succeeded).
+    bench/pool.py runs its plan through this too."""
+    try:
+        run = orchestration.start_run(team, plan, origin="bench")
+        wait_finished(run, timeout)
+    finally:
+        for worker in workers:
+            worker.stop()
+    run.refresh_from_db()
+    cells = list(run.cells.all())
+    if run.status != Run.SUCCEEDED:
+        raise RuntimeError(f"{run.name} run: {run.status} {[c.error for c in cells if c.error]}")
+    return cells, (run.finished_at - run.created_at).total_seconds()
+
+
 def run_once(team, workers: int, log_dir: Path, env: dict, label: str) -> dict:
     """Start `workers` worker processes, run the plan to its end, stop them."""
     started = [
         Worker(log_dir / f"scale-{label}-{i}.log", env, f"scale-{label}-{i}")
         for i in range(workers)
     ]
-    try:
-        run = orchestration.start_run(team, plan(), origin="bench")
-        deadline = time.monotonic() + 600
-        while Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"scale run {run.pk} did not finish in 600 s")
-            time.sleep(0.1)
-    finally:
-        for worker in started:
-            worker.stop()
-    run.refresh_from_db()
-    cells = list(run.cells.all())
-    if run.status != Run.SUCCEEDED:
-        raise RuntimeError(f"scale run: {run.status} {[c.error for c in cells if c.error]}")
-    seconds = (run.finished_at - run.created_at).total_seconds()
+    cells, seconds = run_on(team, plan(), started, timeout=600)
     busy = [c.duration for c in cells]
     return {
         "cells": len(cells),

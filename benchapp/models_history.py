@@ -50,7 +50,7 @@ class Alert(models.Model):
         "benchapp.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # The plan edit(s) between the last run before the change and the first
-    # after it (benchapp.histories.history.straddled_edit): the change may be the edit's.
+    # after it (benchapp.histories.planedits.straddled_edit): the change may be the edit's.
     plan_edit = models.TextField(blank=True)
     # What else changed around the change point, nearest first
     # (benchapp.histories.explain.changes): settings, versions, verdicts.

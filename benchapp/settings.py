@@ -11,7 +11,6 @@ Every variable read here is listed in .env.example (a test checks it).
 
 import ipaddress
 import os
-import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +18,8 @@ import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
+
+from benchapp.settings_secrets import check_fernet_keys, generated_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -35,28 +36,6 @@ EMBEDDED = env.bool(
 ) and not env.str("DATABASE_URL", default="")
 VAR_DIR = Path(env.str("BENCHBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
-
-
-def generated_secret(path: Path, make) -> str:
-    """Read the file at path, creating it (mode 0600) with make() on first run.
-
-    Several processes start at once on a first run (`make run` migrates while
-    it collects static files, then starts the web server and the worker). Each
-    writes its own key to a file of its own and links it into place: the first
-    link wins and every process reads that one whole file, so none reads a
-    half-written key and all share the same one.
-    """
-    if not path.exists():
-        own = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        try:
-            with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
-                file.write(make())
-            os.link(own, path)
-        except FileExistsError:
-            pass  # another process was first: read its key
-        finally:
-            own.unlink(missing_ok=True)
-    return path.read_text().strip()
 
 
 def _required(name: str, make) -> str:
@@ -78,23 +57,7 @@ FERNET_KEYS = [
 ]
 
 
-def _check_fernet_keys(keys: list[str]) -> None:
-    """Refuse to start on a malformed key; the message names the variable, never the key."""
-    if not keys:
-        raise ImproperlyConfigured("BENCHBOARD_FERNET_KEYS is empty: set at least one Fernet key")
-    for position, key in enumerate(keys, start=1):
-        try:
-            Fernet(key.encode())
-        except (ValueError, TypeError):
-            raise ImproperlyConfigured(
-                f"BENCHBOARD_FERNET_KEYS: key {position} is not a valid Fernet key (32 "
-                "url-safe base64-encoded bytes; make one with "
-                "`python -c 'from cryptography.fernet import Fernet; "
-                "print(Fernet.generate_key().decode())'`)"
-            ) from None
-
-
-_check_fernet_keys(FERNET_KEYS)
+check_fernet_keys(FERNET_KEYS)
 ALLOWED_HOSTS = env.list(
     "DJANGO_ALLOWED_HOSTS",
     default=["*"] if DEBUG else ["127.0.0.1", "localhost"] if EMBEDDED else [],

@@ -12,13 +12,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchapp.cloud.provisioning import (
-    LIVE_STATES,
-    stored_credential,
-    sweep_account,
-    teardown_rows,
-    teardown_run,
-)
+from benchapp.cloud.cloudaccounts import stored_credential
+from benchapp.cloud.provisioning import LIVE_STATES, sweep_account, teardown_rows, teardown_run
 from benchapp.models import Cell, CloudResource, Run
 from runners.providers import get_provider
 

@@ -41,6 +41,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from benchapp.cloud import cloudtelemetry, pricing
+from benchapp.cloud.cloudaccounts import (
+    ambient_allowed,
+    credential_named,
+    provision_context,
+    stored_credential,
+)
 from benchapp.dispatch import DISPATCH_RUN, TEARDOWN_RUN, send
 from benchapp.models import Cell, CloudResource, Credential, Run, Team
 from benchapp.plans.planning import CheckedPlan, PlanRefused
@@ -49,7 +55,6 @@ from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
 from runners.planspec import ClientSpec, SSHSpec
 from runners.providers import (
-    Account,
     ProvisionContext,
     counted_kinds,
     get_provider,
@@ -128,80 +133,6 @@ def _safe_tag(text: str) -> str:
     return re.sub(r"[^\w .:/=+@-]", "_", text)[:200]
 
 
-def _credential(spec: dict) -> str | None:
-    """The name of the team Credential a provision spec asks for (the
-    provider's CREDENTIAL_FIELD, e.g. aws_credential), or None."""
-    field = get_provider(spec["provider"]).CREDENTIAL_FIELD
-    return spec.get(field) if field else None
-
-
-def ambient_allowed(run: Run | None) -> bool:
-    """Whether run may use the worker's own cloud identity: an operator's plan
-    file (origin cli) with BENCHBOARD_CLI_CLOUD_IDENTITY on, nothing else."""
-    return bool(run and run.origin == "cli" and settings.BENCHBOARD_CLI_CLOUD_IDENTITY)
-
-
-def _account(team_id: int, provider: str, credential: str | None, ambient: bool) -> Account:
-    """The team's keys for provider's cloud from the named Credential. With
-    none named: the worker's own identity when ambient (an allowed operator
-    plan, or deleting what that identity made), else RunnerError (permanent):
-    the save-time check is made again here, before any cloud call."""
-    meta = get_provider(provider)
-    if not credential:
-        if not meta.CREDENTIAL_FIELD:
-            return Account()  # a provider without an account (static hosts)
-        if ambient:
-            return Account(ambient=True)
-        raise RunnerError(
-            f"name an {meta.CREDENTIAL_FIELD} (a team credential of this cloud's account): "
-            "a plan from the web, the API or a schedule never uses the worker's own",
-            permanent=True,
-        )
-    cred = Credential.objects.filter(
-        team_id=team_id, name=credential, kind=meta.CREDENTIAL_KIND
-    ).first()
-    if cred is None:
-        raise RunnerError(
-            f"{meta.CREDENTIAL_FIELD} {credential!r}: no "
-            f"{meta.CREDENTIAL_KIND.upper()} credential of that name in this team",
-            permanent=True,
-        )
-    return Account(key_id=cred.username, secret=cred.secret())
-
-
-def _context(
-    team_id: int,
-    tag: str,
-    region: str,
-    provider: str,
-    credential: str | None,
-    *,
-    ambient: bool = False,
-    **kw,
-):
-    """A ProvisionContext with the team's account for provider (_account) and
-    the configured waits."""
-    fields = {
-        "run_id": tag,
-        "team": "",
-        "owner": "",
-        "expires_at": timezone.now(),
-        "region": region,
-        "account": _account(team_id, provider, credential, ambient),
-        "worker_cidr": settings.BENCHBOARD_WORKER_CIDR,
-        "wait_timeout": settings.BENCHBOARD_CLOUD_WAIT_SECONDS,
-        "poll_interval": settings.BENCHBOARD_CLOUD_POLL_SECONDS,
-    }
-    fields.update(kw)
-    return ProvisionContext(**fields)
-
-
-def stored_credential(handle: dict) -> str | None:
-    """The credential name a stored handle was made with ("aws_credential": rows
-    written before providers declared their credential field)."""
-    return handle.get("credential", handle.get("aws_credential"))
-
-
 class _Recorder:
     """The provider callbacks of one slot: rows before/after create calls, secrets."""
 
@@ -227,7 +158,7 @@ class _Recorder:
             handle={
                 "spec": spec,
                 "run_tag": tags.get("run", ""),
-                "credential": _credential(self.slot.spec),
+                "credential": credential_named(self.slot.spec),
             },
         )
 
@@ -311,12 +242,12 @@ def provision_run(run_id: int) -> None:
 def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -> None:
     recorder = _Recorder(run, slot, expires_at)
     owner = run.created_by.get_username() if run.created_by else ""
-    ctx = _context(
+    ctx = provision_context(
         run.team_id,
         run_tag(run),
         slot.region,
         slot.spec["provider"],
-        _credential(slot.spec),
+        credential_named(slot.spec),
         ambient=ambient_allowed(run),
         team=_safe_tag(run.team.name),
         owner=_safe_tag(owner),
@@ -333,7 +264,7 @@ def _provision_slot(run: Run, slot: Slot, expires_at, cancel: threading.Event) -
         "slot": slot.to_dict(),
         "spec": slot.spec,
         "run_tag": run_tag(run),
-        "credential": _credential(slot.spec),
+        "credential": credential_named(slot.spec),
     }
     stored["slot"]["storage"] = _prepare_storage(run, slot, handle)
     primary = handle.ids.get(get_provider(slot.spec["provider"]).PRIMARY_ID)
@@ -470,7 +401,7 @@ def _row_context(row: CloudResource) -> ProvisionContext:
     """The context of deleting a row's resource: the credential it was made
     with; the worker's own identity deletes what that identity made (rows
     without a credential: an allowed operator plan's, or older ones)."""
-    return _context(
+    return provision_context(
         row.team_id,
         row.handle.get("run_tag", ""),
         row.region,
@@ -483,7 +414,7 @@ def _row_context(row: CloudResource) -> ProvisionContext:
 def _reading_context(row: CloudResource) -> ProvisionContext:
     """The context of reading a row's monitoring for its run: the credential
     it was made with; the worker's own identity only for an allowed run."""
-    return _context(
+    return provision_context(
         row.team_id,
         row.handle.get("run_tag", ""),
         row.region,
@@ -499,7 +430,7 @@ def _watched_context(run: Run, provider, spec: dict) -> ProvisionContext:
     the worker's own identity only for an allowed run."""
     credential = spec.get(provider.CREDENTIAL_FIELD) if provider.CREDENTIAL_FIELD else None
     region = spec.get("region") or provider.default_region()
-    return _context(
+    return provision_context(
         run.team_id, "watch", region, provider.name, credential, ambient=ambient_allowed(run)
     )
 
@@ -541,7 +472,7 @@ def sweep_account(
         return []
     # Deleting only, and only what is tagged as the app's: without a credential,
     # the worker's own identity sweeps what it made itself.
-    ctx = _context(team_id, "reaper", region, provider, credential, ambient=True)
+    ctx = provision_context(team_id, "reaper", region, provider, credential, ambient=True)
     return sweep(ctx, tags, group)
 
 

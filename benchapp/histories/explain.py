@@ -6,7 +6,7 @@ this module lists every setting and verdict that changed within a window
 around the change, ranked by how far from the change point it changed: a
 variable that changed exactly between the last run before and the first run
 after comes first, one that changed three runs earlier after it. Plan edits
-are named by history.straddled_edit; tool versions are in the environment's
+are named by planedits.straddled_edit; tool versions are in the environment's
 "tools" group.
 """
 

@@ -3,15 +3,13 @@
 Same services and team scoping as the pages: every queryset is the current
 team's (the `team` query parameter picks one of the user's teams, else the
 first), anything else is a 404. Pages never call this over HTTP.
+Runs, their cells and measurements are in benchapp.web.api_runs, worker
+hosts in benchapp.web.api_workers; this module holds the rest and what
+they share (team scoping, the error schema, downloads).
 """
 
-import math
-
-from django.db.models import Count, F
+from django.db.models import Count
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -24,23 +22,13 @@ from rest_framework.views import APIView
 
 from benchapp.accounts import tokens
 from benchapp.accounts.access import ADMIN, MEMBER, require_role, user_teams
-from benchapp.analysis import environments, pivot, queryparams, results, timeline
+from benchapp.analysis import pivot, queryparams, results
 from benchapp.histories import archive, comparisons, confirmation, history, scheduling
-from benchapp.models import (
-    Alert,
-    Cell,
-    CellMeasurements,
-    Comparison,
-    Credential,
-    Notifier,
-    Plan,
-    Run,
-    Target,
-)
+from benchapp.models import Alert, Comparison, Credential, Notifier, Plan, Run, Target
 from benchapp.plans.planning import PlanRefused
-from benchapp.runs import connection, orchestration
-from benchapp.store import envstore, measurestore
+from benchapp.runs import connection
 from benchapp.web import serializers as s
+from benchapp.web.serializers_targets import CredentialSerializer, TargetSerializer
 
 TEAM_PARAM = OpenApiParameter(
     "team", OpenApiTypes.INT, description="team id (default: your first team)"
@@ -79,6 +67,17 @@ VIEW_PARAMETERS = [
     OpenApiParameter("chart_x", str),
     OpenApiParameter("chart", str),
 ]
+
+
+# What a download answers (its schema) and how: the run and comparison endpoints share them.
+CSV = {(200, "text/csv"): OpenApiTypes.STR}
+JSON_FILE = {(200, "application/json"): OpenApiTypes.OBJECT}
+
+
+def download(content: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 class BenchSchema(AutoSchema):
@@ -140,14 +139,14 @@ class CredentialViewSet(TeamScoped, viewsets.ModelViewSet):
     """Credentials: the secret is write-only; reads show its fingerprint."""
 
     queryset = Credential.objects.order_by("name")
-    serializer_class = s.CredentialSerializer
+    serializer_class = CredentialSerializer
     write_role = ADMIN
 
 
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class TargetViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = Target.objects.select_related("credential", "ssh_credential")
-    serializer_class = s.TargetSerializer
+    serializer_class = TargetSerializer
     write_role = ADMIN
     action_roles = {"test_connection": MEMBER}  # as the target page's button
 
@@ -291,263 +290,28 @@ class NotificationSettings(APIView):
         return Response(s.NotifierSerializer(given.save()).data)
 
 
-RUN_FILTERS = [
-    OpenApiParameter("plan", int, description="runs of this plan (id)"),
-    OpenApiParameter(
-        "status", str, enum=[code for code, _ in Run.STATUSES], description="runs in this status"
-    ),
-    OpenApiParameter("tool", str, description="runs of this tool (its name in the tool registry)"),
-    OpenApiParameter(
-        "created_after",
-        str,
-        description="created at or after (ISO 8601 date or date-time; a date is its midnight)",
-    ),
-    OpenApiParameter(
-        "created_before",
-        str,
-        description="created before (ISO 8601 date or date-time; a date is its midnight)",
-    ),
-]
-_CSV = {(200, "text/csv"): OpenApiTypes.STR}
-_JSON_FILE = {(200, "application/json"): OpenApiTypes.OBJECT}
-
-
-def run_filters(query) -> dict:
-    """The queryset filters of the run list's query parameters (RUN_FILTERS);
-    a value that cannot be read is a 400 naming the parameter, never ignored."""
-    found = {}
-    plan = query.get("plan")
-    if plan:
-        if not plan.isdigit():
-            raise ValidationError({"plan": ["a plan id (a whole number)"]})
-        found["plan"] = int(plan)
-    status_value = query.get("status")
-    if status_value:
-        if status_value not in dict(Run.STATUSES):
-            raise ValidationError({"status": [f"one of {', '.join(dict(Run.STATUSES))}"]})
-        found["status"] = status_value
-    if query.get("tool"):
-        found["tool"] = query["tool"][:20]
-    for name, lookup in (
-        ("created_after", "created_at__gte"),
-        ("created_before", "created_at__lt"),
-    ):
-        if query.get(name):
-            found[lookup] = _moment(name, query[name])
-    return found
-
-
-def _moment(name: str, text: str):
-    """An aware datetime from an ISO 8601 date-time or date (its midnight, in
-    the site's time zone)."""
-    try:
-        moment = parse_datetime(text)
-        day = None if moment else parse_date(text)
-    except ValueError:
-        moment = day = None
-    if day is not None:
-        moment = timezone.datetime(day.year, day.month, day.day)
-    if moment is None:
-        raise ValidationError({name: ["an ISO 8601 date (2026-01-31) or date-time"]})
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
-
-
-def _download(content: str, content_type: str, filename: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
-AGAINST_RUN = OpenApiParameter("against", int, description="a run of the team to diff against")
-AGAINST_CELL = OpenApiParameter("against", int, description="a cell of the team to diff against")
-
-
-def _against(request, rows):
-    """The row named by ?against= among rows (the team's), None without one; 404 otherwise."""
-    value = request.query_params.get("against")
-    if not value:
-        return None
-    if not value.isdigit():
-        raise ValidationError({"against": ["an id"]})
-    return get_object_or_404(rows, pk=int(value))
-
-
-@extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM, *RUN_FILTERS]))
-class RunViewSet(
-    TeamScoped, mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
-):
-    """Runs, newest first. POST starts one (orchestration.start_run); PATCH
-    edits tags and notes. The list filters by plan, status, tool and creation
-    dates (query parameters)."""
-
-    queryset = Run.objects.annotate(cells_total=Count("cells")).order_by("-created_at", "-pk")
-    serializer_class = s.RunSerializer
-    http_method_names = ("get", "post", "patch", "head", "options")
-    list_filters_refuse = True  # a filter it cannot read is a 400 (run_filters)
-
-    def get_queryset(self):
-        qs = super().get_queryset()
-        if self.action == "list":
-            qs = qs.filter(**run_filters(self.request.query_params))
-        return qs
-
-    @extend_schema(responses=_CSV, operation_id="runs_export_csv")
-    @action(detail=True, methods=["get"], url_path="export.csv")
-    def export_csv(self, request, pk=None):
-        """The run's measurements as CSV (the run page's CSV export)."""
-        run = self.get_object()
-        return _download(archive.export_csv(run.team, [run]), "text/csv", f"run-{run.pk}.csv")
-
-    @extend_schema(responses=_JSON_FILE, operation_id="runs_export_json")
-    @action(detail=True, methods=["get"], url_path="export.json")
-    def export_json(self, request, pk=None):
-        """The run with its cells and measurements as one JSON document (the
-        run page's JSON export)."""
-        run = self.get_object()
-        content = archive.export_json(run.team, [run])
-        return _download(content, "application/json", f"run-{run.pk}.json")
-
-    @extend_schema(request=None, responses=s.RunSerializer)
-    @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
-        run = orchestration.cancel_run(self.get_object())
-        return Response(self.get_serializer(run).data)
-
-    @extend_schema(parameters=[AGAINST_RUN], responses=OpenApiTypes.OBJECT)
-    @action(detail=True, methods=["get"])
-    def environment(self, request, pk=None):
-        """The run's distinct environment snapshots (the cells each served);
-        with ?against=<run id> of the same team, also what differs from that run."""
-        run = self.get_object()
-        answer = {"snapshots": environments.run_snapshots(run)}
-        other = _against(request, Run.objects.filter(team=self.get_team()))
-        if other is not None:
-            answer["against"] = other.pk
-            answer["diff"] = environments.run_diff(other, run).get("diff", {})
-        return Response(answer)
-
-    @extend_schema(parameters=VIEW_PARAMETERS, responses=OpenApiTypes.OBJECT)
-    @action(detail=True, methods=["get"])
-    def results(self, request, pk=None):
-        """The pivot table (the results page's), as JSON."""
-        q = request.query_params
-        requested = results.requested_view(q)
-        data = results.results([self.get_object()], requested)
-        accepted = queryparams.view_parameters(data)
-        try:
-            queryparams.check(q, {k: v for k, v in accepted.items() if k in requested})
-        except queryparams.BadParameter as exc:
-            raise ValidationError({exc.name: [str(exc)]}) from exc
-        return Response({"view": data["view"], "table": pivot.pivot_json(data["table"])})
-
-
-class _RunFilterMixin:
-    def get_queryset(self):
-        qs = self.queryset.filter(run__team=self.get_team())
-        for name in ("run", "cell", "metric", "status"):
-            value = self.request.query_params.get(name)
-            if value and (name in ("metric", "status") or value.isdigit()):
-                qs = qs.filter(**{name: value})
-        return qs
-
-
-@extend_schema_view(
-    list=extend_schema(
-        parameters=[TEAM_PARAM, OpenApiParameter("run", int), OpenApiParameter("status", str)]
-    )
-)
-class CellViewSet(_RunFilterMixin, TeamScoped, viewsets.ReadOnlyModelViewSet):
-    queryset = Cell.objects.order_by("run_id", "index")
-    serializer_class = s.CellSerializer
-
-    @extend_schema(responses=s.TimelineSerializer, parameters=[TEAM_PARAM])
-    @action(detail=True, methods=["get"])
-    def timeline(self, request, pk=None):
-        """The cell's per-second series (the cell page's timeline): the tool's
-        and each telemetry source's ("host", "db", ...), as seconds from the
-        measure's start (x) and values (y, at most 1,200 points each, spikes
-        kept; "total" is the number of seconds stored), with the phases'
-        boundaries."""
-        return Response(_finite(timeline.cell_timeline(self.get_object())))
-
-    @extend_schema(parameters=[AGAINST_CELL], responses=OpenApiTypes.OBJECT)
-    @action(detail=True, methods=["get"])
-    def environment(self, request, pk=None):
-        """The cell's environment snapshot; with ?against=<cell id> of the
-        same team, also what differs (by group: database, host, cloud, tools, plan)."""
-        cell = self.get_object()
-        found = envstore.contents([cell.environment_id])
-        answer = {"hash": cell.environment_id, "snapshot": found.get(cell.environment_id)}
-        other = _against(request, Cell.objects.filter(run__team=self.get_team()))
-        if other is not None:
-            answer["against"] = other.pk
-            answer["diff"] = environments.cell_diff(other, cell)["diff"]
-        return Response(answer)
-
-
-def _finite(value):
-    """value with every NaN or infinity as null (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
-    return value
-
-
-@extend_schema_view(
-    list=extend_schema(
-        parameters=[
-            TEAM_PARAM,
-            OpenApiParameter("run", int),
-            OpenApiParameter("cell", int),
-            OpenApiParameter("metric", str),
-            OpenApiParameter("all_attempts", bool, description="include earlier attempts' rows"),
-        ]
-    )
-)
-class MeasurementViewSet(TeamScoped, viewsets.GenericViewSet):
-    """Measurements of each cell's latest attempt (all_attempts=true for every
-    row), in cell, attempt and stored order, unpacked from one stored row per
-    cell attempt (benchapp.store.measurestore.Listing: a page reads only its rows)."""
-
-    serializer_class = s.MeasurementSerializer
-
-    def list(self, request):
-        q = request.query_params
-        rows = CellMeasurements.objects.filter(run__team=self.get_team())
-        for name in ("run", "cell"):
-            if (q.get(name) or "").isdigit():
-                rows = rows.filter(**{name: q[name]})
-        if q.get("all_attempts") not in ("true", "1"):
-            rows = rows.filter(attempt=F("cell__attempt"))
-        page = self.paginate_queryset(measurestore.Listing(rows, q.get("metric", "")[:60]))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-
 @extend_schema_view(list=extend_schema(parameters=[TEAM_PARAM]))
 class ComparisonViewSet(TeamScoped, viewsets.ModelViewSet):
     queryset = Comparison.objects.prefetch_related("runs")
     serializer_class = s.ComparisonSerializer
 
-    @extend_schema(responses=_CSV, operation_id="comparisons_export_csv")
+    @extend_schema(responses=CSV, operation_id="comparisons_export_csv")
     @action(detail=True, methods=["get"], url_path="export.csv")
     def export_csv(self, request, pk=None):
         """The compared runs' measurements as CSV (the comparison page's export)."""
         comparison = self.get_object()
         runs = comparisons.comparison_runs(comparison)
         content = archive.export_csv(comparison.team, runs, comparison.cells)
-        return _download(content, "text/csv", f"comparison-{comparison.pk}.csv")
+        return download(content, "text/csv", f"comparison-{comparison.pk}.csv")
 
-    @extend_schema(responses=_JSON_FILE, operation_id="comparisons_export_json")
+    @extend_schema(responses=JSON_FILE, operation_id="comparisons_export_json")
     @action(detail=True, methods=["get"], url_path="export.json")
     def export_json(self, request, pk=None):
         """The comparison with its runs' cells and measurements as one JSON document."""
         comparison = self.get_object()
         runs = comparisons.comparison_runs(comparison)
         content = archive.export_json(comparison.team, runs, comparison.cells, comparison)
-        return _download(content, "application/json", f"comparison-{comparison.pk}.json")
+        return download(content, "application/json", f"comparison-{comparison.pk}.json")
 
     @extend_schema(request=None, responses=s.ShareSerializer)
     @action(detail=True, methods=["post"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-import yaml
 from django import forms
 
 from benchapp.plans import planning
@@ -19,6 +18,15 @@ from benchapp.plans.planning import check
 from benchapp.plans.templates_plans import apply_target_directories
 from benchapp.web.forms_targets import _parse_yaml, _yaml
 from benchapp.web.forms_templates import target_where
+from benchapp.web.forms_values import (
+    bool_or_raw,
+    named_pairs,
+    scalar,
+    shown,
+    shown_pairs,
+    split_commas,
+    typed_value,
+)
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.plan import ORDERS
@@ -59,7 +67,7 @@ def _param_field(param) -> forms.Field:
 
 def _param_widget_field(param) -> forms.Field:
     help_text = f"{param.help}. Expected: {param.describe()}" if param.help else param.describe()
-    default = "" if param.default is None else _show(param.default)
+    default = "" if param.default is None else shown(param.default)
     if param.kind == "bool":
         label = f"default ({default})" if default else "default"
         return forms.ChoiceField(
@@ -248,7 +256,7 @@ class PlanForm(forms.Form):
         for name, param in get_tool(tool).PARAMS.items():
             raw = data.get(param_field_name(tool, name), "")
             if raw not in ("", None):
-                params[name] = _typed(raw, param)
+                params[name] = typed_value(raw, param)
         if params:
             doc["params"] = params
         axes = self._axes(data)
@@ -283,7 +291,7 @@ class PlanForm(forms.Form):
                 raise ValidationError(field, "give both an axis and its comma-separated values")
             if name in axes:
                 raise ValidationError(f"axis-{i}-name", f"{name} is already an axis")
-            axes[name] = [_scalar(v) for v in _split(values)]
+            axes[name] = [scalar(v) for v in split_commas(values)]
         return axes
 
     def _overrides(self, data) -> list:
@@ -295,8 +303,8 @@ class PlanForm(forms.Form):
                 continue
             overrides.append(
                 {
-                    "when": _pairs(when, f"override-{i}-when"),
-                    "set": _pairs(sets, f"override-{i}-set"),
+                    "when": named_pairs(when, f"override-{i}-when"),
+                    "set": named_pairs(sets, f"override-{i}-set"),
                 }
             )
         return overrides
@@ -380,14 +388,14 @@ def initial_from_document(document: dict, team) -> dict:
         key = canonical(tool, name) if tool else name
         param = tool.PARAMS.get(key) if tool else None
         if param is not None and param.kind == "bool":
-            value = _bool_or_raw(param, value)  # `direct: 1` is the choice "true"
-        initial[param_field_name(tool_name, key)] = _show(value)
+            value = bool_or_raw(param, value)  # `direct: 1` is the choice "true"
+        initial[param_field_name(tool_name, key)] = shown(value)
     initial["axes"] = [
-        (name, ", ".join(_show(v) for v in values))
+        (name, ", ".join(shown(v) for v in values))
         for name, values in (document.get("axes") or {}).items()
     ]
     initial["overrides"] = [
-        (_show_pairs(o.get("when", {})), _show_pairs(o.get("set", {})))
+        (shown_pairs(o.get("when", {})), shown_pairs(o.get("set", {})))
         for o in document.get("overrides") or []
     ]
     extra = {k: v for k, v in document.items() if k not in STRUCTURED_KEYS}
@@ -436,66 +444,3 @@ class PlanYamlForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
         self.document = document
         return data
-
-
-# ------------------------------------------------------------ scheduling
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _scalar(text: str):
-    """'4' -> 4, 'true' -> True, 'read' -> 'read' (YAML's reading of one scalar)."""
-    try:
-        value = safeyaml.load(text)
-    except yaml.YAMLError:
-        return text
-    return value if isinstance(value, (str, int, float, bool)) else text
-
-
-def _typed(raw: str, param):
-    """A form string as the value a plan file would hold for this parameter."""
-    if param.kind in ("sql",):
-        return raw
-    if param.many and "," in raw:
-        return [_scalar(v) if param.kind in ("int", "float") else v for v in _split(raw)]
-    if param.kind in ("text", "size", "choice"):
-        return raw.strip()
-    return _scalar(raw.strip())
-
-
-def _pairs(text: str, field: str) -> dict:
-    """'load_type=key, number_of_queries=100000' -> dict; a piece without '='
-    continues the previous value ('engine=innodb,myisam')."""
-    pairs: dict = {}
-    last = None
-    for piece in text.split(","):
-        if "=" in piece:
-            key, _, value = piece.partition("=")
-            last = key.strip()
-            pairs[last] = value.strip()
-        elif last and piece.strip():
-            pairs[last] += "," + piece.strip()
-    if not pairs:
-        raise ValidationError(field, "write name=value pairs, separated by commas")
-    return {k: _scalar(v) if "," not in v else v for k, v in pairs.items()}
-
-
-def _bool_or_raw(param, value):
-    try:
-        return param.convert(value)
-    except ValidationError:
-        return value
-
-
-def _show(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ", ".join(_show(v) for v in value)
-    return str(value)
-
-
-def _show_pairs(mapping: dict) -> str:
-    return ", ".join(f"{k}={_show(v)}" for k, v in mapping.items())

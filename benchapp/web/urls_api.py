@@ -9,15 +9,15 @@ from drf_spectacular.views import (
 )
 from rest_framework.routers import DefaultRouter
 
-from benchapp.web import api, api_workers
+from benchapp.web import api, api_runs, api_workers
 
 router = DefaultRouter()
 router.register("credentials", api.CredentialViewSet, basename="api-credential")
 router.register("targets", api.TargetViewSet, basename="api-target")
 router.register("plans", api.PlanViewSet, basename="api-plan")
-router.register("runs", api.RunViewSet, basename="api-run")
-router.register("cells", api.CellViewSet, basename="api-cell")
-router.register("measurements", api.MeasurementViewSet, basename="api-measurement")
+router.register("runs", api_runs.RunViewSet, basename="api-run")
+router.register("cells", api_runs.CellViewSet, basename="api-cell")
+router.register("measurements", api_runs.MeasurementViewSet, basename="api-measurement")
 router.register("comparisons", api.ComparisonViewSet, basename="api-comparison")
 router.register("alerts", api.AlertViewSet, basename="api-alert")
 router.register("schedules", api.ScheduleViewSet, basename="api-schedule")

@@ -2,7 +2,7 @@
 
 import threading
 
-from benchapp.settings import generated_secret
+from benchapp.settings_secrets import generated_secret
 
 
 def test_two_first_starts_at_once_read_one_whole_key(tmp_path):

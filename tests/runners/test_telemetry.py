@@ -15,14 +15,12 @@ import redis
 
 from benchapp.plans.templates_plans import PROVISION, bind, get_template
 from runners import dbstatus, telemetry, verdict
-from runners.cell import run_cell
 from runners.cellwatch import CellWatch
 from runners.command import Endpoint
-from runners.context import CellContext
 from runners.executors.local import LocalExecutor
 from runners.limits import Limits
-from runners.plan import expand, load_plan
 from runners.planspec import TargetSpec
+from tests.support.cells import cpu_cell, run_plan
 from tests.support.private_services import (  # noqa: F401
     mariadb_server,
     private_mariadb,
@@ -209,12 +207,6 @@ def test_client_cpu_comes_before_target_cpu():
 # ----------------------------------------------------------------- real load
 
 
-def _run(plan_doc: dict, **ctx):
-    plan = load_plan({"name": "t", "timeout": 300, **plan_doc})
-    with CellContext(plan, **ctx) as context:
-        return [run_cell(plan, cell, context) for cell in expand(plan)]
-
-
 def _mysql_target(port: int, database: str = "test") -> dict:
     return {
         "name": "db",
@@ -232,7 +224,7 @@ def test_telemetry_over_ssh_matches_proc_read_directly(sshd, tmp_path):  # noqa:
     measure) describe one machine over one window."""
     target = host_target(sshd)
     keys = {"box-key": sshd.client_key}
-    (outcome,) = _run(
+    (outcome,) = run_plan(
         {
             "tool": "stress_ng" if False else "fio",
             "targets": [target],
@@ -298,7 +290,7 @@ def test_a_table_larger_than_the_buffer_pool_is_data_not_in_memory(tiny_pool_mar
             "time": 7,
         },
     }
-    (small,) = _run({**read, "prepare": {"once": True}})
+    (small,) = run_plan({**read, "prepare": {"once": True}})
     assert small.status == "succeeded", small.error
     codes = [f["code"] for f in small.facts["verdict"]["findings"]]
     assert "not_in_memory" in codes, small.facts["telemetry"]["db"]
@@ -307,7 +299,7 @@ def test_a_table_larger_than_the_buffer_pool_is_data_not_in_memory(tiny_pool_mar
     _sql(port, "SET GLOBAL innodb_buffer_pool_size = 256*1024*1024")
     time.sleep(2)
     _sql(port, "SELECT COUNT(*), SUM(LENGTH(c)) FROM sb.sbtest1")
-    (large,) = _run({**read, "prepare": False})
+    (large,) = run_plan({**read, "prepare": False})
     assert large.status == "succeeded", large.error
     assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
     assert large.facts["telemetry"]["db"]["hit_ratio_pct"]["mean"] >= 99
@@ -317,7 +309,7 @@ def test_a_table_larger_than_the_buffer_pool_is_data_not_in_memory(tiny_pool_mar
 def test_many_threads_updating_the_same_rows_is_lock_contention(tiny_pool_mariadb):
     port = tiny_pool_mariadb.port
     _sql(port, "CREATE DATABASE sb")
-    (outcome,) = _run(
+    (outcome,) = run_plan(
         {
             "tool": "sysbench",
             "targets": [_mysql_target(port, "sb")],
@@ -370,7 +362,7 @@ def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key
             "number_of_queries": 6000,
         },
     }
-    (small,) = _run(scan)
+    (small,) = run_plan(scan)
     assert small.status == "succeeded", small.error
     db = small.facts["telemetry"]["db"]
     (finding,) = [f for f in small.facts["verdict"]["findings"] if f["code"] == "not_in_memory"]
@@ -383,7 +375,7 @@ def test_a_myisam_index_larger_than_the_key_cache_is_data_not_in_memory(tiny_key
     assert db["key_reads_per_s"]["mean"] >= 50
     # The same scans with a key cache that holds the index, loaded first.
     _sql(port, "SET GLOBAL key_buffer_size = 64*1024*1024; LOAD INDEX INTO CACHE kc.t")
-    (large,) = _run(scan)
+    (large,) = run_plan(scan)
     assert large.status == "succeeded", large.error
     assert "not_in_memory" not in [f["code"] for f in large.facts["verdict"]["findings"]]
     assert large.facts["telemetry"]["db"]["key_cache_hit_ratio_pct"]["mean"] >= 99
@@ -396,7 +388,7 @@ def test_the_s5_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
     document = bind(template, "quick", {"m2-4xlarge": PROVISION})
     document["targets"] = [{**_mysql_target(private_mariadb.port), "name": "m2-4xlarge"}]
     document["repeat"] = 1  # one cell per write number is enough here
-    outcomes = _run(document)
+    outcomes = run_plan(document)
     assert len(outcomes) == 2
     for outcome in outcomes:
         assert outcome.status == "succeeded", outcome.error
@@ -419,7 +411,7 @@ def test_the_s1_quick_preset_measures_long_enough_for_a_verdict(private_mariadb)
     document["targets"] = [{**_mysql_target(private_mariadb.port), "name": name} for name in roles]
     document.pop("client")  # the provisioned client: here the worker itself
     document["repeat"] = 1
-    outcomes = _run(document)
+    outcomes = run_plan(document)
     assert len(outcomes) == 10
     seconds = []
     for outcome in outcomes:
@@ -492,7 +484,7 @@ def test_redis_info_is_sampled_with_the_password_out_of_argv(tmp_path):
 
 
 def test_a_redis_benchmark_cell_keeps_the_servers_info_figures(private_redis):
-    (outcome,) = _run(
+    (outcome,) = run_plan(
         {
             "tool": "redis_benchmark",
             "targets": [
@@ -510,7 +502,7 @@ def test_a_redis_benchmark_cell_keeps_the_servers_info_figures(private_redis):
 
 
 def test_telemetry_false_samples_nothing(tmp_path):
-    (outcome,) = _run(
+    (outcome,) = run_plan(
         {
             "tool": "fio",
             "telemetry": False,
@@ -519,20 +511,6 @@ def test_telemetry_false_samples_nothing(tmp_path):
         }
     )
     assert outcome.telemetry == {} and "verdict" not in outcome.facts
-
-
-def _cpu_cell(cpus: float, threads: int):
-    (outcome,) = _run(
-        {
-            "tool": "sysbench",
-            "targets": [{"name": "box", "kind": "host"}],
-            "prepare": False,  # a CPU test has no data to prepare
-            "params": {"test": "cpu", "threads": threads, "time": 6},
-        },
-        limits=Limits(cpus=cpus),
-    )
-    assert outcome.status == "succeeded", outcome.error
-    return outcome
 
 
 def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
@@ -544,14 +522,14 @@ def test_a_client_held_to_a_fraction_of_a_core_is_client_bound():
     tool's group weighs like one process against them, and beside ten busy
     processes got less than the quarter core this test once gave it.) One thread with two cores of quota is
     hardly ever stopped."""
-    held = _cpu_cell(0.1, threads=4)
+    held = cpu_cell(threads=4, limits=Limits(cpus=0.1))
     assert held.facts["client_cpu_throttled"] >= verdict.THROTTLED_SHARE
     # After "disturbed" only, when other tests kept the machine busy meanwhile.
     findings = [f for f in held.facts["verdict"]["findings"] if f["code"] != "disturbed"]
     assert findings[0]["code"] == "client_cpu"
     assert "CPU quota stopped it in" in findings[0]["text"]
 
-    free = _cpu_cell(2.0, threads=1)
+    free = cpu_cell(threads=1, limits=Limits(cpus=2.0))
     throttled = (held.facts["client_cpu_throttled"], free.facts["client_cpu_throttled"])
     print(f"share of CPU periods throttled: 0.1-core quota {throttled[0]}, 2 cores {throttled[1]}")
     assert free.facts["client_cpu_throttled"] < verdict.THROTTLED_SHARE

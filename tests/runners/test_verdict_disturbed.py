@@ -20,10 +20,9 @@ import pytest
 
 from benchapp.plans.templates_plans import PROVISION, bind, plan_templates
 from runners import proctree, telemetry, verdict
-from runners.cell import run_cell
-from runners.context import CellContext
 from runners.plan import expand, load_plan
 from runners.tools import duration_seconds
+from tests.support.cells import cpu_cell, run_plan
 from tests.support.private_services import private_mariadb  # noqa: F401
 
 # ------------------------------------------------------------ accounting
@@ -171,25 +170,6 @@ def test_table_lock_waits_are_lock_contention():
 # ------------------------------------------------------------- real load
 
 
-def _run(plan_doc: dict):
-    plan = load_plan({"name": "t", "timeout": 300, **plan_doc})
-    with CellContext(plan) as context:
-        return [run_cell(plan, cell, context) for cell in expand(plan)]
-
-
-def _cpu_cell(threads: int):
-    (outcome,) = _run(
-        {
-            "tool": "sysbench",
-            "targets": [{"name": "box", "kind": "host"}],
-            "prepare": False,
-            "params": {"test": "cpu", "threads": threads, "time": 6},
-        }
-    )
-    assert outcome.status == "succeeded", outcome.error
-    return outcome
-
-
 class OutsideLoad:
     """stress-ng on every core, started outside this process's tree (setsid
     -f: its parent exits, it belongs to no one here), like another team's
@@ -229,7 +209,7 @@ def _codes(outcome) -> list[str]:
 def test_outside_load_is_disturbed_and_the_same_cell_alone_is_not(tmp_path):
     load = OutsideLoad(tmp_path)
     try:
-        loaded = _cpu_cell(threads=1)
+        loaded = cpu_cell(threads=1)
     finally:
         load.stop()
     host = loaded.facts["telemetry"]["host"]
@@ -245,7 +225,7 @@ def test_outside_load_is_disturbed_and_the_same_cell_alone_is_not(tmp_path):
     assert "host_cpu" not in _codes(loaded)  # busy, but not with the cell's work
     assert found["samples"] >= verdict.MIN_SAMPLES and found["seconds"] >= verdict.MIN_SECONDS
 
-    alone = _cpu_cell(threads=1)
+    alone = cpu_cell(threads=1)
     quiet = alone.facts["telemetry"]["host"]["cpu_other_pct"]["mean"]
     print("alone:", alone.facts["verdict"]["text"], f"(others {quiet:.0f} %)")
     # Other tests share this machine: "disturbed" exactly when they used a fifth.
@@ -259,7 +239,7 @@ def test_a_tool_that_saturates_the_cpu_itself_is_cpu_bound():
     the verdict is checked against whose CPU it was: CPU-bound exactly when
     the CPU was busy and at least half of it the cell's, disturbed exactly
     when the others used a fifth of it; on a quiet machine, both hold."""
-    outcome = _cpu_cell(threads=4)
+    outcome = cpu_cell(threads=4)
     host = outcome.facts["telemetry"]["host"]
     print(outcome.facts["verdict"]["text"], host["cpu_cell_pct"], host["cpu_other_pct"])
     own, busy = host["cpu_cell_pct"]["mean"], host["cpu_busy_pct"]
@@ -286,7 +266,7 @@ def _mysql(port: int, statement: str) -> None:
 def test_concurrent_updates_of_a_myisam_table_wait_for_table_locks(private_mariadb):  # noqa: F811
     port = private_mariadb.port
     _mysql(port, "CREATE DATABASE sb")
-    (outcome,) = _run(
+    (outcome,) = run_plan(
         {
             "tool": "sysbench",
             "targets": [

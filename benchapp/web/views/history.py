@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from benchapp.accounts.access import MEMBER, current_team, get_plan, require_role
 from benchapp.analysis import metricnames
-from benchapp.histories import confirmation, history
+from benchapp.histories import confirmation, history, planedits
 from benchapp.models import Alert
 from benchapp.plans.planning import PlanRefused
 from benchapp.web.views.results import refuses_bad_query
@@ -87,7 +87,7 @@ def plan_trend_json(request, pk):
         lines.append(_line(s, alert.start_run_id if alert else None))
         lines[-1]["alert"] = _alert_marker(alert) if alert else None
     row = tools.metric(plan.tool, metric)
-    edits, _ = history.plan_edits(plan_ids)
+    edits, _ = planedits.plan_edits(plan_ids)
     return JsonResponse(
         {
             "metric": metric,

@@ -9,7 +9,7 @@ import random
 import pytest
 from django.urls import reverse
 
-from benchapp.histories import history, notify
+from benchapp.histories import history, notify, planedits
 from benchapp.history_tasks import detect_changes
 from benchapp.models import Alert, AlertDelivery, Notifier, Plan
 from tests.benchapp.results_data import make_run
@@ -146,4 +146,4 @@ def test_no_edit_no_note(team, plan):
     slap_nights(team, plan, [1.0] * 20 + [1.3] * 10, document=doc)
     created = history.detect_plan(plan)
     assert created and all(a.plan_edit == "" for a in created)
-    assert history.plan_edits(history.history_plans(plan))[0] == []
+    assert planedits.plan_edits(history.history_plans(plan))[0] == []

@@ -1,7 +1,8 @@
-"""The generated year (scripts/bench_scale.py) at one day: what it writes
-is what the app would have written, read back through the app's own modules."""
+"""The generated year (scripts/bench_scale.py, made by scripts/bench_scale_year.py)
+at one day: what it writes is what the app would have written, read back
+through the app's own modules."""
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 
@@ -13,15 +14,14 @@ from benchapp.store import measurestore, summarystore
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the generator COPYs over its own connections
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench_scale.py"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 
 
 def _bench_scale():
-    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """scripts/bench_scale_year.py, which imports its studies from beside it."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("bench_scale_year")
 
 
 def test_one_generated_day_is_what_the_app_reads():
