@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runners.command import Endpoint
+from runners.engines import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 from runners.errors import RunnerError, ValidationError
 from runners.providers.pricing import CostLine, flat_lines
-from runners.tools import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 
-KINDS = TARGET_KINDS  # the tool registry's (runners/tools/__init__.py)
+KINDS = TARGET_KINDS  # the engines' registry's (runners/engines/__init__.py)
 APP_TAG = "benchboard"
 
 
