@@ -4,7 +4,7 @@ only by its own module(s) and its registry, so adding one touches nothing else.
 A "name" is a tool's registry key or binary (sysbench, stress_ng,
 stress-ng, ...) or a distinctive provider name (aws_rds, static_cluster;
 "static" and "local" are ordinary words) or a resource kind only one
-provider makes, or an engine's kind (mysql, postgres, redis), written as a
+provider makes or its monitoring's source (cloudwatch), or an engine's kind (mysql, postgres, redis), written as a
 string in code (docstrings and comments are prose and may give examples) or
 imported as a module. Allowed to name them: the owning modules below, plan
 templates (benchapp/plans/templates_plans), migrations (frozen history),
@@ -66,12 +66,14 @@ def tool_names() -> dict[str, set[str]]:
 
 
 def provider_names() -> dict[str, set[str]]:
-    """provider -> its name and the resource kinds only it makes."""
+    """provider -> its name, the resource kinds only it makes and its monitoring's source."""
     names = {}
     for name, provider in PROVIDERS.items():
         words = set() if name in GENERIC_PROVIDERS else {name}
         kinds = set(provider.PRIMARY_KINDS + provider.COUNTED_KINDS + provider.PRICED_KINDS)
-        names[name] = words | kinds
+        # Its monitoring's source: telemetry and verdicts ask the provider for it.
+        monitoring = {provider.MONITORING_SOURCE} if provider.MONITORING_SOURCE else set()
+        names[name] = words | kinds | monitoring
     return names
 
 

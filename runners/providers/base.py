@@ -201,6 +201,15 @@ class Provider:
     # account and region (by the first provider of the group's sweep).
     SWEEP_GROUP = ""
 
+    # The cloud's own monitoring that metrics() reads: MONITORING_SOURCE is
+    # the telemetry source its series, summary and measurements are stored
+    # under ("telemetry.<source>.<figure>.<stat>"), starting with
+    # runners.telemetry.CLOUD_PREFIX (how telemetry and verdicts tell a
+    # cloud's monitoring from the machines a cell samples); MONITORING_NAME
+    # is the service as findings name it. "" when metrics() reads nothing.
+    MONITORING_SOURCE = ""
+    MONITORING_NAME = ""
+
     # True when the spec names machines that already exist (its host, nodes,
     # hosts, via, ssh) rather than making new ones: a cell on them locks those
     # machines as a target naming them would (runners.isolation).
