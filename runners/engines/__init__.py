@@ -69,8 +69,3 @@ def get(kind: str) -> ModuleType:
 def find(kind: str | None) -> ModuleType | None:
     """The engine of kind, or None (a host target, or no kind)."""
     return ENGINES.get(kind or "")
-
-
-def kinds_with(name: str) -> tuple[str, ...]:
-    """The kinds whose engine has attribute `name` (a capability), in registry order."""
-    return tuple(kind for kind, module in ENGINES.items() if hasattr(module, name))
