@@ -15,11 +15,11 @@ from django.db import models
 from django.utils import timezone
 
 from benchapp import crypto
+from runners.engines import DEFAULT_KIND, TARGET_KIND_LABELS
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
 from runners.plan import load_plan
 from runners.providers import credential_kinds
-from runners.tools import TARGET_KIND_LABELS
 
 
 class Team(models.Model):
@@ -119,11 +119,11 @@ class Credential(models.Model):
 class Target(models.Model):
     """A named system under test: static endpoint/host or a provisioning spec."""
 
-    KINDS = list(TARGET_KIND_LABELS.items())  # the tool registry's target kinds
+    KINDS = list(TARGET_KIND_LABELS.items())  # the engines' registry's target kinds
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="targets")
     name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=10, choices=KINDS, default="mysql")
+    kind = models.CharField(max_length=10, choices=KINDS, default=DEFAULT_KIND)
     host = models.CharField(max_length=255, blank=True)
     port = models.PositiveIntegerField(null=True, blank=True)
     user = models.CharField(max_length=100, blank=True)

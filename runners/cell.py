@@ -24,7 +24,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-from runners import cellenv, prepared
+from runners import cellenv, engines, prepared
 from runners.combine import UNEVEN_SHARE
 from runners.context import CellContext
 from runners.errors import ParseError, RunnerError, ValidationError
@@ -406,7 +406,7 @@ class _CellRun:
             return False
         params = _phase_params(plan, self.tool, plan.prepare.params, self.cell.params)
         wanted = prepared.expected(plan.tool, params)
-        if wanted is None or target.kind not in ("mysql", "postgres"):
+        if wanted is None or target.kind not in engines.TABLE_KINDS:
             return False
         self.on_phase("data_check")
         try:
@@ -447,7 +447,7 @@ class _CellRun:
     def _check_data(self, target: TargetSpec) -> None:
         """With a datadir snapshot: the tables' checksums, which must equal
         those taken after the snapshot (the target's first cell)."""
-        if not self.plan.prepare.snapshot_datadir or target.kind != "mysql":
+        if not self.plan.prepare.snapshot_datadir or target.kind not in engines.CHECKSUM_KINDS:
             return
         from runners.checksums import differences, table_checksums
 
@@ -512,12 +512,11 @@ class _CellRun:
 
     def _sample_nodes(self, target: TargetSpec) -> None:
         """Behind a balancer (via or nodes): the nodes that connections reach, before the measure."""
-        if target.kind != "mysql" or not (target.via or target.nodes):
+        engine = engines.find(target.kind)
+        if not hasattr(engine, "nodes") or not (target.via or target.nodes):
             return
-        from runners.facts import db_nodes
-
         try:
-            nodes = db_nodes(self.client, self.endpoint, max(4, 2 * len(target.nodes)))
+            nodes = engine.nodes(self.client, self.endpoint, max(4, 2 * len(target.nodes)))
         except RunnerError as exc:
             self.outcome.facts["db_nodes_error"] = exc.message
         else:

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import time
 
+from runners import engines
 from runners.command import Command
 from runners.errors import ParseError, RunnerError
-
-# The client program of each database kind, for the "tools" group.
-CLIENT_PROGRAMS = {"mysql": "mysql", "postgres": "psql", "redis": "redis-cli"}
 
 
 def _cached(ctx, key: str, read):
@@ -35,9 +33,10 @@ def _cached(ctx, key: str, read):
 
 
 def _client_version(executor, kind: str) -> str | None:
-    program = CLIENT_PROGRAMS.get(kind)
-    if program is None:
+    engine = engines.find(kind)  # its client program, for the "tools" group
+    if engine is None:
         return None
+    program = engine.CLIENT
     try:
         execution = executor.run(Command(argv=[program, "--version"], tool=program), timeout=30)
     except (RunnerError, ParseError):
@@ -73,7 +72,7 @@ def gather(run, target) -> dict:
     started = time.monotonic()
     ctx = run.ctx
     database = {}
-    if target.kind in CLIENT_PROGRAMS:
+    if engines.find(target.kind) is not None:
         key = f"environment-db:{target.name}"
         if run.plan.prepare.snapshot_datadir:
             ctx.host_facts.pop(key, None)  # restored per cell: read it again

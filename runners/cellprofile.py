@@ -8,6 +8,7 @@ is the team's: its login profiles what it may.
 
 from __future__ import annotations
 
+from runners import engines
 from runners.errors import RunnerError
 from runners.planspec import TargetSpec
 from runners.profiler import CellProfiler
@@ -16,8 +17,6 @@ LOCAL_OFF = (
     "profile: CPU profiles on the worker host are off; the operator allows them "
     "with BENCHBOARD_PROFILE_LOCAL=1 (docs/operations.md)"
 )
-# Target kinds whose server is a process to profile (a "host" target is a machine).
-SERVER_KINDS = ("mysql", "postgres", "redis")
 
 
 def make_profiler(cell_run, target: TargetSpec) -> CellProfiler:
@@ -28,7 +27,7 @@ def make_profiler(cell_run, target: TargetSpec) -> CellProfiler:
     if tool is None:
         warnings.append(LOCAL_OFF)
     server = None
-    if target.kind in SERVER_KINDS:
+    if engines.find(target.kind) is not None:  # a server process (a host is a machine)
         server, why = _server_machine(ctx, target)
         if why and why not in warnings:
             warnings.append(why)

@@ -168,16 +168,24 @@ def judge(
     cloud: dict | None = None,
     client_throttled: float | None = None,
     measured_s: float | None = None,
+    monitoring: tuple[str, str] | None = None,
 ) -> dict:
     """The verdict of a cell's telemetry summaries ({source: summary}).
 
     Several clients ("client", "client2", ...) are judged as one: the
-    busiest, so the cell is client-bound if any client was."""
-    hosts = {s: v for s, v in summaries.items() if s not in ("db", "cloudwatch")}
+    busiest, so the cell is client-bound if any client was. cloud: the
+    summary of the cloud's monitoring, whose (source, name) is monitoring
+    (its provider's MONITORING_SOURCE and MONITORING_NAME)."""
+    hosts = {s: v for s, v in summaries.items() if s != "db" and not telemetry.is_cloud(s)}
     clients = [s for s in hosts if s.startswith("client")]
     hosts = {s: v for s, v in hosts.items() if s not in clients}
     if clients:
         hosts["client"] = max((summaries[s] for s in clients), key=_busy)
     return verdict.judge(
-        hosts, summaries.get("db"), cloud, client_throttled=client_throttled, measured_s=measured_s
+        hosts,
+        summaries.get("db"),
+        cloud,
+        client_throttled=client_throttled,
+        measured_s=measured_s,
+        monitoring=monitoring,
     )

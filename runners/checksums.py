@@ -2,48 +2,26 @@
 a plan that restores a data-directory snapshot starts from the same data.
 
 `table_checksums` lists the endpoint's database's tables and runs CHECKSUM
-TABLE over them with the mysql client (credentials in a 0600 option file,
-as for the db facts); `differences` names the tables whose checksum is not
+TABLE over them with the engine's client (runners.engines.mysql: credentials
+in a 0600 option file, as for the db facts); `differences` names the tables whose checksum is not
 the reference's.
 """
 
 from __future__ import annotations
 
-import re
-
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners import engines
+from runners.command import Endpoint
+from runners.engines.base import IDENTIFIER
 from runners.errors import RunnerError
-from runners.facts import mysql_option_file
-
-# Table names as sysbench and most schemas write them; anything else is refused
-# rather than quoted into SQL.
-IDENTIFIER = re.compile(r"[A-Za-z0-9_$]{1,64}")
-OPTION_FILE = "checksum.my.cnf"
-
-
-def _mysql(endpoint: Endpoint, sql: str) -> Command:
-    return Command(
-        argv=[
-            "mysql",
-            f"--defaults-extra-file={WORKDIR}/{OPTION_FILE}",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            sql,
-        ],
-        uploads=[Upload(OPTION_FILE, mysql_option_file(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="mysql",
-        package="mariadb-client",
-    )
 
 
 def _rows(executor, endpoint: Endpoint, sql: str, timeout: float) -> list[list[str]]:
-    command = _mysql(endpoint, sql)
+    command = engines.get(endpoint.kind).client_command(endpoint, sql, "checksum")
     try:
         execution = executor.run(command, timeout=timeout)
     finally:
-        executor.remove(f"{executor.workdir}/{OPTION_FILE}")
+        for upload in command.uploads:
+            executor.remove(f"{executor.workdir}/{upload.name}")
     if execution.timed_out:
         raise RunnerError(
             f"table checksums (checksum) stopped at their limit of {timeout:.0f} s",
@@ -61,7 +39,7 @@ def table_checksums(executor, endpoint: Endpoint, timeout: float = 600) -> dict[
     """{table: checksum} of every base table of endpoint.database ("NULL" for a
     table the engine cannot checksum); {} without a database. Each query is
     stopped after timeout seconds (the checksum phase's limit)."""
-    if endpoint.kind != "mysql" or not endpoint.database:
+    if endpoint.kind not in engines.CHECKSUM_KINDS or not endpoint.database:
         return {}
     database = endpoint.database
     if not IDENTIFIER.fullmatch(database):

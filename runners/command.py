@@ -17,7 +17,7 @@ MASK = "****"
 class Endpoint:
     """A system under test as the tool sees it.
 
-    kind is "mysql", "postgres" or "host". password is the clear secret,
+    kind is a target kind (runners.engines.TARGET_KINDS). password is the clear secret,
     resolved by the caller from a Credential or an environment variable; it
     never goes into repr() and builders must list it in Command.secrets.
     """
@@ -91,35 +91,29 @@ class Command:
         )
 
 
+def control_character(text: str) -> str | None:
+    """The first control character of text (a line break, NUL, DEL...), or None.
+
+    The one rule of what may go into a client option file ([client] file,
+    pgpass) and so into a stored secret (benchapp's credential form): a line
+    break there starts a new option (a plugin directory, a file to include),
+    and NUL cuts the value.
+    """
+    return next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
+
+
 def option_value(value, what: str) -> str:
     """value as text for a client option file ([client] file, pgpass), or a
     permanent RunnerError when it holds a control character.
 
-    A line break in an option file starts a new option (a plugin directory, a
-    file to include), and NUL cuts the value: every writer of such a file
-    passes each value through here, whatever validated the secret before.
+    Every writer of such a file (runners/engines/) passes each value through
+    here, whatever validated the secret before.
     """
     text = str(value)
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+    if control_character(text) is not None:
         raise OptionValueRefused(
             what,
             f"the {what} contains a control character (line break, NUL...): it cannot go "
             "into a client option file, which it would add options to; nothing was written",
         )
     return text
-
-
-def pgpass_line(endpoint: Endpoint) -> bytes:
-    """A one-line PGPASSFILE (host:port:db:user:password, ':' and '\\' escaped)."""
-
-    def esc(value) -> str:
-        return option_value(value, "pgpass value").replace("\\", "\\\\").replace(":", "\\:")
-
-    fields = [
-        endpoint.host or "*",
-        endpoint.port or "*",
-        "*",
-        endpoint.user or "*",
-        endpoint.password or "",
-    ]
-    return (":".join(esc(f) if f != "*" else "*" for f in fields) + "\n").encode()

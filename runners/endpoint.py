@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from runners import engines
 from runners.errors import ValidationError
 
 # Targets and SSH logins are runners.planspec's TargetSpec and SSHSpec, read by
@@ -47,8 +48,6 @@ SOCKET_AND_HOST = (
     "checked instead (for a socket on a host reached over SSH, name the machine in ssh.host "
     "and leave host out)"
 )
-# libpq names a server's socket file <directory>/.s.PGSQL.<port>.
-PG_SOCKET = re.compile(r"(?P<dir>/.*)/\.s\.PGSQL\.(?P<port>[0-9]{1,5})")
 IP_LABEL = re.compile(r"[0-9*?]{1,3}")
 
 
@@ -96,19 +95,13 @@ def address(target: TargetSpec) -> Address:
 
 
 def _socket_address(target: TargetSpec) -> Address:
-    if target.kind != "postgres":
+    """A socket as its engine names the file (socket_address: a directory
+    holding the file of the port), else the socket as given."""
+    engine = engines.find(target.kind)
+    if not hasattr(engine, "socket_address"):
         return Address(port=target.port, socket=target.socket)
-    named = PG_SOCKET.fullmatch(target.socket)
-    if named:  # the file says its port: that is the server reached
-        return Address(port=int(named["port"]), socket=target.socket)
-    path = f"{target.socket.rstrip('/')}/.s.PGSQL.{target.port or 5432}"
-    return Address(port=target.port or 5432, socket=path)
-
-
-def socket_directory(path: str) -> str:
-    """The directory libpq takes as its host for a socket file path."""
-    named = PG_SOCKET.fullmatch(path)
-    return named["dir"] if named else path
+    port, path = engine.socket_address(target.socket, target.port)
+    return Address(port=port, socket=path)
 
 
 def literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -29,9 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners import engines
+from runners.command import Command, Endpoint
 from runners.errors import RunnerError
 
 # -- host -------------------------------------------------------------------------
@@ -224,129 +224,14 @@ def _run_raw_files(executor, files: list[str]) -> dict[str, str]:
 
 # -- database ---------------------------------------------------------------------
 
-MYSQL_ENVIRONMENT_QUERY = (
-    "SHOW GLOBAL VARIABLES;"
-    " SELECT CONCAT('@engine:', ENGINE), SUPPORT FROM information_schema.ENGINES;"
-    " SELECT CONCAT('@plugin:', PLUGIN_NAME), PLUGIN_VERSION FROM information_schema.PLUGINS"
-    " WHERE PLUGIN_STATUS = 'ACTIVE'"
-)
-POSTGRES_ENVIRONMENT_QUERY = (
-    "SELECT name, setting || coalesce(' ' || unit, ''), source FROM pg_settings"
-    " UNION ALL SELECT '@extension:' || extname, extversion, '' FROM pg_extension"
-    " UNION ALL SELECT '@version', version(), ''"
-)
-# Values that change by themselves (positions, clocks, uptimes): left out, or
-# an unchanged server would give a new snapshot every run.
-VOLATILE = re.compile(
-    r"^(gtid_(binlog|current|slave)_pos|gtid_binlog_state|gtid_executed|gtid_purged"
-    r"|timestamp|rand_seed\d|last_insert_id|insert_id|identity|warning_count|error_count"
-    r"|pseudo_thread_id|in_transaction|uptime_in_(seconds|days)|lru_clock|server_time_usec"
-    r"|process_id|run_id|io_threads_active|hz|executable|config_file)$"
-)
-
-
-# pg_settings sources that describe the reading session, not the server.
-SESSION_SOURCES = ("client", "session")
-
-
-def _mysql_variables(text: str) -> dict:
-    variables, engines, plugins = {}, {}, {}
-    for line in text.splitlines():
-        name, _, value = line.partition("\t")
-        if name.startswith("@engine:"):
-            engines[name[8:]] = value
-        elif name.startswith("@plugin:"):
-            plugins[name[8:]] = value
-        elif name and not VOLATILE.match(name):
-            variables[name] = value
-    return {
-        "version": variables.get("version", ""),
-        "variables": variables,
-        "engines": engines,
-        "plugins": plugins,
-    }
-
-
-def _postgres_settings(text: str) -> dict:
-    settings, sources, extensions, version = {}, {}, {}, ""
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) < 2:
-            continue
-        name, value = fields[0], fields[1]
-        if name == "@version":
-            version = value
-        elif name.startswith("@extension:"):
-            extensions[name[11:]] = value
-        elif not VOLATILE.match(name) and (fields[2:] or [""])[0] not in SESSION_SOURCES:
-            settings[name] = value
-            if len(fields) > 2 and fields[2] not in ("default", ""):
-                sources[name] = fields[2]
-    return {"version": version, "variables": settings, "sources": sources, "extensions": extensions}
-
-
-def parse_redis_config(config: str, info: str) -> dict:
-    """`CONFIG GET *` (name and value on alternate lines) and `INFO server`."""
-    lines = config.splitlines()
-    variables = {
-        lines[i]: lines[i + 1]
-        for i in range(0, len(lines) - 1, 2)
-        if lines[i] and not VOLATILE.match(lines[i])
-    }
-    server = {}
-    for line in info.splitlines():
-        name, sep, value = line.strip().partition(":")
-        if sep and not name.startswith("#") and not VOLATILE.match(name):
-            server[name] = value
-    return {"version": server.get("redis_version", ""), "variables": variables, "server": server}
-
-
-def _redis_commands(endpoint: Endpoint) -> list[Command]:
-    """redis-cli CONFIG GET * and INFO server; a password through REDISCLI_AUTH,
-    read by the shell from a 0600 file (never argv)."""
-    where = (
-        ["-s", endpoint.socket]
-        if endpoint.socket
-        else ["-h", endpoint.host or "127.0.0.1", "-p", str(endpoint.port or 6379)]
-    )
-    commands = []
-    for name, args in (("config", ["CONFIG", "GET", "*"]), ("info", ["INFO", "server"])):
-        line = shlex.join(["redis-cli", *where, *args])
-        uploads, secrets = [], []
-        if endpoint.password:
-            auth = shlex.quote(f"{WORKDIR}/environment.{name}.auth")
-            line = f'REDISCLI_AUTH="$(cat {auth})"; export REDISCLI_AUTH; exec {line}'
-            uploads = [Upload(f"environment.{name}.auth", endpoint.password.encode(), 0o600)]
-            secrets = [endpoint.password]
-        commands.append(
-            Command(
-                argv=["sh", "-c", line],
-                uploads=uploads,
-                secrets=secrets,
-                tool="redis-cli",
-                package="redis-tools",
-            )
-        )
-    return commands
-
 
 def read_database(executor, endpoint: Endpoint) -> dict:
     """Every global setting of the endpoint's server, its version, engines,
-    plugins or extensions. {} for kinds without a server; {"error": ...} when
-    the server would not tell (the cell goes on: this is context)."""
-    from runners.facts import mysql_facts_command, postgres_facts_command
-
-    if endpoint.kind == "redis":
-        config, info = (_read(executor, c) for c in _redis_commands(endpoint))
-        return parse_redis_config(config, info)
-    builders = {
-        "mysql": (mysql_facts_command, MYSQL_ENVIRONMENT_QUERY, _mysql_variables),
-        "postgres": (postgres_facts_command, POSTGRES_ENVIRONMENT_QUERY, _postgres_settings),
-    }
-    if endpoint.kind not in builders:
-        return {}
-    build, query, parse = builders[endpoint.kind]
-    return parse(_read(executor, build(endpoint, query, name="environment")))
+    plugins or extensions (its engine's read_environment, runners/engines/).
+    {} for kinds without a server; {"error": ...} when the server would not
+    tell (the cell goes on: this is context)."""
+    engine = engines.find(endpoint.kind)
+    return engine.read_environment(executor, endpoint, _read) if engine is not None else {}
 
 
 def _read(executor, command: Command) -> str:

@@ -2,11 +2,9 @@
 
 host_facts(): CPU count and model, memory, kernel, OS, tool versions — read
 from /proc and /etc/os-release, so the same code works locally and over SSH.
-db_facts(): server version and the variables that explain a result
-(innodb_buffer_pool_size, max_connections; shared_buffers for PostgreSQL),
-read with the DB's own client and credentials in 0600 files, never in argv.
-db_nodes(): the MySQL servers that new connections to an endpoint reach
-(hostname, port, server_id): through a balancer, the nodes behind it.
+db_facts(): server version and the variables that explain a result (each
+engine's FACTS_QUERY, runners/engines/), read with the DB's own client and
+credentials in 0600 files, never in argv.
 CpuSampler: the client's CPU utilisation over the measured phase, from
 /proc/stat, to flag client-bound cells.
 """
@@ -15,8 +13,9 @@ from __future__ import annotations
 
 import re
 
-from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
-from runners.endpoint import socket_directory
+from runners import engines
+from runners.command import Command, Endpoint
+from runners.engines.base import int_or_text
 from runners.errors import ParseError, RunnerError
 
 # A cell whose client CPU was busier than this is flagged client-bound: the
@@ -102,105 +101,22 @@ def host_facts(executor, tools: list[str] | tuple[str, ...] = ()) -> dict:
 
 # -- databases --------------------------------------------------------------------
 
-MYSQL_QUERY = "SELECT @@version, @@innodb_buffer_pool_size, @@max_connections"
-POSTGRES_QUERY = (
-    "SELECT current_setting('server_version'), current_setting('shared_buffers'), "
-    "current_setting('max_connections')"
-)
 # Words in a client's error output that mean the credentials are wrong: retrying
 # cannot help.
 AUTH_FAILURES = ("Access denied", "password authentication failed", "no password supplied")
 
 
-def mysql_option_file(endpoint: Endpoint) -> bytes:
-    """A [client] option file with the endpoint's connection and password.
-
-    Values are double-quoted with backslash escapes, as the MySQL/MariaDB
-    option file reader expects.
-    """
-
-    def quote(value) -> str:
-        text = option_value(value, "[client] option value")
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = ["[client]"]
-    for key in ("host", "port", "user", "password", "socket"):
-        value = getattr(endpoint, key)
-        if value is not None and value != "":
-            lines.append(f"{key}={quote(value)}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-def mysql_facts_command(
-    endpoint: Endpoint, query: str = MYSQL_QUERY, name: str = "facts"
-) -> Command:
-    """mysql client reading its credentials from a 0600 option file (name.my.cnf)."""
-    return Command(
-        argv=[
-            "mysql",
-            f"--defaults-extra-file={WORKDIR}/{name}.my.cnf",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            query,
-        ],
-        uploads=[Upload(f"{name}.my.cnf", mysql_option_file(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="mysql",
-        package="mariadb-client",
-    )
-
-
-def postgres_facts_command(
-    endpoint: Endpoint, query: str = POSTGRES_QUERY, name: str = "facts"
-) -> Command:
-    """psql with the password in a 0600 PGPASSFILE (name.pgpass), unaligned
-    tab-separated output."""
-    argv = ["psql", "-X", "-A", "-t", "-F", "\t", "-w"]
-    for flag, value in (
-        # A socket alone, never beside a host (runners/endpoint.py): libpq
-        # takes its directory as the host.
-        ("-h", socket_directory(endpoint.socket) if endpoint.socket else endpoint.host),
-        ("-p", endpoint.port),
-        ("-U", endpoint.user),
-    ):
-        if value:
-            argv += [flag, str(value)]
-    argv += ["-d", endpoint.database or "postgres", "-c", query]
-    return Command(
-        argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/{name}.pgpass"},
-        uploads=[Upload(f"{name}.pgpass", pgpass_line(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="psql",
-        package="postgresql-client",
-    )
-
-
-def _int_or_text(value: str):
-    return int(value) if value.isdigit() else value
-
-
 def db_facts(executor, endpoint: Endpoint) -> dict:
-    """Server version and key variables of a mysql or postgres endpoint.
-
-    mysql: {"server_version", "innodb_buffer_pool_size", "max_connections"};
-    postgres: {"server_version", "shared_buffers", "max_connections"}.
+    """Server version and key variables of an endpoint whose engine has a
+    facts query ({} for other kinds): {name: value} of the engine's FACTS
+    (server_version, innodb_buffer_pool_size or shared_buffers, max_connections).
     The credential file is removed afterwards. Raises RunnerError (permanent
     for refused credentials) with the client's message.
     """
-    if endpoint.kind == "mysql":
-        command, names = (
-            mysql_facts_command(endpoint),
-            ("server_version", "innodb_buffer_pool_size", "max_connections"),
-        )
-    elif endpoint.kind == "postgres":
-        command, names = (
-            postgres_facts_command(endpoint),
-            ("server_version", "shared_buffers", "max_connections"),
-        )
-    else:
+    engine = engines.find(endpoint.kind)
+    if engine is None or not hasattr(engine, "FACTS_QUERY"):
         return {}
+    command, names = engine.client_command(endpoint), engine.FACTS
     try:
         execution = executor.run(command, timeout=30)
     finally:
@@ -215,42 +131,7 @@ def db_facts(executor, endpoint: Endpoint) -> dict:
             permanent=permanent,
             output=execution.output,
         )
-    return {name: _int_or_text(value) for name, value in zip(names, values)}
-
-
-NODE_QUERY = "SELECT @@hostname, @@port, @@server_id"
-
-
-def db_nodes(executor, endpoint: Endpoint, connections: int = 4) -> list[dict]:
-    """The MySQL servers that `connections` new connections to endpoint reach.
-
-    Behind a balancer each connection may land on another node: the answer
-    lists every node seen, [{"host", "port", "server_id", "connections"}]
-    sorted by host and port ("connections": how many of them it answered).
-    A connection that fails is left out (a node going down is what this
-    shows); RunnerError, with the client's message, when none answered.
-    """
-    command = mysql_facts_command(endpoint, NODE_QUERY)
-    seen: dict[tuple, int] = {}
-    failure = ""
-    try:
-        for _ in range(connections):
-            execution = executor.run(command, timeout=30)
-            values = (execution.stdout.strip().splitlines() or [""])[0].split("\t")
-            if execution.exit_code != 0 or len(values) != 3:
-                failure = (execution.stderr.strip().splitlines() or [failure])[-1]
-                continue
-            node = (values[0], _int_or_text(values[1]), _int_or_text(values[2]))
-            seen[node] = seen.get(node, 0) + 1
-    finally:
-        executor.remove(f"{executor.workdir}/{command.uploads[0].name}")
-    if not seen:
-        raise RunnerError(f"mysql on {endpoint.where}: {failure or 'no answer'}")
-    found = [
-        {"host": host, "port": port, "server_id": server_id, "connections": count}
-        for (host, port, server_id), count in seen.items()
-    ]
-    return sorted(found, key=lambda node: (node["host"], str(node["port"]).zfill(10)))
+    return {name: int_or_text(value) for name, value in zip(names, values)}
 
 
 # -- client CPU ---------------------------------------------------------------------

@@ -34,11 +34,10 @@ import socket
 import time
 from collections.abc import Callable
 
+from runners.engines import DEFAULT_PORTS, ENGINES
 from runners.providers import PROVIDERS
-from runners.tools import DEFAULT_PORTS
 
 ISOLATIONS = ("machine", "run", "target")
-DB_KINDS = ("mysql", "postgres", "redis")
 CELL_TARGET = "target"
 LOCAL = "local"  # the provider whose machine is the worker host itself  # client: {on: target}: each cell's own target
 
@@ -99,7 +98,7 @@ def cell_machines(
 def _target_machines(target: dict, run_id, worker_host, resolver) -> list[Machine]:
     if target.get("provision"):
         return _provisioned(target, target["provision"], run_id, worker_host, resolver)
-    if target["kind"] in DB_KINDS:
+    if target["kind"] in ENGINES:  # a database server
         # The SSH host of a database target is its server's machine too
         # (a host target's fio on it, host facts, snapshots).
         host = [_ssh_host(target["ssh"], resolver)] if target.get("ssh") else []

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runners import tools
+from runners import engines, tools
 from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.params import unknown_message
@@ -35,10 +35,10 @@ PATTERN_HELP.update(
     {CURRENCY: "a currency code such as USD or JPY", CPU_LIST: "a CPU list such as 0-3 or 0,2"}
 )
 STRESS_AXES = ("stress.cpu", "stress.load", "stress.cpu_load")
-# Target kinds, their ports and which tool runs against which: the tool
-# registry's (runners/tools/__init__.py), never listed here.
-TARGET_KINDS = tools.TARGET_KINDS
-DEFAULT_PORTS = tools.DEFAULT_PORTS
+# Target kinds and their ports: the engines' registry's (runners/engines/__init__.py);
+# which tool runs against which: the tool registry's. Never listed here.
+TARGET_KINDS = engines.TARGET_KINDS
+DEFAULT_PORTS = engines.DEFAULT_PORTS
 LOCAL_HOSTS = (None, "127.0.0.1", "localhost", "::1")
 # Directories a data-directory snapshot must never rsync --delete into.
 FORBIDDEN_DIRS = {
@@ -517,9 +517,9 @@ class PrepareSpec:
     enabled: bool = True
     once: bool = False
     snapshot_datadir: bool = False
-    datadir: str = "/var/lib/mysql"
+    datadir: str = engines.SNAPSHOT_DATADIR
     snapshot_dir: str | None = None
-    service: str = "mysql"
+    service: str = engines.SNAPSHOT_SERVICE
     service_manager: str = "systemctl"
     params: dict[str, Any] = field(default_factory=dict)
     stop_command: tuple[str, ...] = ()
@@ -560,9 +560,9 @@ def read_prepare(doc: Doc, tool) -> PrepareSpec:
         enabled=prep.boolean("enabled", default=True),
         once=prep.boolean("once", default=False),
         snapshot_datadir=prep.boolean("snapshot_datadir", default=False),
-        datadir=_safe_dir(prep, "datadir", "/var/lib/mysql"),
+        datadir=_safe_dir(prep, "datadir", engines.SNAPSHOT_DATADIR),
         snapshot_dir=_safe_dir(prep, "snapshot_dir", None),
-        service=prep.text("service", default="mysql"),
+        service=prep.text("service", default=engines.SNAPSHOT_SERVICE),
         service_manager=prep.choice(
             "service_manager", ("systemctl", "service", "command", "none"), default="systemctl"
         ),

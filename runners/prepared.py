@@ -17,9 +17,8 @@ estimate, and a table that oltp_insert grew must not pass for a fresh one.
 
 from __future__ import annotations
 
-from runners.checksums import IDENTIFIER
+from runners import engines
 from runners.errors import RunnerError
-from runners.facts import mysql_facts_command, postgres_facts_command
 from runners.tools import get_tool
 
 
@@ -41,23 +40,9 @@ def present(executor, endpoint, tables: dict[str, int], timeout: float = 600) ->
     """{table: exact rows} of the given tables that exist in endpoint's database;
     each query is stopped after timeout seconds (the data_check phase's limit)."""
     names = ", ".join(f"'{name}'" for name in tables)  # names come from expected(): safe
-    if endpoint.kind == "mysql":
-        # The mysql client's option file names no database: the query does
-        # (sysbench's own default database is sbtest).
-        database = endpoint.database or "sbtest"
-        if not IDENTIFIER.fullmatch(database):
-            raise RunnerError(f"database name {database!r} not supported", permanent=True)
-        listing = (
-            "SELECT table_name FROM information_schema.tables "
-            f"WHERE table_schema = '{database}' AND table_name IN ({names})"
-        )
-        command, prefix = mysql_facts_command, f"`{database}`."
-    else:
-        listing = (
-            "SELECT relname FROM pg_class WHERE relkind = 'r' "
-            f"AND pg_table_is_visible(oid) AND relname IN ({names})"
-        )
-        command, prefix = postgres_facts_command, ""
+    engine = engines.get(endpoint.kind)
+    listing, prefix = engine.table_listing(endpoint, names)
+    command = engine.client_command
     found = [row[0] for row in _rows(executor, command(endpoint, listing, "prepared"), timeout)]
     if not found:
         return {}

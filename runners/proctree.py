@@ -33,6 +33,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from runners import engines
+
 SELF = "self"
 PROC = "proc"
 # The sed rule that turns each /proc/PID/stat line into a "proc" line: pid,
@@ -45,12 +47,6 @@ PROC_RULE = (
     f"\\([0-9]*\\) \\([0-9]*\\) .*/{PROC} \\1 \\4 \\3 \\6 \\7 \\2/p"
 )
 PROC_FILES = "/proc/[0-9]*/stat"
-# The server processes of each kind of target, by name, where no pid is known.
-SERVER_NAMES = {
-    "mysql": ("mariadbd", "mysqld"),
-    "postgres": ("postgres", "postmaster"),
-    "redis": ("redis-server",),
-}
 GROUPS = ("cell", "server", "other")
 PARENT, SESSION = "parent", "session"
 _MAX_DEPTH = 64  # a parent chain longer than this is cut (a loop from a reused pid)
@@ -258,6 +254,7 @@ def owners_for(kind: str | None, local: bool, port=None, socket=None) -> Owners:
     """The Owners of one sampled machine: local (the worker's own machine,
     the sampler the worker's child) or reached over SSH; the server found by
     its listening socket where it runs here, else by name."""
-    names = SERVER_NAMES.get(kind or "", ())
+    engine = engines.find(kind)  # the server's process names, where no pid is known
+    names = engine.SERVER_PROCESSES if engine is not None else ()
     pids = listening_pids(port, socket) if local and names and (port or socket) else ()
     return Owners(PARENT if local else SESSION, pids, names)

@@ -328,7 +328,7 @@ def _cpu_order(name: str) -> int:
 
 # Figures summarised for every host (mean, max, and the share of seconds at
 # or above a level where a verdict rule reads one).
-# cpu_pct: the CPU a cloud's monitoring reports (CloudWatch CPUUtilization).
+# cpu_pct: the CPU a cloud's monitoring reports (its CPU utilisation).
 HIGH_LEVELS = {"cpu_busy_pct": 90.0, "cpu_pct": 90.0}
 # Figures whose lowest value (and first, to see the fall) matters: balances
 # that throttle the instance when they run out.
@@ -382,13 +382,17 @@ def summarize(series: Series) -> dict:
 # comparisons and the trend page read it like any tool metric.
 METRIC_PREFIX = "telemetry."
 STATS = ("mean", "max", "min")  # min: only balances keep one (LOW_FIGURES)
-SOURCE_LABELS = {
-    "client": "client",
-    "target": "target",
-    "host": "host",
-    "db": "database",
-    "cloudwatch": "target (CloudWatch)",
-}
+SOURCE_LABELS = {"client": "client", "target": "target", "host": "host", "db": "database"}
+# A cloud's own monitoring of a managed target (a provider's metrics()) is
+# stored under a source that starts with this: the provider names it
+# (Provider.MONITORING_SOURCE), telemetry knows it by this prefix only.
+CLOUD_PREFIX = "cloud"
+
+
+def is_cloud(source: str) -> bool:
+    """Whether source is a cloud's monitoring of the target (CLOUD_PREFIX)."""
+    return source.startswith(CLOUD_PREFIX)
+
 
 # The figures stored and shown (the cell page's summary table): (label, unit,
 # direction). Most are neutral: a busier CPU is neither better nor worse, it
@@ -435,7 +439,7 @@ FIGURES: dict[str, tuple[str, str, str]] = {
     "evicted_keys_per_s": ("Redis evicted keys", "/s", LOWER),
     "used_memory_mb": ("Redis used memory", "MB", NEUTRAL),
     "connected_clients": ("Redis connected clients", "", NEUTRAL),
-    # A managed target's cloud monitoring (CloudWatch, per minute).
+    # A managed target's cloud monitoring (per minute).
     "cpu_pct": ("CPU utilisation", "%", NEUTRAL),
     "cpu_credit_balance": ("CPU credit balance", "credits", HIGHER),
     "cpu_credit_usage": ("CPU credits used", "per minute", NEUTRAL),
@@ -480,10 +484,13 @@ def figure_rows(source: str, summary: dict) -> list[tuple[str, str, dict]]:
 
 
 def source_label(source: str) -> str | None:
-    """ "client 2" for the second of several clients ("client2"), the
-    SOURCE_LABELS entry otherwise, None for a source not stored as metrics."""
+    """ "client 2" for the second of several clients ("client2"), "target
+    (<source>)" for a cloud's monitoring of it, the SOURCE_LABELS entry
+    otherwise, None for a source not stored as metrics."""
     if re.fullmatch(r"client[2-9]|client[1-9][0-9]", source):
         return f"client {source[len('client') :]}"
+    if is_cloud(source):
+        return f"target ({source})"
     return SOURCE_LABELS.get(source)
 
 

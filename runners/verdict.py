@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.telemetry import DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S, NET_LINE_HIGH
+from runners.telemetry import CLOUD_PREFIX, DISK_UTIL_HIGH, HIGH_LEVELS, INTERVAL_S, NET_LINE_HIGH
 
 # The levels whose share of seconds telemetry.summarize counts are its own.
 CPU_BUSY_PCT = HIGH_LEVELS["cpu_busy_pct"]  # a CPU this busy (user + system) is saturated ...
@@ -236,42 +236,49 @@ def _table_locks(db: dict, waits: float) -> str:
     )
 
 
-def _burst(cloud: dict) -> Finding | None:
+# (source, name) of a cloud's monitoring whose provider is not given: the
+# generic source and words (a provider gives its MONITORING_SOURCE and _NAME).
+MONITORING = (CLOUD_PREFIX, "cloud monitoring")
+
+
+def _burst(cloud: dict, monitoring: tuple[str, str]) -> Finding | None:
+    source, name = monitoring
     credits = cloud.get("cpu_credit_balance")
     burst = cloud.get("burst_balance_pct")
     if credits and credits["min"] <= CPU_CREDITS_LOW:
         return {
             "code": "burst_credits",
             "text": f"burst credits exhausted: the target's CPU credit balance fell from "
-            f"{credits['first']:g} to {credits['min']:g} during the cell (CloudWatch); a "
+            f"{credits['first']:g} to {credits['min']:g} during the cell ({name}); a "
             "burstable instance without credits runs at its baseline CPU",
             "evidence": {
-                "cloudwatch.cpu_credit_balance.first": credits["first"],
-                "cloudwatch.cpu_credit_balance.min": credits["min"],
+                f"{source}.cpu_credit_balance.first": credits["first"],
+                f"{source}.cpu_credit_balance.min": credits["min"],
             },
         }
     if burst and burst["min"] <= BURST_BALANCE_LOW_PCT:
         return {
             "code": "burst_credits",
             "text": f"storage burst balance exhausted: it fell from {burst['first']:g} % to "
-            f"{burst['min']:g} % during the cell (CloudWatch); the storage then runs at its baseline IOPS",
+            f"{burst['min']:g} % during the cell ({name}); the storage then runs at its baseline IOPS",
             "evidence": {
-                "cloudwatch.burst_balance_pct.first": burst["first"],
-                "cloudwatch.burst_balance_pct.min": burst["min"],
+                f"{source}.burst_balance_pct.first": burst["first"],
+                f"{source}.burst_balance_pct.min": burst["min"],
             },
         }
     return None
 
 
-def _cloud_cpu(cloud: dict) -> Finding | None:
+def _cloud_cpu(cloud: dict, monitoring: tuple[str, str]) -> Finding | None:
+    source, name = monitoring
     cpu = cloud.get("cpu_pct")
     if not cpu or cpu.get("high_share", 0) < CPU_BUSY_SHARE:
         return None
     return {
         "code": "target_cpu",
-        "text": f"target CPU-bound: CloudWatch CPUUtilization {_pct(cpu['mean'])} on average, at "
+        "text": f"target CPU-bound: {name} CPUUtilization {_pct(cpu['mean'])} on average, at "
         f"or above {CPU_BUSY_PCT:g} % in {_pct(100 * cpu['high_share'])} of the minutes",
-        "evidence": {"cloudwatch.cpu_pct.mean": cpu["mean"], "share": cpu["high_share"]},
+        "evidence": {f"{source}.cpu_pct.mean": cpu["mean"], "share": cpu["high_share"]},
     }
 
 
@@ -285,7 +292,7 @@ HOST_RULES: list[Callable[[dict, str], Finding | None]] = [
 DB_RULES: list[Callable[[dict], Finding | None]] = [_not_in_memory, _locks]
 # The cloud's own monitoring of a managed target (no SSH to it): burst first,
 # since an instance out of credits is also CPU-bound at its baseline.
-CLOUD_RULES: list[Callable[[dict], Finding | None]] = [_burst, _cloud_cpu]
+CLOUD_RULES: list[Callable[[dict, tuple[str, str]], Finding | None]] = [_burst, _cloud_cpu]
 # Every code a verdict's "limit" can take (the archive searches by it).
 CODES = (
     "client_cpu",
@@ -315,11 +322,13 @@ def judge(
     *,
     client_throttled: float | None = None,
     measured_s: float | None = None,
+    monitoring: tuple[str, str] | None = None,
 ) -> dict:
     """{"limit": headline code, "text": headline, "findings": [...], "checked": [...],
     "seconds": measured seconds, "samples": per-second samples it rests on}.
 
-    cloud: the summary of the target's cloud monitoring (CloudWatch), if read;
+    cloud: the summary of the target's cloud monitoring, if read, and
+    monitoring its (source, name), as its provider names them (MONITORING);
     client_throttled: the share of CPU periods the tool's quota stopped it in;
     measured_s: how long the measure lasted (None: unknown, e.g. re-judged later).
 
@@ -359,7 +368,7 @@ def judge(
             "checked": checked,
             **rests,
         }
-    findings = _findings(hosts, db, cloud, client_throttled)
+    findings = _findings(hosts, db, cloud, client_throttled, monitoring or MONITORING)
     if not findings:
         looked = ", ".join(checked)
         return {
@@ -384,7 +393,9 @@ def _too_short(measured_s: float | None, samples: int) -> bool:
     return measured_s < MIN_SECONDS or samples < MIN_SAMPLES
 
 
-def _findings(hosts: dict, db: dict | None, cloud: dict | None, throttled) -> list[Finding]:
+def _findings(
+    hosts: dict, db: dict | None, cloud: dict | None, throttled, monitoring: tuple[str, str]
+) -> list[Finding]:
     """Every rule's finding, in the verdict's order."""
     sampled = [role for role in ROLES if (hosts.get(role) or {}).get("seconds")]
     findings = [f for role in sampled if (f := _disturbed(hosts[role], role))]
@@ -394,7 +405,7 @@ def _findings(hosts: dict, db: dict | None, cloud: dict | None, throttled) -> li
     for role in sampled:
         findings += [f for rule in HOST_RULES if (f := rule(hosts[role], role))]
     if cloud and cloud.get("seconds"):
-        findings += [f for rule in CLOUD_RULES if (f := rule(cloud))]
+        findings += [f for rule in CLOUD_RULES if (f := rule(cloud, monitoring))]
     if db and db.get("seconds"):
         findings += [f for rule in DB_RULES if (f := rule(db))]
     return findings

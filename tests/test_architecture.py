@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -264,12 +266,14 @@ def change_rows() -> dict[str, str]:
     return rows
 
 
-def row_paths(row: str, name: str) -> set[str]:
-    """The repository paths a row names in backticks, <tool>/<provider> read as name
-    and globs expanded (`runners/tools/<tool>.py` -> runners/tools/redis_benchmark.py)."""
+def row_paths(row: str, name: str | dict[str, str]) -> set[str]:
+    """The repository paths a row names in backticks, <tool>/<provider>/<engine> read
+    as name (or as names[placeholder]) and globs expanded (`runners/tools/<tool>.py`
+    -> runners/tools/redis_benchmark.py)."""
+    names = name if isinstance(name, dict) else {k: name for k in ("tool", "provider", "engine")}
     paths = set()
     for quoted in re.findall(r"`([^`\s]+)`", row):
-        pattern = re.sub(r"<(tool|provider)>", name, quoted.split(":")[0])
+        pattern = re.sub(r"<(tool|provider|engine)>", lambda m: names[m[1]], quoted.split(":")[0])
         if "/" not in pattern and not pattern.endswith((".py", ".txt", ".md")):
             continue
         paths |= {str(p.relative_to(ROOT)) for p in ROOT.glob(pattern)} or {pattern}
@@ -333,3 +337,39 @@ def test_a_new_provider_touches_only_the_files_its_row_names():
     allowed = row_paths(row, provider)
     assert files_naming(provider_names()[provider]) - allowed == set()
     assert all((ROOT / path).exists() for path in allowed), allowed
+
+
+# The rows that name files without a "counted on" addition: each placeholder
+# read as a real one, every file they name must exist (a renamed or removed
+# module fails here until the row follows it).
+EXAMPLES = {"tool": "sysbench", "provider": "aws_rds", "engine": "postgres"}
+NAMED_ROWS = (
+    "a new engine",
+    "a new chart type",
+    "a new telemetry source",
+    "a new verdict rule",
+    "a new REST endpoint",
+)
+
+
+def test_row_paths_read_each_placeholder():
+    row = "`runners/engines/<engine>.py` and `runners/providers/<provider>.py`"
+    assert row_paths(row, EXAMPLES) == {
+        "runners/engines/postgres.py",
+        "runners/providers/aws_rds.py",
+    }
+
+
+@pytest.mark.parametrize("change", NAMED_ROWS)
+def test_the_files_a_change_row_names_exist(change):
+    row = change_rows()[change]
+    paths = row_paths(row, EXAMPLES)
+    assert paths, f"{change}: the row names no file"
+    missing = sorted(path for path in paths if not (ROOT / path).exists())
+    assert missing == [], f"{change}: no such file"
+
+
+def test_a_new_engine_row_is_counted_on_an_engine():
+    from runners.engines import ENGINES
+
+    assert counted_on(change_rows()["a new engine"]) in ENGINES

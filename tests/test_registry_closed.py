@@ -1,13 +1,14 @@
-"""The registries are closed: a tool or provider is named only by its own
-module(s) and its registry, so adding one touches nothing else.
+"""The registries are closed: a tool, provider or database engine is named
+only by its own module(s) and its registry, so adding one touches nothing else.
 
 A "name" is a tool's registry key or binary (sysbench, stress_ng,
 stress-ng, ...) or a distinctive provider name (aws_rds, static_cluster;
 "static" and "local" are ordinary words) or a resource kind only one
-provider makes, written as a string in code (docstrings and comments are
-prose and may give examples) or imported as a module. Allowed to name
-them: the owning modules below, plan templates (benchapp/plans/templates_plans),
-migrations (frozen history), docs and tests.
+provider makes or its monitoring's source (cloudwatch), or an engine's kind (mysql, postgres, redis), written as a
+string in code (docstrings and comments are prose and may give examples) or
+imported as a module. Allowed to name them: the owning modules below, plan
+templates (benchapp/plans/templates_plans), migrations (frozen history),
+docs and tests; and for engines, the tools and providers of ENGINE_USERS.
 """
 
 import ast
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runners.engines import ENGINES
 from runners.providers import PROVIDERS
 from runners.tools import TOOLS
 
@@ -27,9 +29,6 @@ GENERIC_PROVIDERS = {"static", "local"}
 # Names still written outside their owners, each with why it is acceptable
 # for now. The test fails when one disappears too, so the list only shrinks.
 KNOWN = {
-    ("benchapp/runs/connection.py", "mysqlslap"): "help text of a connection check's finding",
-    ("benchapp/runs/connection.py", "sysbench"): "help text of a connection check's finding",
-    ("benchapp/runs/connection.py", "pgbench"): "help text of a connection check's finding",
     ("benchapp/runs/connection.py", "fio"): "help text of a host check's finding",
     ("benchapp/web/forms_targets.py", "pgbench"): "help text: what custom scripts allow",
     ("benchapp/management/commands/demo_run.py", "sysbench"): "the demo's plans are data",
@@ -39,6 +38,25 @@ KNOWN = {
     ("runners/docs.py", "mysqlslap"): "generated plan reference prose (several clients)",
     ("runners/docs.py", "fio"): "generated plan reference prose (several clients)",
     ("runners/docs.py", "redis_benchmark"): "generated plan reference prose (several clients)",
+    ("runners/engines/mysql.py", "mysqlslap"): "help text of the access check's finding",
+    ("runners/engines/mysql.py", "sysbench"): "help text of the access check's finding",
+    ("runners/engines/postgres.py", "pgbench"): "help text of the access check's finding",
+    ("runners/engines/postgres.py", "sysbench"): "help text of the access check's finding",
+    ("runners/docs.py", "mysql"): "generated plan reference prose (snapshot_datadir)",
+    ("benchapp/management/commands/demo_run.py", "mysql"): "the demo's target is data",
+    ("benchapp/accounts/targetguard.py", "mysql"): "the app's own database, not a target",
+    ("benchapp/accounts/targetguard.py", "postgres"): "the app's own database, not a target",
+    ("benchapp/accounts/targetguard.py", "redis"): "the app's own broker, not a target",
+}
+# Modules that may name engines besides runners/engines/: a tool is written
+# for the engines it runs against (its TARGET_KINDS, its endpoint's kind, its
+# client's options), and a cloud provider makes servers of an engine (RDS's
+# engine names are the API's). Adding an engine adds the tools that run
+# against it; it changes none of these.
+ENGINE_USERS = {
+    "runners/tools/": "a tool declares the kinds it runs against and builds their options",
+    "runners/providers/aws_rds.py": "RDS engines and the kinds of target they make",
+    "runners/providers/aws_ec2.py": "the kinds of target an EC2 instance may serve",
 }
 
 
@@ -48,17 +66,27 @@ def tool_names() -> dict[str, set[str]]:
 
 
 def provider_names() -> dict[str, set[str]]:
-    """provider -> its name and the resource kinds only it makes."""
+    """provider -> its name, the resource kinds only it makes and its monitoring's source."""
     names = {}
     for name, provider in PROVIDERS.items():
         words = set() if name in GENERIC_PROVIDERS else {name}
         kinds = set(provider.PRIMARY_KINDS + provider.COUNTED_KINDS + provider.PRICED_KINDS)
-        names[name] = words | kinds
+        # Its monitoring's source: telemetry and verdicts ask the provider for it.
+        monitoring = {provider.MONITORING_SOURCE} if provider.MONITORING_SOURCE else set()
+        names[name] = words | kinds | monitoring
     return names
 
 
+def engine_names() -> dict[str, set[str]]:
+    """engine -> its kind (the registry key: mysql, postgres, redis)."""
+    return {name: {name} for name in ENGINES}
+
+
 def owners(kind: str, name: str) -> set[str]:
-    """The files (relative paths) allowed to name a tool or provider."""
+    """The files (relative paths) allowed to name a tool, provider or engine."""
+    if kind == "engine":  # the engine modules (they share one interface) and ENGINE_USERS
+        files = {str(p.relative_to(ROOT)) for p in (ROOT / "runners/engines").glob("*.py")}
+        return files | {str(p.relative_to(ROOT)) for u in ENGINE_USERS for p in ROOT.glob(u + "*")}
     if kind == "tool":
         return {str(p.relative_to(ROOT)) for p in (ROOT / "runners/tools").glob(f"{name}*.py")}
     module = type(PROVIDERS[name]).__module__
@@ -99,9 +127,14 @@ def scanned_files() -> list[Path]:
 def violations() -> list[str]:
     """'path:line names tool|provider X' for every name used outside its owners
     (KNOWN ones included)."""
-    registries = {"runners/tools/__init__.py", "runners/providers/__init__.py"}
+    registries = {
+        "runners/tools/__init__.py",
+        "runners/providers/__init__.py",
+        "runners/engines/__init__.py",
+    }
     named = [("tool", n, w) for n, w in tool_names().items()]
     named += [("provider", n, w) for n, w in provider_names().items()]
+    named += [("engine", n, w) for n, w in engine_names().items()]
     found = []
     for path in scanned_files():
         relative = str(path.relative_to(ROOT))
@@ -148,3 +181,9 @@ def test_no_tool_or_provider_is_named_outside_its_registry():
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_every_tool_module_is_owned(name):
     assert f"runners/tools/{name}.py" in owners("tool", name)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_every_engine_module_is_owned(name):
+    assert f"runners/engines/{name}.py" in owners("engine", name)
+    assert "runners/dbstatus.py" not in owners("engine", name)

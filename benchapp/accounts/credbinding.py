@@ -30,12 +30,12 @@ from django.db.models import Q
 from benchapp.models import Credential, Target
 from runners import endpoint as ep
 from runners.endpoint import WORKER, Binding, check_pattern, key, shown  # noqa: F401
+from runners.engines import DEFAULT_PORTS
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
 from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
 from runners.providers import PROVIDERS
 from runners.providers.endpoints import ssh_of, target_spec
-from runners.tools import DEFAULT_PORTS
 
 RULE = (
     "a plan may send a stored credential only to a stored target it is bound to "

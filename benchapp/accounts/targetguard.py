@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 
 from runners.endpoint import address
+from runners.engines import DEFAULT_PORTS
 from runners.errors import ValidationError
 from runners.netguard import Guard, Service, service_from_url
-from runners.tools import DEFAULT_PORTS
 
 DATABASE = "the app's database"
 BROKER = "the app's broker"

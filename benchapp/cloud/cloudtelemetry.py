@@ -1,6 +1,7 @@
 """The cloud's own monitoring of managed targets, added to each cell's
-telemetry after the run (CloudWatch for RDS: credits, CPU, IOPS, queue,
-memory; runners.providers.Provider.metrics says what each provider reads):
+telemetry after the run (for RDS: credits, CPU, IOPS, queue, memory;
+runners.providers.Provider.metrics says what each provider reads, and
+MONITORING_SOURCE the source its series are stored under):
 the targets the run provisioned (collect) and the targets that name an
 existing cloud resource, `cloud_instance` (collect_watched).
 
@@ -26,8 +27,6 @@ from runners.providers import Handle, get_provider
 from runners.providers.slots import variant_of
 
 log = logging.getLogger(__name__)
-
-SOURCE = "cloudwatch"
 
 
 def collect(run_id: int, kinds, context_of) -> int:
@@ -110,21 +109,22 @@ def _read_cell(cell: Cell, provider, handle: Handle, context) -> int:
     series = provider.metrics(handle, *window, context() if callable(context) else context)
     if not series:
         return 0
-    record(cell, series)
+    record(cell, series, provider)
     return 1
 
 
-def record(cell: Cell, series: dict) -> None:
-    """Add the series (source "cloudwatch") and its summary to the cell's
-    telemetry and measurements (runners.telemetry.summary_metrics), and
-    judge the cell again with it."""
+def record(cell: Cell, series: dict, provider) -> None:
+    """Add the series (source: the provider's MONITORING_SOURCE) and its
+    summary to the cell's telemetry and measurements
+    (runners.telemetry.summary_metrics), and judge the cell again with it."""
+    source = provider.MONITORING_SOURCE
     summary = telemetry.summarize(series)
     with transaction.atomic():
         current = Cell.objects.select_for_update().get(pk=cell.pk)
         attempt = current.attempt
-        CellSeries.objects.filter(cell=current, attempt=attempt, source=SOURCE).delete()
-        CellSeries.objects.bulk_create(seriesstore.rows(current, attempt, series, source=SOURCE))
-        prefix = f"{telemetry.METRIC_PREFIX}{SOURCE}."
+        CellSeries.objects.filter(cell=current, attempt=attempt, source=source).delete()
+        CellSeries.objects.bulk_create(seriesstore.rows(current, attempt, series, source=source))
+        prefix = f"{telemetry.METRIC_PREFIX}{source}."
         kept = [
             v
             for v in measurestore.read(cells=[current.pk], all_attempts=True)
@@ -132,17 +132,18 @@ def record(cell: Cell, series: dict) -> None:
         ]
         cloud = [
             Value(current.run_id, current.pk, attempt, 0, "", name, value, unit_of(name))
-            for name, value in telemetry.summary_metrics({SOURCE: summary}).items()
+            for name, value in telemetry.summary_metrics({source: summary}).items()
         ]
         measurestore.write(current, attempt, kept + cloud)
         facts = dict(current.facts)
-        summaries = {**facts.get("telemetry", {}), SOURCE: summary}
+        summaries = {**facts.get("telemetry", {}), source: summary}
         facts["telemetry"] = summaries
         facts["verdict"] = cellwatch.judge(
             summaries,
             summary,
             client_throttled=facts.get("client_cpu_throttled"),
             measured_s=(facts.get("verdict") or {}).get("seconds"),
+            monitoring=(source, provider.MONITORING_NAME),
         )
         Cell.objects.filter(pk=current.pk).update(facts=facts)
 

@@ -24,15 +24,12 @@ import time
 from dataclasses import dataclass
 
 from benchapp.models import Credential, Target, Team
-from runners import limits
+from runners import engines, limits
 from runners.endpoint import address
 from runners.errors import ValidationError
 from runners.plan import CellSpec, Plan, expand
 from runners.tools import check_dropped_schemas, get_tool
 
-# Connections a server accepts beyond max_connections for a privileged user
-# (MySQL/MariaDB keep one for SUPER/CONNECTION ADMIN).
-PRIVILEGED_EXTRA = {"mysql": 1, "postgres": 0}
 # Above this share of max_connections other sessions (the app, monitoring,
 # PostgreSQL's superuser_reserved_connections) may take what the tool needs.
 CONNECTIONS_WARN_SHARE = 0.8
@@ -234,16 +231,15 @@ def _count(value) -> int:
 
 def _connection_finding(spec, name, target, wanted, limit) -> list[Finding]:
     path = _param_path(spec, name)
-    raise_it = (
-        "SET GLOBAL max_connections = N"
-        if target.kind == "mysql"
-        else "max_connections in postgresql.conf, then a restart"
-    )
+    # How the server's max_connections is raised, and the connections it
+    # keeps beyond it for a privileged user: the engine's.
+    engine = engines.get(target.kind)
+    raise_it = engine.RAISE_MAX_CONNECTIONS
     tail = (
         f"Lower {name} to at most {{n}}, or raise max_connections on the server "
         f"({raise_it}) and test the connection of {target.name} again."
     )
-    if wanted > limit + PRIVILEGED_EXTRA.get(target.kind, 0):
+    if wanted > limit + engine.PRIVILEGED_CONNECTIONS:
         message = (
             f"{name} {wanted} opens {wanted} connections to {target.name}, whose server "
             f"accepts {limit} (max_connections at its last connection test). "

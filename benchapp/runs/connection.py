@@ -27,23 +27,18 @@ from __future__ import annotations
 import os
 import posixpath
 import pwd
-import re
-import secrets
 import socket
 import stat
-import struct
 
 from django.conf import settings
 from django.utils import timezone
 
 from benchapp.models import Credential, Target
-from runners.command import WORKDIR, Command, Endpoint, Upload
+from runners import engines
+from runners.command import Command, Endpoint
+from runners.engines.base import CLIENT_SECONDS, PROBE_SECONDS, run_client
 from runners.errors import RunnerError
-from runners.tools import DEFAULT_PORTS, tools_for_kind
-
-# A client's whole check; the protocol probe and the clients' own connect timeouts.
-CLIENT_SECONDS = 30
-PROBE_SECONDS = 3
+from runners.tools import tools_for_kind
 
 
 def test_connection(target: Target) -> dict:
@@ -87,18 +82,19 @@ def test_connection(target: Target) -> dict:
             result["host"] = host_facts(executor, tools_for_kind(target.kind))  # the registry's
             result["host"]["memory"] = f"{result['host']['memory_kib'] / 1048576:.1f} GiB"
             # The access check first: its errors name what is missing.
-            if target.kind in ACCESS_CHECKS:
-                result["access"] = ACCESS_CHECKS[target.kind](executor, _endpoint(target))
+            engine = engines.find(target.kind)
+            if engine is not None:
+                result["access"] = engine.access(executor, _endpoint(target))
             elif target.kind == "host" and target.directory and not target.ssh_host:
                 result["access"] = local_directory_access(executor, target)
             elif target.kind == "host" and target.directory:
                 result["access"] = directory_access(executor, target.directory, result["where"])
             if target.kind == "host" and target.directory:
                 result["disk"] = disk_facts(executor, target.directory)
-            if target.kind in ("mysql", "postgres"):
+            if engine is not None and hasattr(engine, "FACTS_QUERY"):
                 result["db"] = db_facts(executor, _endpoint(target))
-            if target.kind == "mysql":
-                result["db"]["schema_grants"] = schema_grants(executor, _endpoint(target))
+            if hasattr(engine, "schema_grants"):
+                result["db"]["schema_grants"] = engine.schema_grants(executor, _endpoint(target))
     except RunnerError as exc:
         result["error"] = exc.message
         return result
@@ -188,7 +184,9 @@ def _address(target: Target):
     from runners.endpoint import address
     from runners.planspec import TargetSpec
 
-    port = (target.port or DEFAULT_PORTS.get(target.kind)) if target.kind != "host" else None
+    port = (
+        (target.port or engines.DEFAULT_PORTS.get(target.kind)) if target.kind != "host" else None
+    )
     return address(TargetSpec(target.name, target.kind, host=target.host or None, port=port))
 
 
@@ -209,166 +207,8 @@ def _endpoint(target: Target) -> Endpoint:
 
 
 def _run(executor, command: Command):
-    """Run command (30 s at most), removing its credential file afterwards."""
-    try:
-        return executor.run(command, timeout=CLIENT_SECONDS)
-    finally:
-        for upload in command.uploads:
-            executor.remove(f"{executor.workdir}/{upload.name}")
-
-
-def _last_line(execution) -> str:
-    lines = execution.stderr.strip().splitlines() or execution.stdout.strip().splitlines()
-    if lines:
-        return lines[-1]
-    if execution.exit_code is None:
-        return f"no answer within {CLIENT_SECONDS} s"
-    return f"exit code {execution.exit_code}"
-
-
-def _scratch_table() -> str:
-    return f"benchboard_check_{secrets.token_hex(4)}"
-
-
-def mysql_access(executor, endpoint: Endpoint) -> str:
-    """Create and drop a scratch table in endpoint.database; the finding as a
-    sentence, or RunnerError naming what is missing."""
-    from runners.facts import mysql_option_file
-
-    where = f"{endpoint.host}:{endpoint.port or 3306}"
-    if not endpoint.database:
-        return (
-            "No database set: mysqlslap works in a schema of its own; sysbench needs "
-            "a database (give one to check that tables can be created there)."
-        )
-    table = f"`{endpoint.database}`.`{_scratch_table()}`"
-    command = Command(
-        argv=[
-            "mysql",
-            f"--defaults-extra-file={WORKDIR}/check.my.cnf",
-            f"--connect-timeout={PROBE_SECONDS}",
-            "--batch",
-            f"--database={endpoint.database}",
-            "-e",
-            f"CREATE TABLE {table} (id INT); DROP TABLE {table}",
-        ],
-        uploads=[Upload("check.my.cnf", mysql_option_file(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="mysql",
-        package="mariadb-client",
-    )
-    execution = _run(executor, command)
-    if execution.exit_code == 0:
-        return f"user '{endpoint.user}' can create and drop tables in '{endpoint.database}'"
-    text = execution.output
-    if "ERROR 1049" in text:  # Unknown database
-        problem = f"database '{endpoint.database}' does not exist on {where}"
-    elif "ERROR 1044" in text:  # Access denied for user to database
-        problem = (
-            f"user '{endpoint.user}' has no privileges on database '{endpoint.database}' on {where}"
-        )
-    elif "ERROR 1142" in text:  # CREATE/DROP command denied
-        verb = "DROP" if "DROP command denied" in text else "CREATE"
-        problem = f"user '{endpoint.user}' cannot {verb} in '{endpoint.database}' on {where}"
-    else:
-        problem = f"mysql on {where}: {_last_line(execution)}"
-    raise RunnerError(problem, permanent=True, output=text)
-
-
-# "GRANT SELECT, CREATE ON `bb\_s%`.* TO ..." or "... ON *.* TO ...": the
-# database-wide grants (table and column grants do not create schemas).
-_GRANT = re.compile(r"^GRANT (?P<privileges>.+?) ON (?:\*|`(?P<schema>(?:[^`]|``)*)`)\.\* TO ")
-
-
-def schema_grants(executor, endpoint: Endpoint) -> list[dict] | None:
-    """The user's database-wide grants as [{"schema": LIKE pattern or "*",
-    "privileges": [...]}], for benchapp.plans.prerun (mysqlslap creates and drops
-    its schema); None when SHOW GRANTS does not say (an error, or roles,
-    whose privileges it does not list). Password hashes are never kept."""
-    from runners.facts import mysql_facts_command
-
-    execution = _run(executor, mysql_facts_command(endpoint, "SHOW GRANTS", "grants"))
-    if execution.exit_code != 0:
-        return None
-    grants = []
-    for line in execution.stdout.splitlines():
-        line = line.replace("\\\\", "\\")  # --batch writes a backslash as two
-        match = _GRANT.match(line)
-        if match is None:
-            if line.startswith("GRANT `"):  # a role: its privileges are not listed here
-                return None
-            continue
-        privileges = [p.strip().upper() for p in match["privileges"].split(",")]
-        schema = match["schema"].replace("``", "`") if match["schema"] is not None else "*"
-        grants.append({"schema": schema, "privileges": privileges})
-    return grants
-
-
-def postgres_access(executor, endpoint: Endpoint) -> str:
-    """As mysql_access, for PostgreSQL (in the user's default schema)."""
-    from runners.facts import pgpass_line
-
-    where = f"{endpoint.host}:{endpoint.port or 5432}"
-    if not endpoint.database:
-        return (
-            "No database set: pgbench and sysbench need one (give one to check that "
-            "tables can be created there)."
-        )
-    table = _scratch_table()
-    argv = ["psql", "-X", "-w", "-q", "-v", "ON_ERROR_STOP=1"]
-    for flag, value in (("-h", endpoint.host), ("-p", endpoint.port), ("-U", endpoint.user)):
-        if value:
-            argv += [flag, str(value)]
-    argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
-    command = Command(
-        argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass", "PGCONNECT_TIMEOUT": str(PROBE_SECONDS)},
-        uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="psql",
-        package="postgresql-client",
-    )
-    execution = _run(executor, command)
-    user = endpoint.user or "(default user)"
-    if execution.exit_code == 0:
-        return f"user '{user}' can create and drop tables in '{endpoint.database}'"
-    text = execution.output
-    if f'database "{endpoint.database}" does not exist' in text:
-        problem = f"database '{endpoint.database}' does not exist on {where}"
-    elif "permission denied for database" in text:
-        problem = f"user '{user}' may not connect to '{endpoint.database}' on {where}"
-    elif "permission denied for schema" in text:
-        problem = f"user '{user}' cannot CREATE in '{endpoint.database}' on {where}"
-    else:
-        problem = f"psql on {where}: {_last_line(execution)}"
-    raise RunnerError(problem, permanent=True, output=text)
-
-
-def redis_access(executor, endpoint: Endpoint) -> str:
-    """PING; the password travels in REDISCLI_AUTH, never argv."""
-    where = f"{endpoint.host}:{endpoint.port or 6379}"
-    command = Command(
-        argv=[
-            "redis-cli",
-            "-h",
-            endpoint.host or "127.0.0.1",
-            "-p",
-            str(endpoint.port or 6379),
-            "PING",
-        ],
-        env={"REDISCLI_AUTH": endpoint.password} if endpoint.password else {},
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool="redis-cli",
-        package="redis-tools",
-    )
-    execution = _run(executor, command)
-    if execution.exit_code == 0 and execution.stdout.strip() == "PONG":
-        return f"redis on {where} answered PING"
-    raise RunnerError(
-        f"redis on {where} did not answer PING: {_last_line(execution)}",
-        permanent=False,
-        output=execution.output,
-    )
+    """Run command (CLIENT_SECONDS at most), removing its credential file afterwards."""
+    return run_client(executor, command, CLIENT_SECONDS)
 
 
 def directory_access(executor, directory: str, where: str) -> str:
@@ -392,56 +232,13 @@ def disk_facts(executor, directory: str) -> dict:
     return {"directory": directory, "free_bytes": int(fields[3]) * 1024}
 
 
-ACCESS_CHECKS = {"mysql": mysql_access, "postgres": postgres_access, "redis": redis_access}
-
-
 # -- does the port speak the target's protocol? ----------------------------------------
-
-
-def _mysql_greets(sock: socket.socket) -> bool:
-    """A MySQL/MariaDB server speaks first: a packet of sequence 0 holding
-    protocol 10 or an error (0xff, e.g. "host not allowed")."""
-    return _is_mysql_greeting(_recv(sock, 5))
-
-
-# PostgreSQL's SSLRequest: length 8, code 80877103.
-SSL_REQUEST = struct.pack("!ii", 8, 80877103)
-
-
-def _postgres_answers(sock: socket.socket) -> bool:
-    """A PostgreSQL server answers an SSLRequest with one byte: S, N (or E)."""
-    sock.sendall(SSL_REQUEST)
-    # One recv, not one byte: an SSH server's greeting also starts with S.
-    return sock.recv(64) in (b"S", b"N", b"E")
-
-
-def _redis_answers(sock: socket.socket) -> bool:
-    """Redis answers PING with +PONG, or an error (-NOAUTH) when it wants a password."""
-    sock.sendall(b"PING\r\n")
-    return _recv(sock, 1) in (b"+", b"-")
-
-
-PROBES = {
-    "mysql": ("MySQL", _mysql_greets),
-    "postgres": ("PostgreSQL", _postgres_answers),
-    "redis": ("Redis", _redis_answers),
-}
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def _protocol_problem(target: Target) -> str:
     """Why the database port reached from this server is not the target's
     database ("" when it answers as one, or when only the client can tell)."""
-    if target.ssh_host or target.kind not in PROBES or not target.host:
+    if target.ssh_host or engines.find(target.kind) is None or not target.host:
         return ""  # reached from the SSH host: the client's own timeout applies there
     where = _address(target)
     return protocol_problem(target.kind, where.host, where.port)
@@ -450,7 +247,8 @@ def _protocol_problem(target: Target) -> str:
 def protocol_problem(kind: str, host: str, port: int, seconds: float = PROBE_SECONDS) -> str:
     """A sentence naming a port that does not speak kind's protocol, or ""
     (a refused connection is left to the client, which names it itself)."""
-    name, speaks = PROBES[kind]
+    engine = engines.get(kind)
+    name, speaks = engine.PROTOCOL, engine.speaks
     where = f"{host}:{port}"
     try:
         with socket.create_connection((host, port), timeout=seconds) as sock:
@@ -491,26 +289,23 @@ GREETINGS = ((b"SSH-", "SSH"), (b"220", "SMTP or FTP"), (b"* OK", "IMAP"), (b"+O
 
 def identify(host: str, port: int) -> str | None:
     """The protocol a port speaks, named for a person, or None: first what
-    the server says unasked, then its answer to a Redis PING (an HTTP server
-    answers that too), then to PostgreSQL's SSLRequest. No secret is sent."""
+    the server says unasked (an engine that speaks first, or GREETINGS), then
+    its answer to each other engine's question (an HTTP server answers one
+    too). No secret is sent."""
     greeting = _exchange(host, port, b"")
     if greeting:
-        if _is_mysql_greeting(greeting):
-            return "MySQL"
+        for engine in engines.ENGINES.values():
+            if not engine.QUESTION and engine.answers(greeting):
+                return engine.PROTOCOL
         return next((name for start, name in GREETINGS if greeting.startswith(start)), None)
-    answer = _exchange(host, port, b"PING\r\n")
-    if answer.startswith(b"HTTP/"):
-        return "HTTP"
-    if answer[:1] in (b"+", b"-"):
-        return "Redis"
-    if _exchange(host, port, SSL_REQUEST) in (b"S", b"N"):
-        return "PostgreSQL"
+    for engine in engines.ENGINES.values():
+        if engine.QUESTION:
+            answer = _exchange(host, port, engine.QUESTION)
+            if answer.startswith(b"HTTP/"):
+                return "HTTP"
+            if engine.answers(answer):
+                return engine.PROTOCOL
     return None
-
-
-def _is_mysql_greeting(data: bytes) -> bool:
-    """A packet of sequence 0 holding protocol 10 or an error (as _mysql_greets)."""
-    return len(data) >= 5 and data[3] == 0 and data[4] in (0x0A, 0xFF)
 
 
 def _exchange(host: str, port: int, question: bytes) -> bytes:

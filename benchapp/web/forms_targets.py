@@ -16,6 +16,7 @@ from django import forms
 from benchapp.models import Credential, Target
 from benchapp.plans import targetrules
 from runners import safeyaml
+from runners.command import control_character
 from runners.providers import PROVIDERS
 
 # ------------------------------------------------------------ secrets
@@ -116,12 +117,12 @@ def secret_problem(secret: str, kind: str = "") -> str:
     key = kind == Credential.SSH_KEY and _is_private_key(secret)
     body = secret.replace("\r\n", "\n") if key else secret
     allowed = "\n" if key else ""
-    for ch in body:
-        if (ord(ch) < 32 or ord(ch) == 127) and ch not in allowed:
-            return (
-                f"The secret contains a control character ({_char_name(ch)}); passwords "
-                "and keys may not: they would add options to the client's option file."
-            )
+    ch = control_character(body.replace(allowed, "") if allowed else body)
+    if ch is not None:
+        return (
+            f"The secret contains a control character ({_char_name(ch)}); passwords "
+            "and keys may not: they would add options to the client's option file."
+        )
     return ""
 
 

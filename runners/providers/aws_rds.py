@@ -151,6 +151,10 @@ class AwsRdsProvider(AwsProvider):
     PRIMARY_ID = "db_instance"
     COUNTED_KINDS = ("rds_instance",)
     PRICED_KINDS = ("rds_instance",)
+    # Its monitoring: CloudWatch (metrics()); the source name of the series
+    # stored since the first reading, kept so that they stay readable.
+    MONITORING_SOURCE = "cloudwatch"
+    MONITORING_NAME = "CloudWatch"
     # Round figures of the order AWS charged for these classes (illustrative).
     PRICE_TABLES = {
         "rds_instance_hour": PriceTable(

@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runners.command import Endpoint
+from runners.engines import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 from runners.errors import RunnerError, ValidationError
 from runners.providers.pricing import CostLine, flat_lines
-from runners.tools import DEFAULT_PORTS, TARGET_KINDS  # noqa: F401  (providers import both)
 
-KINDS = TARGET_KINDS  # the tool registry's (runners/tools/__init__.py)
+KINDS = TARGET_KINDS  # the engines' registry's (runners/engines/__init__.py)
 APP_TAG = "benchboard"
 
 
@@ -200,6 +200,15 @@ class Provider:
     # Providers that share one account share a sweep group, swept once per
     # account and region (by the first provider of the group's sweep).
     SWEEP_GROUP = ""
+
+    # The cloud's own monitoring that metrics() reads: MONITORING_SOURCE is
+    # the telemetry source its series, summary and measurements are stored
+    # under ("telemetry.<source>.<figure>.<stat>"), starting with
+    # runners.telemetry.CLOUD_PREFIX (how telemetry and verdicts tell a
+    # cloud's monitoring from the machines a cell samples); MONITORING_NAME
+    # is the service as findings name it. "" when metrics() reads nothing.
+    MONITORING_SOURCE = ""
+    MONITORING_NAME = ""
 
     # True when the spec names machines that already exist (its host, nodes,
     # hosts, via, ssh) rather than making new ones: a cell on them locks those

@@ -17,8 +17,6 @@ Every module exposes the same interface:
   metric catalog, runners.metrics.Metric rows), MAIN_METRICS (the metrics
   that answer "how fast", best first: what pages open on), SERIES (per-second metrics),
   default_view(axes) (the results view a run opens with), and optionally
-  DEFAULT_PORTS ({kind: port} for a target kind the tool brings) with
-  KIND_LABELS ({kind: label}, how forms name it), and
   expected_groups(params) (how many result blocks a whole output holds),
   DERIVED ({metric: (sources, function)} computed when results are read),
   WORKDIR_PARAM (the parameter naming the directory it works in, filled
@@ -36,13 +34,15 @@ Every module exposes the same interface:
   parameters that count as processes, memory, disk or seconds against the
   worker's limits).
 
-Adding a tool: a module with that interface and one row below.
+Adding a tool: a module with that interface and one row below. The kinds
+of target (and their labels and default ports) are the database engines'
+registry's (runners/engines/__init__.py).
 """
 
 import gc
 from types import ModuleType
 
-from runners import telemetry
+from runners import engines, telemetry
 from runners.errors import ValidationError
 from runners.metrics import Metric, lookup
 from runners.results import Result
@@ -63,21 +63,8 @@ MEASURED_TOOLS = tuple(name for name, module in TOOLS.items() if module.MEASURED
 DEFAULT_TOOL = MEASURED_TOOLS[0]
 # The background-load tool a plan's `stress:` runs (the one declaring STRESS).
 STRESS_TOOL = next(name for name, module in TOOLS.items() if getattr(module, "STRESS", False))
-# Target kinds, in registry order; "host" (a machine, no database) always exists.
-TARGET_KINDS = tuple(
-    dict.fromkeys(["host"] + [k for module in TOOLS.values() for k in module.TARGET_KINDS])
-)
-
-
-def _kind_labels() -> dict[str, str]:
-    """{kind: label} for forms and model choices (Target.KINDS), in TARGET_KINDS order."""
-    labels = {"host": "Host / filesystem"}
-    for module in TOOLS.values():
-        labels.update(getattr(module, "KIND_LABELS", {}))
-    return {kind: labels.get(kind, kind.title()) for kind in TARGET_KINDS}
-
-
-TARGET_KIND_LABELS = _kind_labels()
+# Target kinds (the engines' registry's), each run against by a tool of this registry.
+TARGET_KINDS = engines.TARGET_KINDS
 # Metrics computed when results are read: {name: (sources, function)} of every tool.
 DERIVED = {
     name: d for module in TOOLS.values() for name, d in getattr(module, "DERIVED", {}).items()
@@ -85,11 +72,6 @@ DERIVED = {
 # {plan key: the tool that declares it} (a tool's PLAN_KEYS).
 PLAN_KEYS = {
     key: name for name, module in TOOLS.items() for key in getattr(module, "PLAN_KEYS", ())
-}
-DEFAULT_PORTS = {
-    kind: port
-    for module in TOOLS.values()
-    for kind, port in getattr(module, "DEFAULT_PORTS", {}).items()
 }
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 
+from runners import engines
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
@@ -240,17 +241,16 @@ def _render(value) -> str:
 
 
 def _option_file(endpoint: Endpoint) -> bytes:
-    """The [client] section for endpoint, as bytes for a 0600 upload.
+    """The [client] section for endpoint, as bytes for a 0600 upload (the
+    engine's one writer, runners.engines.mysql.option_file).
 
-    Values are double-quoted; backslash and double quote are escaped, which is
-    how the MySQL/MariaDB option-file reader unquotes them. Control characters
-    are refused: a newline would start a new option.
+    Host, port, user and socket are also checked like plan parameters
+    (plain text only): they come from the plan.
     """
-    if endpoint.kind not in ("mysql", "host"):
+    if endpoint.kind not in (TARGET_KIND, "host"):
         raise ValidationError(
-            "endpoint", f"mysqlslap needs a mysql endpoint, not {endpoint.kind!r}"
+            "endpoint", f"mysqlslap needs a {TARGET_KIND} endpoint, not {endpoint.kind!r}"
         )
-    lines = ["[client]"]
     for key in ("host", "port", "user", "socket"):
         value = getattr(endpoint, key)
         if value is None or value == "":
@@ -258,15 +258,7 @@ def _option_file(endpoint: Endpoint) -> bytes:
         text = option_value(value, key)
         if not SAFE_TEXT.match(text):
             raise ValidationError(f"endpoint.{key}", f"{text!r} is not allowed: plain text only")
-        lines.append(f"{key}={text}")
-    if endpoint.password:
-        lines.append(f"password={_quote_option(endpoint.password)}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-def _quote_option(value: str) -> str:
-    value = option_value(value, "password")  # a line break would add an option
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return engines.get(TARGET_KIND).option_file(endpoint)
 
 
 def expected_groups(params: dict) -> int:
@@ -300,8 +292,6 @@ def parse_version(text: str) -> str:
 # version_command() and parse_version() above.
 TARGET_KIND = "mysql"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("mysql",)  # the kinds it can run against
-DEFAULT_PORTS = {"mysql": 3306}  # the port of a target of that kind when the plan does not say
-KIND_LABELS = {"mysql": "MySQL / MariaDB"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 CONNECTIONS_PARAM = "concurrency"  # connections one cell opens (the pre-run check counts them)
 # The scratch schema its generated SQL creates and drops before and after the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from runners import engines
 from runners import metrics as m
 from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
@@ -166,7 +167,8 @@ def build(params: dict, endpoint: Endpoint, phase: str = "run") -> Command:
     argv.extend(_endpoint_options(endpoint))
     if endpoint.password:
         option_value(endpoint.password, "password")  # a line break would add a pgpass line
-        command.uploads.append(Upload(PGPASS_FILE, _pgpass(endpoint).encode()))
+        pgpass = engines.get(TARGET_KIND).pgpass_line(endpoint, database=endpoint.database)
+        command.uploads.append(Upload(PGPASS_FILE, pgpass))
         command.env["PGPASSFILE"] = f"{WORKDIR}/{PGPASS_FILE}"
         command.secrets.append(endpoint.password)
     if endpoint.database:
@@ -233,28 +235,6 @@ def _checked(field: str, value: str) -> str:
     return value
 
 
-def _pgpass(endpoint: Endpoint) -> str:
-    """One pgpass line host:port:database:user:password, ':' and '\\' escaped.
-
-    Fields the endpoint leaves open are '*'; a socket connection matches
-    '*' too (libpq compares it as "localhost").
-    """
-    host = "*" if endpoint.socket or not endpoint.host else endpoint.host
-    fields = [
-        host,
-        str(endpoint.port or "*"),
-        endpoint.database or "*",
-        endpoint.user or "*",
-        endpoint.password or "",
-    ]
-    fields = [option_value(f, "pgpass value") for f in fields]  # a line break adds a line
-    return ":".join(_escape(f) if f != "*" else f for f in fields) + "\n"
-
-
-def _escape(field: str) -> str:
-    return field.replace("\\", "\\\\").replace(":", "\\:")
-
-
 def version_command() -> list[str]:
     return [BINARY, "--version"]
 
@@ -275,8 +255,6 @@ def parse_version(text: str) -> str:
 # version_command() and parse_version() above.
 TARGET_KIND = "postgres"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("postgres",)  # the kinds it can run against
-DEFAULT_PORTS = {"postgres": 5432}  # the port of a target of that kind when the plan does not say
-KIND_LABELS = {"postgres": "PostgreSQL"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 CONNECTIONS_PARAM = "client"  # connections one cell opens (the pre-run check counts them)
 # pgbench -i: rows per scale unit (pgbench's own constants).

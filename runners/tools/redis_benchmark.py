@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import re
 
+from runners import engines
 from runners import metrics as m
 from runners.command import Command, Endpoint
 from runners.errors import ParseError, ValidationError
@@ -139,7 +140,7 @@ def _endpoint_options(endpoint: Endpoint) -> list[str]:
         if not SOCKET.fullmatch(endpoint.socket):
             raise ValidationError("socket", "an absolute path of plain characters")
         return ["-s", endpoint.socket]
-    port = PORT.convert(endpoint.port or DEFAULT_PORTS["redis"])
+    port = PORT.convert(endpoint.port or engines.get(TARGET_KIND).DEFAULT_PORT)
     return ["-h", _checked("host", endpoint.host or "127.0.0.1"), "-p", str(port)]
 
 
@@ -373,8 +374,6 @@ def _combine(groups: list[dict]) -> dict[str, float]:
 # version_command() and parse_version() above.
 TARGET_KIND = "redis"  # the kind of a target whose plan does not say
 TARGET_KINDS = ("redis",)  # the kinds it can run against
-DEFAULT_PORTS = {"redis": 6379}
-KIND_LABELS = {"redis": "Redis"}  # how forms name the kind it brings
 MEASURED = True  # a plan may choose it as its measured tool
 DURATION_PARAM = None  # runs a number of requests, not for a time
 # What counts against the worker's limits when this tool runs there (runners/limits.py).

@@ -36,8 +36,9 @@ from __future__ import annotations
 import math
 import re
 
+from runners import engines
 from runners import metrics as m
-from runners.command import WORKDIR, Command, Endpoint, Upload, option_value, pgpass_line
+from runners.command import WORKDIR, Command, Endpoint, Upload, option_value
 from runners.errors import ParseError, ValidationError
 from runners.limits import Use
 from runners.params import SAFE_TEXT, Param, checked
@@ -343,7 +344,7 @@ def _password(endpoint: Endpoint) -> tuple[dict[str, str], list[Upload]]:
     """The environment and uploads that carry the password (never argv)."""
     if endpoint.kind == "mysql":
         return {"MYSQL_PWD": option_value(endpoint.password, "password")}, []
-    upload = Upload(PGPASS_NAME, pgpass_line(endpoint), 0o600)
+    upload = Upload(PGPASS_NAME, engines.get(endpoint.kind).pgpass_line(endpoint), 0o600)
     return {"PGPASSFILE": f"{WORKDIR}/{PGPASS_NAME}"}, [upload]
 
 

@@ -8,6 +8,8 @@ import platform
 import pytest
 
 from runners.command import Command, Endpoint
+from runners.engines.mysql import nodes as db_nodes
+from runners.engines.postgres import pgpass_line
 from runners.errors import RunnerError
 from runners.executors import LocalExecutor, SSHExecutor
 from runners.facts import (
@@ -15,12 +17,10 @@ from runners.facts import (
     CpuSampler,
     client_bound,
     db_facts,
-    db_nodes,
     host_facts,
     parse_cpuinfo,
     parse_os_release,
     parse_proc_stat,
-    pgpass_line,
 )
 from tests.support.sshd import sshd  # noqa: F401
 

@@ -198,7 +198,7 @@ def test_build_scenario_s1_argv_and_option_file():
     ]
     assert [(u.name, u.mode) for u in cmd.uploads] == [("my.cnf", 0o600)]
     assert cmd.uploads[0].content == (
-        b'[client]\nhost=db.internal\nport=3306\nuser=scott\npassword="t1ger\'pw"\n'
+        b'[client]\nhost="db.internal"\nport="3306"\nuser="scott"\npassword="t1ger\'pw"\n'
     )
     assert cmd.secrets == ["t1ger'pw"] and cmd.package == "mariadb-client"
 

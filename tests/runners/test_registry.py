@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import metrics, tools
+from runners import engines, metrics, tools
 from runners.errors import ParseError, ValidationError
 from runners.metrics import HIGHER, LOWER, Metric
 from runners.plan import load_plan
@@ -206,7 +206,7 @@ def test_registry_lists_are_derived():
     assert tools.TOOL_NAMES == tuple(tools.TOOLS)
     assert "stress_ng" not in tools.MEASURED_TOOLS and "redis_benchmark" in tools.MEASURED_TOOLS
     assert set(tools.TARGET_KINDS) == {"mysql", "postgres", "host", "redis"}
-    assert tools.DEFAULT_PORTS == {"mysql": 3306, "postgres": 5432, "redis": 6379}
+    assert engines.DEFAULT_PORTS == {"mysql": 3306, "postgres": 5432, "redis": 6379}
     assert tools.tools_for_kind("postgres") == ["sysbench", "fio", "pgbench"]
     assert tools.tools_for_kind("redis") == ["redis_benchmark"]
     assert [tools.default_tool(k) for k in ("mysql", "postgres", "host", "redis")] == [

@@ -13,10 +13,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from benchapp.models import Credential
-from runners.command import Endpoint, pgpass_line
+from runners.command import Endpoint
+from runners.engines.mysql import option_file as mysql_option_file
+from runners.engines.postgres import pgpass_line
 from runners.errors import RunnerError
 from runners.executors import LocalExecutor
-from runners.facts import db_facts, mysql_option_file
+from runners.facts import db_facts
 from runners.tools import mysqlslap, pgbench, sysbench
 
 pytestmark = pytest.mark.django_db
