@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from runners.cell import cleanup_target, run_cell
+from runners.cell import run_cell
+from runners.cellcleanup import cleanup_target
 from runners.context import CellContext
 from runners.errors import RunnerError
 from runners.phases import CellOutcome

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from runners import telemetry
-from runners.cell import phase_times, run_cell
-from runners.cellwatch import measured
+from runners.cell import run_cell
+from runners.cellwatch import measured, phase_times
 from runners.context import CellContext
 from runners.plan import expand, load_plan
 from tests.support.sshd import host_target, sshd  # noqa: F401
