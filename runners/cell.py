@@ -54,7 +54,7 @@ from runners.phases import (
     snapshot_steps,
 )
 from runners.plan import CellSpec, Plan
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.tools import check_dropped_schemas, get_tool, read_output, tool_phases
 
 OnPhase = Callable[[str], None]

@@ -25,7 +25,7 @@ from runners.phases import (
     record_of,
     reported_failure,
 )
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.tools import client_params, read_output
 
 

@@ -19,7 +19,7 @@ from runners.phases import (
     phase_failure,
     reported_failure,
 )
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.tools import read_output
 
 

@@ -10,7 +10,7 @@ is the team's: its login profiles what it may.
 from __future__ import annotations
 
 from runners.errors import RunnerError
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.profiler import CellProfiler
 
 LOCAL_OFF = (

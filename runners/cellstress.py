@@ -12,7 +12,7 @@ import time
 
 from runners.errors import ParseError, RunnerError
 from runners.phases import CellFailed, phase_failure, record_of, stress_params, wants_stress
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.tools import STRESS_TOOL, get_tool, read_output
 
 # stress-ng's own --timeout when the plan has none: the safety net if stop() never comes.

@@ -23,7 +23,7 @@ import time
 from runners import dbstatus, proctree, telemetry, verdict
 from runners.errors import RunnerError
 from runners.executors.local import LocalExecutor
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 
 
 class CellWatch:

@@ -29,7 +29,7 @@ from runners.context import CellContext
 from runners.errors import RunnerError
 from runners.phases import CellOutcome
 from runners.plan import CellSpec, Plan, expand, with_seed
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.repeats import decide
 
 Progress = Callable[[CellSpec, int, CellOutcome | None], None]

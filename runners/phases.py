@@ -15,7 +15,8 @@ from typing import Any
 from runners.command import Command, Endpoint
 from runners.errors import ValidationError
 from runners.params import checked
-from runners.planspec import PrepareSpec, TargetSpec
+from runners.planspec import PrepareSpec
+from runners.plantargets import TargetSpec
 from runners.results import Result
 from runners.sandbox import Scope
 from runners.tools import client_params, tool_phases

@@ -32,7 +32,7 @@ from runners import endpoint as ep
 from runners.endpoint import WORKER, Binding, check_pattern, key, shown  # noqa: F401
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
-from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
+from runners.plantargets import CELL_TARGET, SSHSpec, TargetSpec
 from runners.providers import PROVIDERS
 from runners.providers.endpoints import ssh_of, target_spec
 from runners.tools import DEFAULT_PORTS

@@ -186,7 +186,7 @@ def _address(target: Target):
     from its SSH host when it has one, else from this server; the target's own
     credential is bound there by being its credential (credbinding)."""
     from runners.endpoint import address
-    from runners.planspec import TargetSpec
+    from runners.plantargets import TargetSpec
 
     port = (target.port or DEFAULT_PORTS.get(target.kind)) if target.kind != "host" else None
     return address(TargetSpec(target.name, target.kind, host=target.host or None, port=port))

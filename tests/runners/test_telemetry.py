@@ -22,7 +22,7 @@ from runners.context import CellContext
 from runners.executors.local import LocalExecutor
 from runners.limits import Limits
 from runners.plan import expand, load_plan
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from tests.support.private_services import (  # noqa: F401
     mariadb_server,
     private_mariadb,
