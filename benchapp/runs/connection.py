@@ -138,10 +138,10 @@ def _refused(target: Target) -> str:
 
 def host_key_fingerprint(line: str) -> str:
     """ "SHA256:..." of a known_host_key line (for display)."""
-    from runners.executors import ssh
+    from runners.executors import hostkeys
 
     try:
-        return ssh.fingerprint(ssh.parse_key_line(line))
+        return hostkeys.fingerprint(hostkeys.parse_key_line(line))
     except RunnerError:
         return "invalid key"
 
