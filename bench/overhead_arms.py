@@ -28,8 +28,8 @@ from bench.cells import measured, wait_for
 from benchapp.models import Artifact, Credential, Run
 from benchapp.runs import orchestration
 from benchapp.runs.recording import frozen_cell
-from runners.cell import masked
 from runners.command import WORKDIR, Endpoint, Upload
+from runners.phases import masked
 from runners.sandbox import Sandbox, drop_privileges, unavailable
 from runners.tools import get_tool, read_output
 from tests.support.private_services import (

@@ -162,7 +162,7 @@ class Target(models.Model):
     # 10000, a virtio NIC nothing; a cloud sells "up to" a rate).
     link_mbit = models.PositiveIntegerField(null=True, blank=True)
     # An existing cloud resource this target is, for its monitoring
-    # ({provider, its id, region, credential}; runners.planspec.read_cloud_instance).
+    # ({provider, its id, region, credential}; runners.plantargets.read_cloud_instance).
     cloud_instance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # The last "test connection": when, whether it connected, and its error.

@@ -1,4 +1,5 @@
-"""Which machines a cell's CPU profiler may use (runners.profiler).
+"""Which machines a cell's CPU profiler may use (runners.profiler), and
+the profiler started and stopped around a cell's measure.
 
 The worker host is the operator's: perf runs there only when the operator
 set BENCHBOARD_PROFILE_LOCAL (CellContext.profile_local), and then only on
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from runners import engines
 from runners.errors import RunnerError
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.profiler import CellProfiler
 
 LOCAL_OFF = (
@@ -34,6 +35,29 @@ def make_profiler(cell_run, target: TargetSpec) -> CellProfiler:
     profiler = CellProfiler({"tool": tool, "server": server})
     profiler.warnings += warnings
     return profiler
+
+
+def start_profiler(cell_run, target: TargetSpec) -> CellProfiler | None:
+    """The cell's CPU profiler with its server attached (None without profile: true)."""
+    if not (cell_run.plan.profile or target.profile):
+        return None
+    profiler = make_profiler(cell_run, target)
+    profiler.start_server(cell_run.endpoint.port if cell_run.endpoint else None)
+    return profiler
+
+
+def stop_profiler(cell_run, profiler: CellProfiler | None) -> None:
+    """Stop profiler (if any) and keep its profiles and warnings on the cell's outcome."""
+    if profiler is None:
+        return
+    profiler.stop()
+    outcome = cell_run.outcome
+    outcome.profiles = profiler.profiles
+    outcome.warnings += profiler.warnings
+    outcome.facts["profiles"] = [
+        {"role": p.role, "host": p.host, "process": p.process, "samples": p.samples}
+        for p in profiler.profiles
+    ]
 
 
 def _server_machine(ctx, target: TargetSpec):

@@ -23,7 +23,7 @@ import time
 from runners import dbstatus, proctree, telemetry, verdict
 from runners.errors import RunnerError
 from runners.executors.local import LocalExecutor
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 
 
 class CellWatch:
@@ -127,6 +127,51 @@ class CellWatch:
         }
         found = judge(summaries, client_throttled=client_throttled, measured_s=measure_s)
         return {"telemetry": summaries, "verdict": found}
+
+
+def start_watch(cell_run, target: TargetSpec) -> CellWatch | None:
+    """The telemetry samplers of the cell (a runners.cell._CellRun), started
+    (None when turned off)."""
+    if not (cell_run.plan.telemetry and target.telemetry):
+        return None
+    more = [executor for _, executor in cell_run.clients[1:]]
+    watch = CellWatch(
+        cell_run.ctx, target, cell_run.client, cell_run.client_ssh, cell_run.endpoint, more
+    )
+    watch.start()
+    return watch
+
+
+def stop_watch(cell_run, client_throttled: float | None = None) -> None:
+    """Stop the cell's telemetry samplers (once); keep their series on the
+    measure's time axis, the phases' boundaries, and, when the measure
+    ran, the summaries and verdict of its seconds."""
+    watch, cell_run.watch = cell_run.watch, None
+    if watch is None:
+        return
+    measure = cell_run.marks.get("measure")
+    origin = measure[0] if measure else None
+    watch.stop(origin)
+    cell_run.outcome.telemetry = watch.series
+    cell_run.outcome.warnings += watch.warnings
+    zero = origin if origin is not None else min(watch.started.values(), default=0.0)
+    cell_run.outcome.facts["telemetry_phases"] = phase_times(cell_run.marks, zero)
+    if measure:
+        measure_s = measure[1] - measure[0]
+        cell_run.outcome.facts.update(watch.facts(measure_s, client_throttled=client_throttled))
+
+
+def phase_times(marks: dict[str, list[float]], zero: float) -> list[dict]:
+    """[{"phase", "start", "end"}] in seconds from zero (the measure's start),
+    in the order the phases started: the cell's facts["telemetry_phases"].
+    The stress phase, stopped after the samplers, ends at the measure's end
+    when it was still running then."""
+    out = []
+    for phase, (start, end) in sorted(marks.items(), key=lambda item: item[1][0]):
+        if phase == "stress" and end == start and "measure" in marks:
+            end = marks["measure"][1]
+        out.append({"phase": phase, "start": round(start - zero, 2), "end": round(end - zero, 2)})
+    return out
 
 
 def _shifted(series: dict, shift: float) -> dict:

@@ -22,7 +22,7 @@ from runners.errors import RunnerError, ValidationError
 from runners.limits import Limits
 from runners.netguard import Guard, TargetRefused
 from runners.plan import Plan
-from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
+from runners.plantargets import CELL_TARGET, SSHSpec, TargetSpec
 from runners.sandbox import ANYTHING, Scope, unavailable
 
 SecretResolver = Callable[[str], str]

@@ -12,7 +12,7 @@ from runners.combine import MIN_OVERLAP
 from runners.params import MAX_SQL_BYTES
 from runners.phases import DEFAULT_LIMITS_S
 from runners.plan import START_TOLERANCE_S
-from runners.planspec import MAX_CLIENTS
+from runners.plantargets import MAX_CLIENTS
 from runners.repeats import MAX_ADAPTIVE, MAX_REPEATS
 from runners.safeyaml import MAX_DOCUMENT_BYTES
 from runners.tools import TOOLS, sysbench

@@ -35,7 +35,7 @@ from typing import Any
 from runners import engines
 from runners.errors import ValidationError
 
-# Targets and SSH logins are runners.planspec's TargetSpec and SSHSpec, read by
+# Targets and SSH logins are runners.plantargets' TargetSpec and SSHSpec, read by
 # attribute: planspec checks its targets with address(), so it sits above this.
 TargetSpec = Any
 SSHSpec = Any

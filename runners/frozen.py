@@ -27,7 +27,8 @@ from typing import Any
 
 from runners.combine import MIN_OVERLAP
 from runners.plan import START_TOLERANCE_S, CellSpec, Plan
-from runners.planspec import ClientSpec, PrepareSpec, SSHSpec, TargetSpec
+from runners.planspec import PrepareSpec
+from runners.plantargets import ClientSpec, SSHSpec, TargetSpec
 from runners.repeats import RepeatRule
 
 VERSION = 1

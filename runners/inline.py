@@ -23,12 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from runners.cell import cleanup_target, run_cell
+from runners.cell import run_cell
+from runners.cellcleanup import cleanup_target
 from runners.context import CellContext
 from runners.errors import RunnerError
 from runners.phases import CellOutcome
 from runners.plan import CellSpec, Plan, expand, with_seed
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from runners.repeats import decide
 
 Progress = Callable[[CellSpec, int, CellOutcome | None], None]

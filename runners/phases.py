@@ -7,6 +7,7 @@ function or a dataclass, so it reads (and tests) on its own.
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,8 @@ from typing import Any
 from runners.command import Command, Endpoint
 from runners.errors import ValidationError
 from runners.params import checked
-from runners.planspec import PrepareSpec, TargetSpec
+from runners.planspec import PrepareSpec
+from runners.plantargets import TargetSpec
 from runners.results import Result
 from runners.sandbox import Scope
 from runners.tools import client_params, tool_phases
@@ -141,6 +143,39 @@ class CellOutcome:
         return self.finished - self.started
 
 
+class CellFailed(Exception):
+    """A phase failed; message is the cell's one-line error."""
+
+    def __init__(self, message: str, *, permanent: bool = False, cancelled: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
+        self.cancelled = cancelled
+
+
+def masked(command) -> str:
+    """The command line as it may be kept: each argument masked BEFORE quoting.
+
+    Command.masked() quotes first, so a secret with quotes or spaces (sysbench's
+    --mysql-password=...) would survive in its shell-quoted form.
+    """
+    return shlex.join(command.mask(arg) for arg in command.argv)
+
+
+def record_of(phase: str, command, execution, limit: Limit | None = None) -> PhaseRecord:
+    return PhaseRecord(
+        phase=phase,
+        command=masked(command),
+        exit_code=execution.exit_code,
+        stdout=execution.stdout,
+        stderr=execution.stderr,
+        started=execution.started,
+        finished=execution.finished,
+        timed_out=execution.timed_out,
+        cancelled=execution.cancelled,
+        limit=limit,
+    )
+
+
 def one_line(text: str) -> str:
     """text squeezed onto one line of at most MAX_ERROR characters."""
     line = " ".join(text.split())
@@ -235,6 +270,21 @@ def prepare_phase(tool, clean: dict) -> str | None:
 def has_cleanup(tool, clean: dict) -> bool:
     """Whether these params' test has data to drop afterwards."""
     return "cleanup" in tool_phases(tool, clean)
+
+
+def prepared_once(plan) -> bool:
+    """Whether plan (a runners.plan.Plan) prepares each target's data only before its first cell."""
+    # Restoring a snapshot replaces preparing again, so it implies once.
+    return plan.prepare.once or plan.prepare.snapshot_datadir
+
+
+def phase_params(plan, tool, overrides: dict, base: dict | None = None) -> dict:
+    """Validated params for a phase: the cell's (or plan's) with overrides on top."""
+    merged = {**(base if base is not None else plan.params), **overrides}
+    try:
+        return tool.validate(merged)
+    except ValidationError as exc:
+        raise CellFailed(str(exc), permanent=True) from None
 
 
 @dataclass(frozen=True)

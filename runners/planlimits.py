@@ -13,7 +13,7 @@ from __future__ import annotations
 from runners.errors import ValidationError
 from runners.limits import KINDS, Limits, check_params, show_amount, uses
 from runners.plan import CellSpec, Plan, expand
-from runners.planspec import CELL_TARGET, TargetSpec
+from runners.plantargets import CELL_TARGET, TargetSpec
 from runners.tools import STRESS_TOOL, get_tool
 
 # Local clients of one cell: each is a thread of the worker and a sandbox

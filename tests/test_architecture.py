@@ -1,5 +1,6 @@
 """The import graph: benchapp modules form no cycle and import only
-downward through the folders docs/architecture.md draws as floors, runners/
+downward through the folders docs/architecture.md draws as floors, runners
+modules import only downward through the floors it draws for them, runners/
 never imports Django, every module is named in docs/architecture.md, and
 the tests under tests/benchapp are named after the modules they test.
 
@@ -8,6 +9,7 @@ so a cycle cannot hide in a function body.
 """
 
 import ast
+import fnmatch
 import re
 from pathlib import Path
 
@@ -107,16 +109,21 @@ def test_whole_tree_forms_no_cycle():
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 
 
+def diagram_lines(section: str) -> list[tuple[str, str]]:
+    """The lines of the diagram under a heading of docs/architecture.md, top
+    first: each line's first word and the list of modules after it, before
+    the two spaces that start what they do."""
+    block = ARCHITECTURE.split(section, 1)[1].split("```", 2)[1]
+    return [tuple(re.split(r"\s{2,}", line.strip())[:2]) for line in block.strip().splitlines()]
+
+
 def diagram_floors() -> list[tuple[str, list[str]]]:
-    """The floors of docs/architecture.md's benchapp diagram, top first: each
-    line's folder (`web/`, or `benchapp/` for the root) and the module names
-    after it, before the two spaces that start what they do."""
-    block = ARCHITECTURE.split("## benchapp/ (Django)", 1)[1].split("```", 2)[1]
-    floors = []
-    for line in block.strip().splitlines():
-        folder, names = re.split(r"\s{2,}", line.strip())[:2]
-        floors.append((folder, re.findall(r"([\w*]+)(?:\.py|/)", names)))
-    return floors
+    """The floors of the benchapp diagram, top first: each line's folder
+    (`web/`, or `benchapp/` for the root) and the module names on it."""
+    return [
+        (folder, re.findall(r"([\w*]+)(?:\.py|/)", names))
+        for folder, names in diagram_lines("## benchapp/ (Django)")
+    ]
 
 
 def floor_of(module: str, floors: list[tuple[str, list[str]]]) -> int | None:
@@ -162,6 +169,72 @@ def test_no_import_goes_to_a_folder_above():
         for a, deps in tree_graph("benchapp", "bench").items()
         for b in deps
         if floor_of(b, floors) < floor_of(a, floors)
+    ]
+    assert upward == []
+
+
+def runners_floors() -> list[tuple[str, list[str]]]:
+    """The floors of the runners diagram, top first: each line's floor name
+    and what it holds (`cell.py`, `cell*.py`, a folder `tools/`, one file of
+    a folder `providers/slots.py`)."""
+    return [
+        (floor, [name.strip() for name in names.split(",")])
+        for floor, names in diagram_lines("## runners/ (no Django)")
+    ]
+
+
+def runners_floor_of(module: str, floors: list[tuple[str, list[str]]]) -> int | None:
+    """The index of the line holding module: a file or pattern that names it
+    (runners.cellwatch is `cell*.py`, runners.providers.slots is
+    `providers/slots.py`), else its folder (runners.providers.aws_ec2 and the
+    package runners.providers are `providers/`); runners itself is `__init__.py`."""
+    path = "/".join(module.split(".")[1:]) or "__init__"
+
+    def first(holds) -> int | None:
+        return next((i for i, (_, names) in enumerate(floors) if any(map(holds, names))), None)
+
+    found = first(
+        lambda n: (
+            n.endswith(".py")
+            and ("/" in n) == ("/" in path)
+            and fnmatch.fnmatchcase(f"{path}.py", n)
+        )
+    )
+    if found is None:
+        found = first(lambda n: n.endswith("/") and f"{path}/".startswith(n))
+    return found
+
+
+def test_runners_floor_of_reads_files_patterns_and_folders():
+    floors = [
+        ("run", ["providers/slots.py"]),
+        ("cell", ["cell*.py"]),
+        ("providers", ["providers/"]),
+    ]
+    floors += [("base", ["__init__.py", "errors.py"])]
+    assert runners_floor_of("runners.providers.slots", floors) == 0
+    assert runners_floor_of("runners.cellwatch", floors) == 1
+    assert runners_floor_of("runners.providers.aws_ec2", floors) == 2
+    assert runners_floor_of("runners.providers", floors) == 2
+    assert runners_floor_of("runners", floors) == 3
+    assert runners_floor_of("runners.errors", floors) == 3
+    assert runners_floor_of("runners.tools.cellar", floors) is None
+    assert runners_floor_of("runners.unnamed", floors) is None
+
+
+def test_every_runners_module_is_on_a_floor():
+    floors = runners_floors()
+    unplaced = sorted(m for m in runners_graph() if runners_floor_of(m, floors) is None)
+    assert unplaced == [], "runners modules missing from the floors of docs/architecture.md"
+
+
+def test_no_runners_import_goes_to_a_floor_above():
+    floors = runners_floors()
+    upward = [
+        f"{a} -> {b}"
+        for a, deps in runners_graph().items()
+        for b in deps
+        if runners_floor_of(b, floors) < runners_floor_of(a, floors)
     ]
     assert upward == []
 

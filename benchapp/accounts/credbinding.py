@@ -33,7 +33,7 @@ from runners.endpoint import WORKER, Binding, check_pattern, key, shown  # noqa:
 from runners.engines import DEFAULT_PORTS
 from runners.errors import ValidationError
 from runners.plan import Plan as PlanSpec
-from runners.planspec import CELL_TARGET, SSHSpec, TargetSpec
+from runners.plantargets import CELL_TARGET, SSHSpec, TargetSpec
 from runners.providers import PROVIDERS
 from runners.providers.endpoints import ssh_of, target_spec
 

@@ -53,7 +53,7 @@ from benchapp.plans.planning import CheckedPlan, PlanRefused
 from runners.errors import RunnerError, ValidationError
 from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
-from runners.planspec import ClientSpec, SSHSpec
+from runners.plantargets import ClientSpec, SSHSpec
 from runners.providers import (
     ProvisionContext,
     counted_kinds,

@@ -17,9 +17,10 @@ from benchapp.plans.estimates import Duration, plan_duration
 from runners import safeyaml
 from runners.errors import ValidationError
 from runners.limits import Limits
-from runners.plan import CellSpec, count_cells, expand, load_plan, raw_cell_count
+from runners.plan import CellSpec, count_cells, expand, load_plan
 from runners.plan import Plan as PlanSpec
 from runners.planlimits import check_plan_limits
+from runners.planread import raw_cell_count
 from runners.providers.slots import unnamed_accounts
 
 
@@ -253,7 +254,7 @@ def stored_targets(spec: PlanSpec, team: Team) -> dict:
     (runners.endpoint.same_target, as on the worker): a plan cannot borrow a
     name's grants or facts."""
     from runners.endpoint import same_target
-    from runners.planspec import read_target
+    from runners.plantargets import read_target
 
     rows = team.targets.filter(name__in=[t.name for t in spec.targets])
     mine = {}

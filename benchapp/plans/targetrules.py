@@ -13,7 +13,8 @@ import re
 from benchapp.models import Membership, Target
 from benchapp.plans import planning
 from runners.errors import ValidationError
-from runners.planspec import ABS_PATH, FORBIDDEN_DIRS, LOCAL_HOSTS
+from runners.planspec import ABS_PATH, FORBIDDEN_DIRS
+from runners.plantargets import LOCAL_HOSTS
 from runners.tools import default_tool, get_tool
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"

@@ -134,10 +134,10 @@ def _refused(target: Target) -> str:
 
 def host_key_fingerprint(line: str) -> str:
     """ "SHA256:..." of a known_host_key line (for display)."""
-    from runners.executors import ssh
+    from runners.executors import hostkeys
 
     try:
-        return ssh.fingerprint(ssh.parse_key_line(line))
+        return hostkeys.fingerprint(hostkeys.parse_key_line(line))
     except RunnerError:
         return "invalid key"
 
@@ -182,7 +182,7 @@ def _address(target: Target):
     from its SSH host when it has one, else from this server; the target's own
     credential is bound there by being its credential (credbinding)."""
     from runners.endpoint import address
-    from runners.planspec import TargetSpec
+    from runners.plantargets import TargetSpec
 
     port = (
         (target.port or engines.DEFAULT_PORTS.get(target.kind)) if target.kind != "host" else None

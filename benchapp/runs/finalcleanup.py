@@ -27,7 +27,7 @@ from benchapp.models import Artifact, Cell, Run
 from benchapp.runs import machines
 from benchapp.runs.recording import SecretBook, cell_context, frozen_cell
 from benchapp.store import artifactstore
-from runners.cell import CLEANUP_TIMEOUT_S, cleanup_target, wants_final_cleanup
+from runners.cellcleanup import CLEANUP_TIMEOUT_S, cleanup_target, wants_final_cleanup
 from runners.errors import RunnerError, ValidationError
 from runners.phases import one_line
 

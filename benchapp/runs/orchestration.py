@@ -589,7 +589,7 @@ def reap() -> dict:
                 error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})",
             )
         else:
-            requeued += Cell.objects.filter(
+            taken_back = Cell.objects.filter(
                 pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
             ).update(
                 status=Cell.QUEUED,
@@ -598,6 +598,9 @@ def reap() -> dict:
                 error_kind="transient",
                 error=f"worker lost on attempt {cell.attempt}; retrying",
             )
+            if taken_back:
+                workerpool.note_lease_ended(cell.pk)
+            requeued += taken_back
         _release_lock(cell)
     if not unproven:
         machines.release_expired(now)

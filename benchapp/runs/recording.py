@@ -30,7 +30,7 @@ from runners.errors import RunnerError
 from runners.frozen import thaw
 from runners.plan import CellSpec, expand
 from runners.plan import Plan as PlanSpec
-from runners.planspec import read_target
+from runners.plantargets import read_target
 from runners.providers.base import resource_name
 from runners.results import Result
 

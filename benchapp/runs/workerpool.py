@@ -373,6 +373,18 @@ def reap_lost(now=None) -> list[str]:
     return [h.host_id for h in lost]
 
 
+def note_lease_ended(cell_id: int) -> None:
+    """Say on a re-queued cell's page which host lost it when its own lease
+    ran out before the host was found lost (the host's heartbeat and the
+    cell's lease end about together: either may be seen first)."""
+    placement = CellPlacement.objects.select_related("host").filter(cell_id=cell_id).first()
+    if placement is None or placement.host is None:
+        return
+    name = placement.host.hostname
+    if not any(f"host {name} lost" in note for note in placement.notes):
+        _note(cell_id, f"host {name} lost the cell (its lease ran out): re-queued on another host")
+
+
 def _note(cell_id: int, text: str) -> None:
     placement = CellPlacement.objects.filter(cell_id=cell_id).first()
     if placement is not None:

@@ -4,8 +4,9 @@
 
 Execution and Background (base.py) are what runs return; LocalExecutor
 (local.py) uses subprocess with a new session per tool; SSHExecutor (ssh.py)
-uses paramiko and detaches tools remotely (remote.py). paramiko is imported
-only when SSHExecutor or trust_on_first_use is first used.
+uses paramiko and detaches tools remotely (remote.py), with the host keys
+of hostkeys.py. paramiko is imported only when SSHExecutor or
+trust_on_first_use is first used.
 """
 
 from runners.executors.base import Background, Execution, Executor
@@ -23,8 +24,12 @@ __all__ = [
 
 def __getattr__(name):
     # Heavy library (paramiko) loaded where used, not at import time.
-    if name in ("SSHExecutor", "trust_on_first_use", "fingerprint"):
+    if name == "SSHExecutor":
         from runners.executors import ssh
 
-        return getattr(ssh, name)
+        return ssh.SSHExecutor
+    if name in ("trust_on_first_use", "fingerprint"):
+        from runners.executors import hostkeys
+
+        return getattr(hostkeys, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,23 +9,20 @@ Spec (the `provision:` mapping):
   db_ports: [3306, 5432] (opened from the run's group)
   name, connect_via (see base.apply_connect_via)
 
-The RAID0 assembly runs later on the instance over SSH: raid0_script() gives
-its lines (pure, every element shlex-quoted).
+The RAID0 assembly runs later on the instance over SSH: aws_ec2_setup's
+raid0_script() gives its lines (pure, every element shlex-quoted).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
-import shlex
-from datetime import UTC, datetime
 
 from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
 from runners.packages import host_packages
 from runners.providers import aws_common as aws
 from runners.providers.aws_account import AwsProvider
+from runners.providers.aws_ec2_setup import dead_man_minutes, device_names, raid0_script, user_data
 from runners.providers.base import Handle, PriceTable, ProvisionContext, apply_connect_via
 from runners.providers.pricing import CostLine, hourly, unit_price
 
@@ -37,56 +34,6 @@ PACKAGES = (*host_packages(), "mdadm", "xfsprogs", "mariadb", "postgresql")
 VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2", "st1", "sc1")
 INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
 MAX_VOLUMES = 16  # /dev/sdf .. /dev/sdu
-
-
-def device_names(count: int) -> list[str]:
-    """The attachment device names of count volumes: /dev/sdf, /dev/sdg, ..."""
-    return [f"/dev/sd{chr(ord('f') + i)}" for i in range(count)]
-
-
-FILESYSTEMS = {
-    # S3's settings: 4 KiB blocks, 512-byte inodes; logbufs=8 is XFS-only.
-    "xfs": (["mkfs.xfs", "-f", "-b", "size=4096", "-i", "size=512"], "noatime,logbufs=8"),
-    "ext4": (["mkfs.ext4", "-F"], "noatime"),
-}
-
-
-def raid0_script(devices: list[str], mount: str, filesystem: str = "xfs") -> list[str]:
-    """Shell lines that stripe devices as RAID0, make the filesystem and mount it.
-
-    One device is formatted directly (mdadm refuses a 1-device array without
-    --force, and there is nothing to stripe). Run as root over SSH; every element is shlex-quoted.
-    """
-    if filesystem not in FILESYSTEMS:
-        raise ValidationError("volumes.filesystem", f"must be one of {', '.join(FILESYSTEMS)}")
-    if not devices or not all(re.match(r"^/dev/[a-z0-9]+$", d) for d in devices):
-        raise ValidationError("volumes", "devices must be names like /dev/sdf")
-    if not isinstance(mount, str) or not re.match(r"^/[A-Za-z0-9_./-]*$", mount) or ".." in mount:
-        raise ValidationError("volumes.mount", "must be an absolute path")
-    mkfs, options = FILESYSTEMS[filesystem]
-    target = devices[0] if len(devices) == 1 else "/dev/md0"
-    lines = []
-    if len(devices) > 1:
-        create = [
-            "mdadm",
-            "--create",
-            target,
-            "--run",
-            "--level=0",
-            f"--raid-devices={len(devices)}",
-        ]
-        lines.append(shlex.join(create + list(devices)))
-    lines += [
-        shlex.join(mkfs + [target]),
-        shlex.join(["mkdir", "-p", mount]),
-        shlex.join(["mount", "-o", options, target, mount]),
-    ]
-    return lines
-
-
-def scheduler_command(device: str) -> list[str]:
-    """argv that prints a device's I/O scheduler (S3 notes it beside the results)."""
-    return ["cat", f"/sys/block/{device.rsplit('/', 1)[-1]}/queue/scheduler"]
 
 
 def volume_spec(spec: dict) -> dict:
@@ -109,34 +56,6 @@ def volume_spec(spec: dict) -> dict:
     if iops is not None and (isinstance(iops, bool) or not isinstance(iops, int) or iops < 100):
         raise ValidationError("volumes.iops", "must be an integer >= 100")
     return {**volumes, "count": count, "size_gb": size, "type": kind, "iops": iops}
-
-
-def dead_man_minutes(spec: dict, expires_at: datetime, now: datetime | None = None) -> int:
-    """Minutes after boot when the instance powers itself off (and so terminates)."""
-    if spec.get("dead_man_minutes") is not None:
-        minutes = spec["dead_man_minutes"]
-        if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 5:
-            raise ValidationError("dead_man_minutes", "must be an integer >= 5")
-        return minutes
-    now = now or datetime.now(UTC)
-    if expires_at.tzinfo is None:
-        expires_at = expires_at.replace(tzinfo=UTC)
-    return max(10, math.ceil((expires_at - now).total_seconds() / 60))
-
-
-def user_data(packages: tuple[str, ...], shutdown_minutes: int) -> str:
-    """cloud-config user data: dead-man timer first (bootcmd), then the tools.
-
-    The timer is armed before any package install so that a broken mirror
-    cannot keep an instance alive; with InstanceInitiatedShutdownBehavior=
-    terminate the power-off terminates it. JSON is valid YAML.
-    """
-    doc = {
-        "bootcmd": [["shutdown", "-h", f"+{int(shutdown_minutes)}"]],
-        "package_update": True,
-        "packages": list(packages),
-    }
-    return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"
 
 
 def run_kwargs(spec: dict, token: str, ami: str, key_name: str, group_id: str, data: str) -> dict:

@@ -228,7 +228,7 @@ class Provider:
     def target_kinds(self, spec: dict) -> tuple[str, ...]:
         """The kinds of target spec can make, preferred first: a plan's target
         that does not say its kind gets the first its tool runs against
-        (runners.planspec). By default the spec's `kind` (spec_kind's default)."""
+        (runners.plantargets). By default the spec's `kind` (spec_kind's default)."""
         return (spec.get("kind", "host"),)
 
     def default_region(self) -> str:

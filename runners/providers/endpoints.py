@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from runners.planspec import LOCAL_HOSTS, SSHSpec, TargetSpec
+from runners.plantargets import LOCAL_HOSTS, SSHSpec, TargetSpec
 
 
 def pick(handles: list[dict], target: str, variant: str | None) -> dict | None:

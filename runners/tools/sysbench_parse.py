@@ -1,8 +1,9 @@
 """Parser for sysbench output: 0.4.12, 0.5, 1.0 and 1.1 (`sysbench.parse`).
 
-Reads the summary, the --report-interval lines (into series), the
---histogram block (into facts["histogram"] as [[ms, count], ...]), FATAL and
-ALERT lines (into errors) and the prepare/cleanup progress lines (into facts).
+Reads the summary (sysbench_summary), the --report-interval lines (into
+series), the --histogram block (into facts["histogram"] as [[ms, count], ...]),
+FATAL and ALERT lines (into errors) and the prepare/cleanup progress lines
+(into facts, sysbench_header).
 
 1.x summary and interval lines (sysbench 1.0.20)::
 
@@ -52,23 +53,16 @@ from runners.results import (
     rows_to_series,
 )
 from runners.tools.sysbench_header import error_lines, has_progress, header_end, read_header
-
-_NUM = r"([0-9]+(?:\.[0-9]+)?)"
-_GAP = r"[ \t]+"
-_OPT_GAP = r"[ \t]*"
-_ANY_INTERVAL = re.compile(rf"^\[{_OPT_GAP}{_NUM}s{_OPT_GAP}\]([^\n]*)$", re.MULTILINE)
-# Lines that carry no figure wherever they appear in a summary or between
-# interval lines: section headers, sysbench's own progress words, and the
-# message lines whose text is kept elsewhere (FATAL:/ALERT: in errors).
-_NOT_A_FIGURE = re.compile(
-    r"^\s*(?:SQL statistics:|OLTP test statistics:|queries performed:|General statistics:"
-    r"|Test execution summary:|Latency \(ms\):|Latency histogram \(values are in milliseconds\)"
-    r"|value\s+-+\s*distribution\s*-+\s*count|Threads fairness:|Throughput:|File operations:"
-    r"|CPU speed:|per-request statistics:|response time:|Threads started!|Done\."
-    r"|Time limit exceeded, exiting\.\.\.|Initializing worker threads\.\.\."
-    r"|Maximum prime number checked in CPU test: [0-9]+|\(last message repeated [0-9]+ times\)"
-    r"|(?:FATAL|ALERT|WARNING|NOTICE):.*)\s*$"
+from runners.tools.sysbench_summary import (
+    NOT_A_FIGURE,
+    NUM,
+    OPT_GAP,
+    latency_name,
+    number,
+    read_summary,
 )
+
+_ANY_INTERVAL = re.compile(rf"^\[{OPT_GAP}{NUM}s{OPT_GAP}\]([^\n]*)$", re.MULTILINE)
 _SERIES_KEYS = {
     "tps": "tps",
     "qps": "qps",
@@ -97,7 +91,7 @@ def parse(text: str) -> Result:
     warnings: list[str] = []
     series, tail_start = _series(text, warnings)
     result = Result(series=series)
-    _read_summary(text[tail_start:], result, warnings)
+    read_summary(text[tail_start:], result, warnings)
     read_header(text[: header_end(text)], result.facts)
     result.errors = error_lines(text) + _cut_short(text, result)
     result.warnings = cap_warnings(warnings)
@@ -180,7 +174,7 @@ def _oltp_columns(numbers: list) -> Series:
     """
     column = [numbers[i::_OLTP_COLUMNS] for i in range(_OLTP_COLUMNS)]
     t, threads, tps, qps, _w, reads, writes, other, percents, latency, err_s, reconn_s = column
-    latencies = {_latency_name(str(pct)): pct for pct in dict.fromkeys(percents)}
+    latencies = {latency_name(str(pct)): pct for pct in dict.fromkeys(percents)}
     if len(latencies) > 1:
         latencies = {
             name: [lat if p == pct else None for p, lat in zip(percents, latency)]
@@ -230,10 +224,10 @@ def _line_row(line: str, warnings: list[str]) -> dict | None:
     """One interval line of any known format -> {"t": ..., metrics...} or None."""
     match = _ANY_INTERVAL.match(line)
     if not match:
-        if line.strip() and not _NOT_A_FIGURE.match(line):
+        if line.strip() and not NOT_A_FIGURE.match(line):
             warnings.append(line_warning("sysbench interval lines", line))
         return None
-    return _interval_row(_number(match.group(1)), match.group(2), line, warnings)
+    return _interval_row(number(match.group(1)), match.group(2), line, warnings)
 
 
 # One field of an interval line, in any order and with or without a colon
@@ -280,9 +274,9 @@ def _interval_field(field: re.Match, row: dict, unknown: list[str]) -> None:
     if found["r"] is not None:
         row.update(reads=float(found["r"]), writes=float(found["w"]), other=float(found["o"]))
     elif found["lat"] is not None:
-        row[_latency_name(found["pct"])] = float(found["lat"])
+        row[latency_name(found["pct"])] = float(found["lat"])
     elif found["rt"] is not None:
-        row[_latency_name(found["rtpct"])] = float(found["rt"])
+        row[latency_name(found["rtpct"])] = float(found["rt"])
     elif found["memory"] is not None:
         row["memory_mib_per_s"] = float(found["memory"])
     elif found["nthreads"] is not None:
@@ -295,250 +289,6 @@ def _interval_field(field: re.Match, row: dict, unknown: list[str]) -> None:
         row.setdefault(f"{name}_mib_s" if mib else name, float(found["value"]))
     else:
         unknown.append(field.group(0))
-
-
-def _latency_name(percent: str) -> str:
-    """'95' -> 'latency_p95_ms'; '99.9' -> 'latency_p99_9_ms'."""
-    value = float(percent)
-    shown = f"{value:g}".replace(".", "_")
-    return f"latency_p{shown}_ms"
-
-
-# ---------------------------------------------------------------- summary
-
-_SUMMARY_LINES = [
-    (
-        re.compile(rf"^\s*transactions:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-        ("transactions", "tps"),
-    ),
-    (
-        re.compile(rf"^\s*queries:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-        ("queries", "qps"),
-    ),
-    (re.compile(rf"^\s*ignored errors:{_OPT_GAP}([0-9]+)"), ("errors",)),
-    (re.compile(rf"^\s*reconnects:{_OPT_GAP}([0-9]+)"), ("reconnects",)),
-    (re.compile(rf"^\s*deadlocks:{_OPT_GAP}([0-9]+)"), ("deadlocks",)),
-    (
-        re.compile(
-            rf"^\s*read/write requests:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"
-        ),
-        ("_rw", "_rw_ps"),
-    ),
-    (
-        re.compile(rf"^\s*other operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per sec"),
-        ("_other_ops", "_other_ps"),
-    ),
-    (re.compile(rf"^\s*total time:{_OPT_GAP}{_NUM}s"), ("total_time_s",)),
-    (re.compile(rf"^\s*total number of events:{_OPT_GAP}([0-9]+)"), ("events",)),
-    (re.compile(rf"^\s*events per second:{_OPT_GAP}{_NUM}"), ("events_per_s",)),
-    (
-        re.compile(
-            rf"^\s*Total operations:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} per second"
-        ),
-        ("memory_ops", "memory_ops_per_s"),
-    ),
-    (
-        re.compile(rf"^\s*{_NUM} MiB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MiB/sec"),
-        ("memory_mib", "memory_mib_per_s"),
-    ),
-    # sysbench 1.1: "Throughput:" holds eps and the elapsed time.
-    (re.compile(rf"^\s*events/s \(eps\):{_OPT_GAP}{_NUM}\s*$"), ("events_per_s",)),
-    (re.compile(rf"^\s*time elapsed:{_OPT_GAP}{_NUM}s\s*$"), ("total_time_s",)),
-    # 0.4/0.5 memory: the same figures as 1.x's "Total operations" and
-    # "MiB transferred" (0.4's "MB" is 1024 x 1024 bytes, as 1.x's MiB).
-    (
-        re.compile(
-            rf"^\s*Operations performed:{_OPT_GAP}([0-9]+){_OPT_GAP}\({_OPT_GAP}{_NUM} ops/sec\)"
-        ),
-        ("memory_ops", "memory_ops_per_s"),
-    ),
-    (
-        re.compile(rf"^\s*{_NUM} MB transferred{_OPT_GAP}\({_OPT_GAP}{_NUM} MB/sec\)\s*$"),
-        ("memory_mib", "memory_mib_per_s"),
-    ),
-    # 0.4/0.5 fileio: counts over the run (rates derived in _finish_metrics).
-    (
-        re.compile(
-            r"^\s*Operations performed:\s*([0-9]+) Read,\s*([0-9]+) Write,\s*([0-9]+) Other"
-            r"\s*=\s*([0-9]+) Total\s*$"
-        ),
-        ("_fileio_reads", "_fileio_writes", "_fileio_other", "_fileio_total"),
-    ),
-    (
-        re.compile(
-            rf"^\s*Read {_NUM}([KMGT]?b)\s+Written {_NUM}([KMGT]?b)\s+Total transferred "
-            rf"{_NUM}([KMGT]?b)\s+\({_NUM}([KMGT]?b)/sec\)\s*$"
-        ),
-        ("_read_amount", "_read_unit", "_written_amount", "_written_unit"),
-    ),
-    (re.compile(rf"^\s*{_NUM} Requests/sec executed\s*$"), ("events_per_s",)),
-    (
-        re.compile(rf"^\s*total time taken by event execution:{_OPT_GAP}{_NUM}s?\s*$"),
-        ("_event_execution_s",),
-    ),
-    # 1.1 fileio: "read:  IOPS=2279.18 35.61 MiB/s (37.34 MB/s)", "fsync: IOPS=4862.66".
-    (
-        re.compile(rf"^\s*read:{_OPT_GAP}IOPS={_NUM}{_GAP}{_NUM} MiB/s \({_NUM} MB/s\)\s*$"),
-        ("fileio_reads_per_s", "fileio_read_mib_per_s", "_read_mb_s"),
-    ),
-    (
-        re.compile(rf"^\s*write:{_OPT_GAP}IOPS={_NUM}{_GAP}{_NUM} MiB/s \({_NUM} MB/s\)\s*$"),
-        ("fileio_writes_per_s", "fileio_written_mib_per_s", "_written_mb_s"),
-    ),
-    (re.compile(rf"^\s*fsync:{_OPT_GAP}IOPS={_NUM}\s*$"), ("fileio_fsyncs_per_s",)),
-    (re.compile(rf"^\s*reads/s:{_OPT_GAP}{_NUM}"), ("fileio_reads_per_s",)),
-    (re.compile(rf"^\s*writes/s:{_OPT_GAP}{_NUM}"), ("fileio_writes_per_s",)),
-    (re.compile(rf"^\s*fsyncs/s:{_OPT_GAP}{_NUM}"), ("fileio_fsyncs_per_s",)),
-    (re.compile(rf"^\s*read, MiB/s:{_OPT_GAP}{_NUM}"), ("fileio_read_mib_per_s",)),
-    (re.compile(rf"^\s*written, MiB/s:{_OPT_GAP}{_NUM}"), ("fileio_written_mib_per_s",)),
-]
-_QUERY_KIND = re.compile(rf"^\s*(read|write|other|total):{_OPT_GAP}([0-9]+)\s*$")
-_LATENCY_STAT = re.compile(rf"^\s*(min|avg|max|sum):{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$")
-_PERCENTILE = re.compile(
-    rf"^\s*(?:approx\.{_OPT_GAP})?{_NUM}(?:th)?{_OPT_GAP}percentile:{_OPT_GAP}{_NUM}{_OPT_GAP}(ns|us|ms|s)?\s*$"
-)
-_HISTOGRAM_ROW = re.compile(rf"^\s*{_NUM}{_OPT_GAP}\|\**{_OPT_GAP}([0-9]+)\s*$")
-_FAIRNESS = re.compile(rf"^\s*(events|execution time) \(avg/stddev\):{_OPT_GAP}{_NUM}/{_NUM}")
-_TO_MS = {None: 1.0, "ms": 1.0, "s": 1000.0, "us": 0.001, "ns": 0.000001}
-_QUERY_METRIC = {"read": "reads", "write": "writes", "other": "other", "total": "_queries_total"}
-_LATENCY_METRIC = {
-    "min": "latency_min_ms",
-    "avg": "latency_avg_ms",
-    "max": "latency_max_ms",
-    "sum": "_latency_sum_ms",
-}
-
-
-# Where a summary begins: the first line of any version's summary block.
-_SUMMARY_START = re.compile(
-    r"^\s*(?:SQL statistics:|OLTP test statistics:|General statistics:|Test execution summary:"
-    r"|Throughput:|File operations:|CPU speed:|Operations performed:|Total operations:"
-    r"|Latency \(ms\):|Latency histogram|[0-9.]+ Mi?B transferred)",
-    re.MULTILINE,
-)
-
-
-def _read_summary(tail: str, result: Result, warnings: list[str]) -> None:
-    """Fill result.metrics/facts from the text after the last interval line.
-
-    From the first line of a summary block on, every line is a figure read,
-    a line known to carry none (_NOT_A_FIGURE), blank, or a warning.
-    """
-    found: dict = {}
-    histogram: list[list[float]] = []
-    start = _SUMMARY_START.search(tail)
-    summary_from = start.start() if start else len(tail)
-    for line in tail[:summary_from].splitlines():  # after "Threads started!": words
-        _summary_line(line, found, histogram, result.facts)
-    for line in tail[summary_from:].splitlines():
-        if not _summary_line(line, found, histogram, result.facts):
-            if line.strip() and not _NOT_A_FIGURE.match(line):
-                warnings.append(line_warning("sysbench summary", line))
-    if histogram:
-        result.facts["histogram"] = histogram
-    _finish_metrics(found, result)
-
-
-def _summary_line(line: str, found: dict, histogram: list, facts: dict) -> bool:
-    """Read one summary line into found/histogram/facts; False if not understood."""
-    if "|" in line:
-        row = _HISTOGRAM_ROW.match(line)
-        if row:
-            histogram.append([float(row.group(1)), int(row.group(2))])
-        return bool(row)
-    for pattern, names in _SUMMARY_LINES:
-        match = pattern.match(line)
-        if match:
-            for name, value in zip(names, match.groups()):
-                found[name] = value if name.endswith("_unit") else _number(value)
-            return True
-    for pattern, reader in (
-        (_QUERY_KIND, _query_kind),
-        (_LATENCY_STAT, _latency_stat),
-        (_PERCENTILE, _percentile),
-        (_FAIRNESS, _fairness),
-    ):
-        match = pattern.match(line)
-        if match:
-            reader(match, found, facts)
-            return True
-    return False
-
-
-def _query_kind(match: re.Match, found: dict, facts: dict) -> None:
-    found[_QUERY_METRIC[match.group(1)]] = int(match.group(2))
-
-
-def _latency_stat(match: re.Match, found: dict, facts: dict) -> None:
-    found[_LATENCY_METRIC[match.group(1)]] = _ms(match.group(2), match.group(3))
-
-
-def _percentile(match: re.Match, found: dict, facts: dict) -> None:
-    found[_latency_name(match.group(1))] = _ms(match.group(2), match.group(3))
-
-
-def _fairness(match: re.Match, found: dict, facts: dict) -> None:
-    key = "thread_events" if match.group(1) == "events" else "thread_time_s"
-    facts[f"{key}_avg"] = float(match.group(2))
-    facts[f"{key}_stddev"] = float(match.group(3))
-
-
-def _ms(value: str, unit: str | None) -> float:
-    return round(float(value) * _TO_MS[unit], 6)
-
-
-def _number(value: str) -> float | int:
-    return float(value) if "." in value else int(value)
-
-
-def _finish_metrics(found: dict, result: Result) -> None:
-    """Derive contract metrics from what the summary held (never invent one)."""
-    if "queries" not in found and "_queries_total" in found:
-        found["queries"] = found["_queries_total"]
-    if "qps" not in found and "_rw_ps" in found and "_other_ps" in found:
-        # 0.4/0.5 print requests and other operations apart; 1.x's qps is their sum.
-        found["qps"] = round(found["_rw_ps"] + found["_other_ps"], 2)
-    if "_latency_sum_ms" in found:
-        result.facts["latency_sum_ms"] = found["_latency_sum_ms"]
-    if "_event_execution_s" in found:
-        result.facts["event_execution_s"] = found["_event_execution_s"]
-    derived = _derive_legacy_rates(found)
-    if derived:
-        result.facts["derived_metrics"] = derived
-    result.metrics = {k: v for k, v in found.items() if not k.startswith("_")}
-
-
-# 0.4's size units (sb_print_value_size: powers of 1024) in MiB.
-_TO_MIB = {"b": 1 / 1048576, "Kb": 1 / 1024, "Mb": 1.0, "Gb": 1024.0, "Tb": 1048576.0}
-
-
-def _derive_legacy_rates(found: dict) -> list[str]:
-    """0.4/0.5 print counts over the total time where 1.x prints rates: the
-    1.x metric is derived from them (count / total time), and only then.
-    Returns the names derived (kept in facts["derived_metrics"])."""
-    seconds = found.get("total_time_s")
-    if not seconds:
-        return []
-    rates = {}
-    for count, name in (
-        ("_fileio_reads", "fileio_reads_per_s"),
-        ("_fileio_writes", "fileio_writes_per_s"),
-        ("_fileio_other", "fileio_fsyncs_per_s"),  # 0.4's "Other" operations are its fsyncs
-    ):
-        if count in found:
-            rates[name] = found[count] / seconds
-    for amount, unit, name in (
-        ("_read_amount", "_read_unit", "fileio_read_mib_per_s"),
-        ("_written_amount", "_written_unit", "fileio_written_mib_per_s"),
-    ):
-        if amount in found:
-            rates[name] = found[amount] * _TO_MIB[found[unit]] / seconds
-    legacy = "_event_execution_s" in found  # 0.4/0.5 only; 1.x prints eps itself
-    if legacy and "events" in found and "tps" not in found and "events_per_s" not in found:
-        rates["events_per_s"] = found["events"] / seconds
-    derived = [name for name in rates if name not in found]
-    found.update({name: round(rates[name], 6) for name in derived})
-    return derived
 
 
 # sysbench 1.1's fileio prints its own summary (file_report_cumulative):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.cell import cleanup_target, run_cell
+from runners.cell import run_cell
+from runners.cellcleanup import cleanup_target
 from runners.context import CellContext
 from runners.plan import expand, load_plan
 from tests.support.dbtargets import mariadb_sql, mariadb_target, postgres_target  # noqa: F401

@@ -15,7 +15,8 @@ import json
 import numpy as np
 import pytest
 
-from runners.changepoint import Analysis, detect, energy_statistics
+from runners.changepoint import Analysis, detect
+from runners.changestats import energy_statistics
 
 CASES = 240
 TOLERANCE = 3

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from runners.changepoint import detect, pair_statistics, sidak, trimmed_pvalue
+from runners.changepoint import detect
+from runners.changestats import pair_statistics, sidak, trimmed_pvalue
 from tests.runners.changepoint_corpus import CLASSES, TOLERANCE, Case, corpus, evaluate, match
 
 SETTINGS = {"window": 50, "max_pvalue": 0.001, "min_magnitude": 0.0, "significance": "ttest"}

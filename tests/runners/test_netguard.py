@@ -88,7 +88,7 @@ def test_cell_context_socket_on_this_machine_is_this_machine():
 
 def test_cell_context_refuses_an_ssh_host_on_the_broker_port_before_connecting():
     from runners.errors import RunnerError
-    from runners.planspec import SSHSpec
+    from runners.plantargets import SSHSpec
 
     made = []
     ctx, _ = _context(

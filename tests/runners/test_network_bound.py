@@ -21,7 +21,7 @@ import pytest
 
 from runners import telemetry
 from runners.cellwatch import CellWatch
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from runners.errors import ValidationError
 from runners.frozen import freeze, thaw
 from runners.isolation import cell_machines
 from runners.plan import expand, load_plan
-from runners.planspec import ClientSpec
+from runners.plantargets import ClientSpec
 
 TARGET = {"name": "db", "kind": "mysql", "host": "10.0.0.5", "port": 3306, "user": "bench"}
 

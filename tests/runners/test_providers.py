@@ -17,7 +17,7 @@ from runners.command import Endpoint
 from runners.errors import RunnerError, ValidationError
 from runners.providers import PROVIDERS, Account, Handle, ProvisionContext, get_provider
 from runners.providers.aws_common import resource_name, to_runner_error
-from runners.providers.aws_ec2 import raid0_script, user_data
+from runners.providers.aws_ec2_setup import raid0_script, user_data
 from runners.providers.aws_reaper import reap
 from tests.support.moto import moto_endpoint, moto_server  # noqa: F401
 

@@ -19,7 +19,7 @@ from runners.cellwatch import CellWatch
 from runners.command import Endpoint
 from runners.executors.local import LocalExecutor
 from runners.limits import Limits
-from runners.planspec import TargetSpec
+from runners.plantargets import TargetSpec
 from tests.support.cells import cpu_cell, run_plan
 from tests.support.private_services import (  # noqa: F401
     mariadb_server,

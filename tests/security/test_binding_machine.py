@@ -171,7 +171,7 @@ def test_socket_beside_a_host_is_refused_at_save(member, team, team_password, re
 
 
 def test_socket_address_is_the_file_every_client_reaches():
-    from runners.planspec import TargetSpec
+    from runners.plantargets import TargetSpec
 
     pg = TargetSpec("pg", "postgres", port=5433, socket="/run/postgresql")
     assert ep.address(pg) == ep.Address(port=5433, socket="/run/postgresql/.s.PGSQL.5433")

@@ -167,9 +167,9 @@ def test_target_trust_on_first_use_then_ssh_facts(owner_client, team, sshd):  # 
         ssh_user="root",
         ssh_credential=key,
     )
-    from runners.executors import ssh
+    from runners.executors import hostkeys
 
-    expected = ssh.fingerprint(ssh.parse_key_line(sshd.host_key))
+    expected = hostkeys.fingerprint(hostkeys.parse_key_line(sshd.host_key))
     html = owner_client.post(f"/targets/{target.pk}/test/").content.decode()
     assert "Unknown SSH host key" in html and expected in html
     assert owner_client.post(f"/targets/{target.pk}/accept-key/").status_code == 302
