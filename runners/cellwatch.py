@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from runners import dbstatus, proctree, telemetry, verdict
+from runners import dbstatus, hostsampler, proctree, telemetry, verdict
 from runners.errors import RunnerError
 from runners.executors.local import LocalExecutor
 from runners.plantargets import TargetSpec
@@ -69,7 +69,7 @@ class CellWatch:
     def start(self) -> None:
         hosts = self._hosts()
         self.owners = {role: self._owners(role, ex) for role, ex in hosts}
-        starts = [(role, ex, telemetry.sampler_command()) for role, ex in hosts]
+        starts = [(role, ex, hostsampler.sampler_command()) for role, ex in hosts]
         db_command = dbstatus.sampler_command(self.endpoint) if self.endpoint else None
         if db_command is not None:
             starts.append(("db", self.client, db_command))

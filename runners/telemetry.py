@@ -1,6 +1,6 @@
 """Host telemetry: what a machine did, second by second, while a cell measured.
 
-A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
+A POSIX shell loop (runners.hostsampler) prints, once a second, the lines of
 /proc that a person would read with mpstat, vmstat, iostat and sar -n DEV:
 
     @@ 940.18 807.93                        /proc/uptime: the sample's clock
@@ -17,10 +17,7 @@ A POSIX shell loop (`sampler_command`) prints, once a second, the lines of
 
 It also lists the processes that used CPU (runners.proctree), so a second's
 CPU splits into the cell's own, the target server's and everyone else's.
-Nothing is installed on the host: sh, sed, cat and sleep. It runs through
-the cell's executor like any command (locally outside the sandbox, as the
-worker's child, so it sees every process; over SSH on the pooled
-connection, beside the cell's other commands). `parse_samples` turns the text into a columnar series
+`parse_samples` turns the text into a columnar series
 (runners.results.Series) of per-second rates and levels; `summarize` gives
 the mean, max and the share of seconds above a level that the verdict
 rules (runners.verdict) read.
@@ -32,69 +29,16 @@ import re
 from collections.abc import Iterator
 
 from runners import proctree
-from runners.command import Command
 from runners.metrics import CONTEXT, HIGHER, LOWER, NEUTRAL, Metric
 from runners.results import Series
 
 INTERVAL_S = 1
-MARK = "@@"
-# Two processes a second (sed, sleep): what a sample costs is mostly starting
-# processes, so the shell's own `read` takes /proc/uptime and /proc/loadavg,
-# and one sed reads the rest, each line rewritten by the first of these rules
-# that fits it (`t` ends a line's rules; a line no rule fits is dropped):
-# every /proc/PID/stat line (runners.proctree); the chosen lines of
-# /proc/stat (not "intr": alone it can be thousands of numbers), /proc/meminfo
-# and /proc/vmstat, kept as they are; /proc/net/dev's interfaces (a name, a
-# colon and many numbers: a meminfo line has one); /proc/diskstats (its
-# major number padded with spaces). Each interface's link speed (Mb/s; -1
-# when the driver has none, as for lo or a virtual NIC, or the link is
-# down) is read once and printed in every sample.
-_KEPT = (
-    "cpu",
-    "ctxt ",
-    "procs_",
-    "MemTotal:",
-    "MemAvailable:",
-    "Cached:",
-    "Dirty:",
-    "SwapTotal:",
-    "SwapFree:",
-    "pswpin ",
-    "pswpout ",
-)
-_RULES = (
-    proctree.PROC_RULE,
-    *(f"s/^{line}/&/p" for line in _KEPT),
-    "s/^ *\\([^ :]*\\): *\\([0-9]\\{1,\\} \\{1,\\}[0-9]\\)/net \\1 \\2/p",
-    "s/^ \\{1,\\}[0-9]/disk &/p",
-)
-_FILES = "/proc/stat /proc/meminfo /proc/vmstat /proc/diskstats /proc/net/dev"
-_SCRIPT = (
-    "speeds=$(for d in /sys/class/net/*; do "
-    'echo "speed ${d##*/} $(cat $d/speed 2>/dev/null || echo -1)"; done); '
-    "while :; do "
-    f'read -r up < /proc/uptime; echo "{MARK} $up"; '
-    'echo "$speeds"; '
-    'read -r load < /proc/loadavg; echo "load $load"; '
-    f"echo {proctree.SELF} $$; "
-    "sed -n " + " -e t ".join(f"-e '{rule}'" for rule in _RULES) + " "
-    f"{_FILES} {proctree.PROC_FILES} 2>/dev/null; "
-    f"echo {MARK} end; sleep {INTERVAL_S}; done"
-)
+MARK = "@@"  # a sample's first line (with its clock) and last ("@@ end")
 # /proc/stat cpu columns, in order (steal is the 8th).
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 _IGNORED_DISKS = re.compile(r"^(loop|ram|zram|sr|fd)\d*")
 SECTOR_BYTES = 512
 MB = 1_000_000
-
-
-def sampler_command() -> Command:
-    """The background command that prints one sample a second until stopped.
-
-    Outside the sandbox on the worker's own machine: it is this fixed
-    script, not a plan's tool, and a sandbox's pid namespace would hide the
-    other processes whose CPU it accounts (runners.proctree)."""
-    return Command(argv=["sh", "-c", _SCRIPT], tool="telemetry", package="coreutils", sandbox=False)
 
 
 # ------------------------------------------------------------------ parsing

@@ -3,7 +3,7 @@ throughput with the sampler running and without.
 
     .venv/bin/python scripts/bench_sampler.py [--seconds 60] [--rounds 5] [--round-s 10]
 
-1. The host sampler (runners.telemetry.sampler_command, the shell loop a cell
+1. The host sampler (runners.hostsampler.sampler_command, the shell loop a cell
    runs) alone for --seconds: its CPU time (user + system of the shell and
    every process it forked and reaped) divided by the wall time. Goal: at
    most 1 % of one core.
@@ -28,11 +28,11 @@ import statistics
 import subprocess
 import time
 
-from runners import telemetry
+from runners import hostsampler
 
 
 def start_sampler() -> subprocess.Popen:
-    argv = telemetry.sampler_command().argv
+    argv = hostsampler.sampler_command().argv
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
 
 

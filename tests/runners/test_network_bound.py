@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from runners import telemetry
+from runners import hostsampler, telemetry
 from runners.cellwatch import CellWatch
 from runners.plantargets import TargetSpec
 
@@ -136,7 +136,7 @@ def loaded_link_samples(shaped_link, tmp_path):
         # starts the processes.
         wait_for_traffic(server_ns, server_if)
         sampler = in_ns(
-            server_ns, *telemetry.sampler_command().argv, stdout=subprocess.PIPE, text=True
+            server_ns, *hostsampler.sampler_command().argv, stdout=subprocess.PIPE, text=True
         )
         time.sleep(MEASURE_S)
         text = stop(sampler)

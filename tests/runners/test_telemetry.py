@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from benchapp.plans.templates_plans import PROVISION, bind, get_template
-from runners import dbstatus, telemetry, verdict
+from runners import dbstatus, hostsampler, telemetry, verdict
 from runners.cellwatch import CellWatch
 from runners.command import Endpoint
 from runners.executors.local import LocalExecutor
@@ -171,7 +171,7 @@ def test_a_declared_link_speed_is_the_target_hosts_not_the_clients():
 def test_the_host_sampler_prints_each_interfaces_link_speed():
     executor = LocalExecutor()
     try:
-        background = executor.start(telemetry.sampler_command())
+        background = executor.start(hostsampler.sampler_command())
         time.sleep(1.5)
         text = executor.stop(background, grace=1.0).stdout
     finally:

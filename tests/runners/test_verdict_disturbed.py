@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchapp.plans.templates_plans import PROVISION, bind, plan_templates
-from runners import proctree, telemetry, verdict
+from runners import hostsampler, proctree, telemetry, verdict
 from runners.plan import expand, load_plan
 from runners.tools import duration_seconds
 from tests.support.cells import cpu_cell, run_plan
@@ -102,7 +102,7 @@ def test_the_host_sampler_lists_this_machines_processes():
 
     executor = LocalExecutor()
     try:
-        background = executor.start(telemetry.sampler_command())
+        background = executor.start(hostsampler.sampler_command())
         time.sleep(2.5)
         text = executor.stop(background, grace=1.0).stdout
     finally:
