@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.report import spread
 from bench.scale import PARAMS, TARGETS
 from benchapp.models import Cell, Run
-from benchapp.runs import orchestration
+from benchapp.runs import orchestration, reaper
 from tests.support.worker import Worker
 
 HOSTS = ("bench-pool-1", "bench-pool-2")
@@ -65,7 +65,7 @@ def wait_finished(run: Run, timeout: float = 900, reap: bool = False) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pool run {run.pk} did not finish in {timeout} s")
         if reap:
-            orchestration.reap()
+            reaper.reap()
         time.sleep(0.5 if reap else 0.1)
 
 
@@ -156,7 +156,7 @@ def _wait(predicate, timeout: float = 300, reap: bool = False):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if reap:
-            orchestration.reap()
+            reaper.reap()
         found = predicate()
         if found:
             return found

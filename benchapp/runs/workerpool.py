@@ -7,7 +7,7 @@
   version command, from the registry), its sandbox and cgroup mechanism and
   limits, architecture and Benchboard version. A thread of the process then
   heartbeats every BENCHBOARD_HEARTBEAT_SECONDS.
-- Placement (orchestration._take_locks): once at least one host is
+- Placement (placement.take_locks): once at least one host is
   registered, a cell is sent to one host's own queue, chosen among the hosts
   that are up, not draining, have the tools the cell runs locally and a
   free slot, most free slots first; a local cell's machine lock is that
@@ -354,7 +354,7 @@ ACTIONS = {
 
 def reap_lost(now=None) -> list[str]:
     """Mark hosts not seen for a lease lost, and end the leases of their
-    running cells (orchestration.reap then re-queues them on other hosts).
+    running cells (benchapp.runs.reaper then re-queues them on other hosts).
     Returns the host ids found lost now."""
     now = now or timezone.now()
     lost = list(WorkerHost.objects.filter(last_seen_at__lt=_lease_start(now), lost_at=None))
