@@ -36,6 +36,8 @@ from benchapp.store import frozenparts
 # The worker host of a cell not placed yet: any host up with a free slot.
 ANY_HOST = "any worker host"
 ANY_HOST_KEY = f"host {ANY_HOST}"
+_KEYS: dict[int, tuple[frozenset, frozenset]] = {}  # Waiting._needs, per cell id
+KEYS_KEPT = 50_000
 
 
 class Waiting:
@@ -54,7 +56,7 @@ class Waiting:
         self._team_of: dict[int, int] | None = None
         self._rooms: dict[int, int] | None = None
         self._next: dict[int, list[Cell]] | None = None
-        self._cell_keys: dict[int, tuple[set[str], set[str]]] | None = None
+        self._cell_keys: dict[int, tuple[frozenset, frozenset]] | None = None
         self._held: dict[str, int] | None = None
         self._shares: dict[str, set[int]] = defaultdict(set)
         self._hosts: list[str] | None = None
@@ -85,19 +87,31 @@ class Waiting:
             self._next = _next_per_target(self.order)
         return self._next.get(run_id, [])
 
-    def _needs(self) -> dict[int, tuple[set[str], set[str]]]:
+    def _needs(self) -> dict[int, tuple[frozenset, frozenset]]:
         """{cell id: (keys it holds alone, keys it shares)} of every next cell,
-        its worker host written ANY_HOST (it is not placed yet)."""
+        its worker host written ANY_HOST (it is not placed yet). A cell's
+        keys never change (its frozen spec and its run's isolation do not):
+        this process keeps them (_KEYS), so a pass reads only new cells."""
         if self._cell_keys is None:
-            self._cell_keys = {}
-            runs = Run.objects.filter(pk__in=self.order).only("id", "document", "team_id")
             cells = [c for r in self.order for c in self.next_cells(r)]
-            specs = frozenparts.frozen_many(cells, machines.PLAN_KEYS)
-            for run in runs:
-                for cell in self.next_cells(run.pk):
+            new = [c for c in cells if c.pk not in _KEYS]
+            if new:
+                if len(_KEYS) > KEYS_KEPT:
+                    _KEYS.clear()
+                runs = Run.objects.filter(pk__in={c.run_id for c in new}).only(
+                    "id", "document", "team_id"
+                )
+                runs = {run.pk: run for run in runs}
+                specs = frozenparts.frozen_many(new, machines.PLAN_KEYS)
+                for cell in new:
+                    run = runs[cell.run_id]
                     found = machines.machines_of(run, cell, ANY_HOST, specs[cell.pk])
                     alone, shared = machines.wanted(run, cell, found, ANY_HOST)
-                    self._cell_keys[cell.pk] = ({k for k, _ in alone}, {k for k, _ in shared})
+                    _KEYS[cell.pk] = (
+                        frozenset(k for k, _ in alone),
+                        frozenset(k for k, _ in shared),
+                    )
+            self._cell_keys = {c.pk: _KEYS[c.pk] for c in cells}
         return self._cell_keys
 
     def wants(self, run_id: int) -> set[str]:
@@ -192,6 +206,10 @@ class Waiting:
         """What a dispatch of the pass sent: its locks held, its team's room
         and the worker slots used."""
         if not cell_ids:
+            # Another pass (another worker's finished cell, the reaper) took
+            # what this look saw free: read the slots and locks again, or
+            # each later run of this pass is a dispatch that sends nothing.
+            self._hosts, self._held, self._shares = None, None, defaultdict(set)
             return
         team = self.team_of(run_id)
         if self._rooms is not None and team in self._rooms:
@@ -211,6 +229,7 @@ class Waiting:
         sends counted). keep: dispatched whatever (a finished cell's run,
         which may end now); so is a run that has no queued cell (it may end).
         A generator: each decision sees the sends before it (`sent`)."""
+        self._needs()  # read before any dispatch holds a row lock
         for run_id in run_ids:
             if run_id != keep and run_id in self.position:
                 self.hosts()

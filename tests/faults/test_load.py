@@ -316,7 +316,7 @@ def test_load_many_teams_with_worker_faults(live_server, tmp_path, start_worker,
         f"cells a run, {WORKERS} workers{' on their own hosts' if OWN_HOSTS else ''}, {took:.0f} s"
     )
     print(
-        f"runs started {codes.count(201)} (refused {len(codes) - codes.count(201)}), "
+        f"runs started {codes.count(201)} (refused {dict(Counter(c for c in codes if c != 201))}), "
         f"cells {len(cells)}: succeeded {statuses[Cell.SUCCEEDED]}, failed "
         f"{statuses[Cell.FAILED]} {dict(reasons)}, lost {lost}, measured twice {twice}, "
         f"stuck {stuck}"
@@ -344,7 +344,10 @@ def test_load_many_teams_with_worker_faults(live_server, tmp_path, start_worker,
             f"fault {kind} at {wall:%H:%M:%S}: the {len(running)} cells running then were "
             f"all recorded {recovery(wall, running):.1f} s later"
         )
-    assert codes.count(201) == len(starts), Counter(codes)
+    # A start whose database connection a fault cut is a 500 (nothing stored:
+    # its transaction rolled back); every other start is accepted.
+    cut = codes.count(500) if "app database connections cut" in KINDS else 0
+    assert codes.count(201) + cut == len(starts), Counter(codes)
     assert (lost, twice, stuck) == (0, 0, 0)
     assert not [r for r in runs if r.status in Run.ACTIVE]
     assert statuses[Cell.SUCCEEDED] + statuses[Cell.FAILED] == len(cells)
