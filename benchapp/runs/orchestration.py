@@ -205,17 +205,17 @@ def _enqueue_dispatch(run_id: int) -> None:
 
 def dispatch(run_id: int, waiting: placement.Waiting | None = None) -> list[int]:
     """Send every cell of the run that may start now (benchapp.runs.placement);
-    return their ids. waiting: the look at the waiting runs of a wake-up pass.
+    return their ids. waiting: a pass's look at the waiting runs (else one is taken).
 
-    A cell is "sent" once it holds its locks; their lease covers the time
-    until a worker claims it, so a lost message is recovered by the reaper
-    like a dead worker.
-
-    One dispatch of a run at a time (its row is locked for the transaction):
-    two at once (a cell finishing on each of two workers) would each count
-    the free slots from its own snapshot and together exceed the run's
-    concurrency.
+    A sent cell holds its locks; their lease covers the time until a worker
+    claims it, so a lost message is recovered by the reaper. One dispatch of
+    a run at a time (its row is locked): two at once would each count the
+    free slots from their own snapshot and together exceed its concurrency.
     """
+    if waiting is None:  # a message: most find nothing to send (a look at this run alone)
+        if not any(placement.Waiting([run_id]).turns([run_id])):
+            return []
+        waiting = placement.Waiting()
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         return _dispatch_locked(run_id, run, waiting)

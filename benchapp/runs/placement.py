@@ -231,7 +231,7 @@ class Waiting:
         A generator: each decision sees the sends before it (`sent`)."""
         self._needs()  # read before any dispatch holds a row lock
         for run_id in run_ids:
-            if run_id != keep and run_id in self.position:
+            if run_id != keep and run_id in self.position and self.next_cells(run_id):
                 self.hosts()
                 if self.free_slots is not None and self.free_slots <= 0:
                     continue
