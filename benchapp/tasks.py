@@ -42,6 +42,11 @@ def dispatch_run(run_id: int) -> list[int]:
     return orchestration.dispatch(run_id)
 
 
+@shared_task(name="benchapp.dispatch_active")
+def dispatch_active() -> None:
+    reaper.dispatch_active()
+
+
 @shared_task(name="benchapp.execute_cell")
 def execute_cell(cell_id: int) -> str | None:
     if not workerpool.is_mine(cell_id):

@@ -56,11 +56,18 @@ def reap() -> dict:
         machines.release(cell)
     if not unproven:
         machines.release_expired(now)
+    dispatch_active()
+    _resend_lost_provisioning(now)
+    return {"requeued": requeued, "failed": failed}
+
+
+def dispatch_active() -> None:
+    """Dispatch every active run, least served first, in one pass (those
+    that could send nothing skipped): the reaper's tick, and a worker host
+    that joins or resumes (one message, not one per active run)."""
     waiting = placement.Waiting()
     active = fairshare.fair_order(list(Run.objects.active().values_list("pk", flat=True)))
     orchestration.dispatch_in_turn(waiting, active)
-    _resend_lost_provisioning(now)
-    return {"requeued": requeued, "failed": failed}
 
 
 def _expired_cells(now):

@@ -38,8 +38,8 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from benchapp.dispatch import DISPATCH_RUN, send
-from benchapp.models import Cell, CellLock, CellPlacement, Run, WorkerHost, WorkerProcess
+from benchapp.dispatch import DISPATCH_ACTIVE, DISPATCH_RUN, send
+from benchapp.models import Cell, CellLock, CellPlacement, WorkerHost, WorkerProcess
 from benchapp.plans import toolhosts
 from benchapp.runs.hostid import host_id, host_queue, hostname
 from benchapp.store import frozenparts
@@ -141,8 +141,10 @@ def register(name: str, pid: int, slots: int, queues: list[str]) -> WorkerProces
 
 
 def _dispatch_active() -> None:
-    for run_id in Run.objects.active().values_list("pk", flat=True):
-        send(DISPATCH_RUN, run_id)
+    """One pass over the active runs (benchapp.runs.reaper.dispatch_active):
+    a message per active run was hundreds of messages per worker start
+    under load, each a dispatch ahead of the cells in the worker's queue."""
+    send(DISPATCH_ACTIVE)
 
 
 def beat(process_pk: int) -> None:
