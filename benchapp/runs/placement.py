@@ -61,6 +61,7 @@ class Waiting:
         self._shares: dict[str, set[int]] = defaultdict(set)
         self._hosts: list[str] | None = None
         self._worker_keys: set[str] | None = None
+        self._sent_cells: set[int] = set()
         self.free_slots: int | None = None  # None: no host registered (the shared queue)
 
     # ------------------------------------------------------------ the look
@@ -118,6 +119,8 @@ class Waiting:
         """Every lock key the next cells of a waiting run want."""
         needs, found = self._needs(), set()
         for cell in self.next_cells(run_id):
+            if cell.pk in self._sent_cells:
+                continue  # sent in this pass: it holds its locks, it waits for none
             alone, shared = needs[cell.pk]
             found |= alone | shared
         return found
@@ -174,8 +177,16 @@ class Waiting:
         return [
             other
             for other in self.order
-            if self.team_of(other) != run.team_id and self.wants(other) & wanted
+            if self.team_of(other) != run.team_id
+            and self.wants(other) & wanted
+            and self.could_go(other)
         ]
+
+    def could_go(self, run_id: int) -> bool:
+        """Whether the run could send a cell now (room, locks): yielding a
+        machine to a run that cannot take it would leave the machine idle."""
+        team = self.team_of(run_id)
+        return (team is None or self.room(team) > 0) and not self.blocked(run_id)
 
     def blocked(self, run_id: int) -> bool:
         """True when no next cell of the run could take its locks now: for
@@ -214,6 +225,7 @@ class Waiting:
         team = self.team_of(run_id)
         if self._rooms is not None and team in self._rooms:
             self._rooms[team] = max(self._rooms[team] - len(cell_ids), 0)
+        self._sent_cells.update(cell_ids)
         if self.free_slots is not None:
             self.free_slots -= len(cell_ids)
             self._hosts = None  # read again: which hosts still have a slot
