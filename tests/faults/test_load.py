@@ -2,12 +2,14 @@
 (docs/operations.md, "Load and faults"; figures in BENCHMARKS.md).
 
 Each team has its own target, a private redis-server on loopback, and starts
-LOAD_PLANS plans of 2 redis-benchmark cells through POST /api/runs/ (a real
-HTTP server), all within LOAD_STORM_SECONDS, on four worker processes. Faults
-from a seeded schedule (LOAD_SEED) hit the workers meanwhile: kill -9 of one
-(its cell is re-run by the reaper) or SIGTERM (it finishes its cell); each is
-replaced. The short version (5 teams x 2 plans) runs in `make test`;
-`make faults LOAD_TEAMS=50 LOAD_PLANS=5` is the full one.
+LOAD_PLANS plans of LOAD_CELLS redis-benchmark cells, each LOAD_STARTS times,
+through POST /api/runs/ (a real HTTP server), all within LOAD_STORM_SECONDS,
+on four worker processes (each its own worker host when run as root). Faults
+from a seeded schedule (LOAD_SEED) hit meanwhile: kill -9 of a worker (its
+cell is re-run by the reaper) or SIGTERM, each replaced; with
+LOAD_SERVICE_FAULTS=1 also the broker's messages lost and the app database's
+connections cut (KINDS). The short version (5 teams x 2 plans) runs in
+`make test`; `make faults-load` is the full one (500 runs).
 
 It prints runs and cells started, finished, failed by reason, lost, measured
 twice and stuck; per team the longest wait for a slot against the
