@@ -57,7 +57,7 @@ class Waiting:
         self._rooms: dict[int, int] | None = None
         self._next: dict[int, list[Cell]] | None = None
         self._cell_keys: dict[int, tuple[frozenset, frozenset]] | None = None
-        self._held: dict[str, int] | None = None
+        self._held: dict[str, tuple] | None = None
         self._shares: dict[str, set[int]] = defaultdict(set)
         self._hosts: list[str] | None = None
         self._worker_keys: set[str] | None = None
@@ -131,16 +131,16 @@ class Waiting:
             self._held = {}
             live = CellLock.objects.filter(
                 holder__isnull=False, lease_expires_at__gte=timezone.now()
-            ).values_list("key", "holder__run_id")
-            for key, run_id in live:
-                self._hold(key, run_id)
+            ).values_list("key", "holder__run_id", "holder__run__team_id")
+            for key, run_id, team_id in live:
+                self._hold(key, run_id, team_id)
 
-    def _hold(self, key: str, run_id: int) -> None:
+    def _hold(self, key: str, run_id: int, team_id: int | None) -> None:
         if machines.SHARED in key:
             machine, team = machines.share_of(key)
             self._shares[machine].add(team)
         else:
-            self._held[key] = run_id
+            self._held[key] = (run_id, team_id)
 
     def hosts(self) -> list[str]:
         """The worker hosts a cell may go to now: those up with a free slot
@@ -179,19 +179,22 @@ class Waiting:
             for other in self.order
             if self.team_of(other) != run.team_id
             and self.wants(other) & wanted
-            and self.could_go(other)
+            and self.could_go(other, but_for=run.team_id)
         ]
 
-    def could_go(self, run_id: int) -> bool:
-        """Whether the run could send a cell now (room, locks): yielding a
-        machine to a run that cannot take it would leave the machine idle."""
+    def could_go(self, run_id: int, but_for: int) -> bool:
+        """Whether the run could send a cell now (room, locks), were it not
+        for team but_for's cells: yielding a machine to a run that cannot
+        take it anyway (its own target busy) would leave the machine idle."""
         team = self.team_of(run_id)
-        return (team is None or self.room(team) > 0) and not self.blocked(run_id)
+        room = team is None or self.room(team) > 0
+        return room and not self.blocked(run_id, but_for=but_for)
 
-    def blocked(self, run_id: int) -> bool:
+    def blocked(self, run_id: int, but_for: int | None = None) -> bool:
         """True when no next cell of the run could take its locks now: for
         each, a lock it wants is held by a cell of another run or shared by
-        another team (its worker host: on every host with a free slot)."""
+        another team (its worker host: on every host with a free slot);
+        but_for: a team whose locks and shares do not count."""
         cells = self.next_cells(run_id)
         if not cells:
             return False  # nothing queued: a dispatch may end the run
@@ -201,10 +204,10 @@ class Waiting:
         def taken(key: str, alone: bool) -> bool:
             if key == ANY_HOST_KEY:
                 return all(taken(f"host {h}", alone) for h in hosts)
-            holder = self._held.get(key)
-            if holder is not None and holder != run_id:
+            holder, holder_team = self._held.get(key, (None, None))
+            if holder is not None and holder != run_id and holder_team != but_for:
                 return True
-            sharers = self._shares.get(key, set())
+            sharers = self._shares.get(key, set()) - {but_for}
             return bool(sharers) and (alone or sharers != {team})
 
         return all(
@@ -232,7 +235,7 @@ class Waiting:
         if self._held is not None:
             taken = CellLock.objects.filter(holder_id__in=cell_ids).values_list("key", flat=True)
             for key in taken:
-                self._hold(key, run_id)
+                self._hold(key, run_id, team)
 
     def turns(self, run_ids: list[int], keep: int | None = None):
         """run_ids in their order, without those that could send nothing now:
