@@ -109,13 +109,17 @@ faults: system services setup
 		tests/benchapp/runs/test_orchestration.py tests/benchapp/cloud/test_provisioning.py
 
 # The full load scenario (tests/faults/test_load.py; 5 teams x 2 plans in `make test`):
-# LOAD_TEAMS teams x LOAD_PLANS plans started through the API within LOAD_STORM_SECONDS on
-# four workers, seeded worker faults (LOAD_SEED). Prints its figures (BENCHMARKS.md).
+# LOAD_TEAMS teams x LOAD_PLANS plans, each started LOAD_STARTS times (500 runs of one
+# short cell) through the API within LOAD_STORM_SECONDS on four worker hosts, faults from a
+# seeded schedule (LOAD_SEED): workers killed, the broker's messages lost, the app
+# database's connections cut. Prints its figures (BENCHMARKS.md).
 LOAD_TEAMS ?= 50
 LOAD_PLANS ?= 5
+LOAD_STARTS ?= 2
 LOAD_SEED ?= 41
 faults-load: system services setup
-	$(TEST_ENV) LOAD_TEAMS=$(LOAD_TEAMS) LOAD_PLANS=$(LOAD_PLANS) LOAD_SEED=$(LOAD_SEED) \
+	$(TEST_ENV) LOAD_TEAMS=$(LOAD_TEAMS) LOAD_PLANS=$(LOAD_PLANS) LOAD_STARTS=$(LOAD_STARTS) \
+		LOAD_CELLS=1 LOAD_SERVICE_FAULTS=1 LOAD_SEED=$(LOAD_SEED) \
 		$(PY) -m pytest -n 0 -s -q tests/faults/test_load.py
 
 clean:

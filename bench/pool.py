@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.report import spread
 from bench.scale import PARAMS, TARGETS, run_on, wait_finished
 from benchapp.models import Cell
-from benchapp.runs import orchestration
+from benchapp.runs import orchestration, reaper
 from tests.support.worker import Worker
 
 HOSTS = ("bench-pool-1", "bench-pool-2")
@@ -136,7 +136,7 @@ def _wait(predicate, timeout: float = 300, reap: bool = False):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if reap:
-            orchestration.reap()
+            reaper.reap()
         found = predicate()
         if found:
             return found

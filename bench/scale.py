@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench.report import spread
 from benchapp.models import Run
-from benchapp.runs import orchestration
+from benchapp.runs import orchestration, reaper
 from tests.support.worker import Worker
 
 WORKER_COUNTS = (1, 2, 4)
@@ -74,7 +74,7 @@ def wait_finished(run: Run, timeout: float = 600, reap: bool = False) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{run.name} run {run.pk} did not finish in {timeout} s")
         if reap:
-            orchestration.reap()
+            reaper.reap()
         time.sleep(0.5 if reap else 0.1)
 
 

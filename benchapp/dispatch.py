@@ -13,6 +13,7 @@ from django.db import transaction
 from benchapp.celery import app
 
 DISPATCH_RUN = "benchapp.dispatch_run"
+DISPATCH_ACTIVE = "benchapp.dispatch_active"
 EXECUTE_CELL = "benchapp.execute_cell"
 PROVISION_RUN = "benchapp.provision_run"
 TEARDOWN_RUN = "benchapp.teardown_run"

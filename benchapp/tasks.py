@@ -3,7 +3,7 @@
 The domain sends them by name through benchapp.dispatch.send, never by
 importing this module. Retry policy: not Celery's; orchestration.retry_delay
 retries transient cell failures with backoff (BENCHBOARD_CELL_RETRIES), and
-orchestration.reap re-queues the cell of a worker that died mid-cell,
+reaper.reap re-queues the cell of a worker that died mid-cell,
 capped by BENCHBOARD_MAX_ATTEMPTS. A failed tool is a result, never retried.
 """
 
@@ -18,7 +18,7 @@ from django.db import connection
 from benchapp import history_tasks  # noqa: F401 (history_tasks: its tasks register)
 from benchapp.cloud import cloudreaper, provisioning
 from benchapp.models import Plan, Run
-from benchapp.runs import finalcleanup, orchestration, workerpool
+from benchapp.runs import finalcleanup, orchestration, reaper, workerpool
 from benchapp.runs.hostid import host_queue
 from benchapp.store import retention as retention_policy
 
@@ -40,6 +40,11 @@ def ping(nonce: str) -> str:
 @shared_task(name="benchapp.dispatch_run")
 def dispatch_run(run_id: int) -> list[int]:
     return orchestration.dispatch(run_id)
+
+
+@shared_task(name="benchapp.dispatch_active")
+def dispatch_active() -> None:
+    reaper.dispatch_active()
 
 
 @shared_task(name="benchapp.execute_cell")
@@ -71,7 +76,7 @@ def provision_run(run_id: int) -> None:
 
 @shared_task(name="benchapp.reap")
 def reap() -> dict:
-    return orchestration.reap()
+    return reaper.reap()
 
 
 @shared_task(name="benchapp.start_plan")

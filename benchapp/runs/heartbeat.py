@@ -113,7 +113,7 @@ class Heartbeat(threading.Thread):
         """A beat; when the app's database is away, the next one tries again
         on a new connection (the cell goes on measuring meanwhile: its lease
         is not renewed, and the reaper waits a lease after the database's
-        return before it calls that a dead worker, orchestration.reap)."""
+        return before it calls that a dead worker, benchapp.runs.reaper)."""
         try:
             self._beat()
         except LOST:

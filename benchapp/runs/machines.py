@@ -87,16 +87,23 @@ def lease() -> timezone.datetime:
 
 def target_lock(run: Run, target_name: str) -> Machine:
     """The lock of a team's target: one running cell per (team, target)."""
-    return (f"target {run.team_id} {target_name}", f"target {target_name}")
+    return (target_lock_key(run.team_id, target_name), f"target {target_name}")
 
 
-def machines_of(run: Run, cell: Cell, host: str | None = None) -> list[Machine]:
+def target_lock_key(team_id: int, target_name: str) -> str:
+    return f"target {team_id} {target_name}"
+
+
+def machines_of(
+    run: Run, cell: Cell, host: str | None = None, spec: dict | None = None
+) -> list[Machine]:
     """The machines `cell` loads (whatever the isolation: the results page
     reads them to tell where cells overlapped) when it runs on worker host
     `host` (a stable id, benchapp.runs.hostid; by default the host it was
     placed on, else this one). [] for a cell without a frozen plan
     (imported runs have none, and never run)."""
-    spec = frozenparts.frozen(cell, plan_keys=PLAN_KEYS)
+    if spec is None:  # spec: the cell's frozenparts.frozen(cell, PLAN_KEYS), read already
+        spec = frozenparts.frozen(cell, plan_keys=PLAN_KEYS)
     if "plan" not in spec:
         return []
     host = host or workerpool.placed_host_id(cell.pk) or host_id()
@@ -119,7 +126,13 @@ def wanted(
 
 
 def take_wanted(
-    run: Run, cell: Cell, machines: list[Machine], until=None, yields=None, host=None
+    run: Run,
+    cell: Cell,
+    machines: list[Machine],
+    until=None,
+    yields=None,
+    host=None,
+    yields_for=None,
 ) -> bool:
     """Take what `cell` needs to start (wanted), all or none; True when taken.
 
@@ -127,10 +140,17 @@ def take_wanted(
     target`), whether the runs of other teams waiting for one of them come
     first (benchapp.runs.fairshare's order); then it does not take them: the
     team's shares drain and the other team gets its turn, instead of a team
-    whose target cells overlap back to back holding the machine for good."""
+    whose target cells overlap back to back holding the machine for good.
+    yields_for(shared keys): the same question asked of a caller that knows
+    who waits for what (benchapp.runs.placement.Waiting), without reading
+    every waiting run again for each cell."""
     alone, shared = wanted(run, cell, machines, host)
-    if shared and yields is not None:
-        others = waiting_for(run, [key for key, _ in shared])
+    keys = [key for key, _ in shared]
+    if shared and yields_for is not None:
+        if yields_for(keys):
+            return False
+    elif shared and yields is not None:
+        others = waiting_for(run, keys)
         if others and yields(others):
             return False
     return take(cell, alone, until, shared=shared, team_id=run.team_id)
@@ -199,7 +219,7 @@ def _shared_by_others(keys: list[str], shared: list[Machine], team_id, now) -> b
     live = _live_shares(keys, now)
     together = {key for key, _ in shared}
     for row in live:
-        machine, team = _share_of(row.key)
+        machine, team = share_of(row.key)
         if machine not in together or team != team_id:
             return True
     return False
@@ -217,7 +237,7 @@ def _live_shares(keys: list[str], now, exclude_cell=None):
     return list(rows.select_related("holder"))
 
 
-def _share_of(key: str) -> tuple[str, int]:
+def share_of(key: str) -> tuple[str, int]:
     """(machine key, team id) of a shared row's key."""
     machine, rest = key.split(SHARED, 1)
     return machine, int(rest.split(" ", 1)[0])
@@ -321,7 +341,7 @@ def blockers(run: Run, cell: Cell) -> list[str]:
     by_key = {lock.key: lock for lock in held}
     together = {key for key, _ in shared}
     for row in _live_shares([k for k, _ in locks], now, exclude_cell=cell.pk):
-        machine, team = _share_of(row.key)
+        machine, team = share_of(row.key)
         if machine not in together or team != run.team_id:
             by_key.setdefault(machine, row)
     return [

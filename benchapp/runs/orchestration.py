@@ -7,11 +7,8 @@ worker can pick up where another died:
 
 - `start_run` freezes a plan document into a Run and its Cells, then asks
   for a dispatch after commit.
-- `dispatch` starts every cell that may start now: the next queued cell of
-  each target that can take all its locks (benchapp.runs.machines: its team's
-  target, one running cell per target across runs, and the machines it
-  loads, across teams), within the run's concurrency and its team's cap of
-  running cells (benchapp.runs.fairshare).
+- `dispatch` sends every cell that may start now, as benchapp.runs.placement
+  chooses them and takes their locks.
 - `execute_cell` claims the cell atomically, runs its frozen spec through
   runners.cell with a heartbeat thread that renews the lease and watches for
   cancel, records the outcome exactly once per attempt, applies the adaptive
@@ -20,10 +17,8 @@ worker can pick up where another died:
   retried after a backoff (`retry_delay`, the one retry policy). The
   heartbeat stops a cell that runs past its runtime cap.
 
-Tasks are sent by name through benchapp.dispatch, after commit.
-- `reap` (periodic) re-queues cells whose lease expired (dead worker, or a
-  worker host found lost: benchapp.runs.workerpool), up to
-  BENCHBOARD_MAX_ATTEMPTS, then fails them "worker lost".
+Tasks are sent by name through benchapp.dispatch, after commit; the
+periodic recovery of dead workers' cells is benchapp.runs.reaper.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ import socket
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -49,9 +44,17 @@ from benchapp.dispatch import (
     TEARDOWN_RUN,
     send,
 )
-from benchapp.models import Cell, CellLock, Plan, Run, Team
+from benchapp.models import Cell, Plan, Run, Team
 from benchapp.plans.planning import CheckedPlan, PlanRefused, check
-from benchapp.runs import adaptive, fairshare, finalcleanup, machines, recording, workerpool
+from benchapp.runs import (
+    adaptive,
+    fairshare,
+    finalcleanup,
+    machines,
+    placement,
+    recording,
+    workerpool,
+)
 from benchapp.runs.heartbeat import Heartbeat
 from benchapp.store import frozenparts
 from runners.frozen import Parts, split_freeze
@@ -200,25 +203,25 @@ def _enqueue_dispatch(run_id: int) -> None:
     send(DISPATCH_RUN, run_id)
 
 
-def dispatch(run_id: int) -> list[int]:
-    """Send every cell of the run that may start now; return their ids.
+def dispatch(run_id: int, waiting: placement.Waiting | None = None) -> list[int]:
+    """Send every cell of the run that may start now (benchapp.runs.placement);
+    return their ids. waiting: a pass's look at the waiting runs (else one is taken).
 
-    Cells are taken in index order per target. A cell is "sent" once it holds
-    its locks; their lease covers the time until a worker claims it, so a
-    lost message is recovered by `reap` like a dead worker. A team at its cap
-    of running cells sends nothing: it waits as queued rows, not in a worker.
-
-    One dispatch of a run at a time (its row is locked for the transaction):
-    two at once (a cell finishing on each of two workers) would each count
-    the free slots from its own snapshot and together exceed the run's
-    concurrency.
+    A sent cell holds its locks; their lease covers the time until a worker
+    claims it, so a lost message is recovered by the reaper. One dispatch of
+    a run at a time (its row is locked): two at once would each count the
+    free slots from their own snapshot and together exceed its concurrency.
     """
+    if waiting is None:  # a message: most find nothing to send (a look at this run alone)
+        if not any(placement.Waiting([run_id]).turns([run_id])):
+            return []
+        waiting = placement.Waiting()
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        return _dispatch_locked(run_id, run)
+        return _dispatch_locked(run_id, run, waiting)
 
 
-def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
+def _dispatch_locked(run_id: int, run: Run | None, waiting=None) -> list[int]:
     if run is None or run.status not in Run.ACTIVE:
         return []
     if run.cancel_requested:
@@ -232,64 +235,12 @@ def _dispatch_locked(run_id: int, run: Run | None) -> list[int]:
         Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, started_at=timezone.now()
         )
-    queued = machines.next_per_target(run)
-    busy = set(run.cells.filter(status=Cell.RUNNING).values_list("target_name", flat=True))
-    held = set(
-        CellLock.objects.filter(holder__run=run, holder__status=Cell.QUEUED).values_list(
-            "holder__target_name", flat=True
-        )
-    )
-    slots = (run.concurrency - len(busy | held)) if run.concurrency else len(queued)
-    if queued:
-        # The team's row orders its dispatches: two runs of one team must not
-        # both count the same free place under its cap.
-        team = Team.objects.select_for_update().get(pk=run.team_id)
-        slots = min(slots, fairshare.room(team))
-    sent = []
-    for cell in queued:
-        if len(sent) >= slots:
-            break
-        if cell.target_name in busy or cell.target_name in held:
-            continue
-        if _take_locks(run, cell):
-            sent.append(cell.pk)
+    sent, left = placement.take(run, waiting)
     for cell_id in sent:
         send(EXECUTE_CELL, cell_id, queue=workerpool.queue_of(cell_id))
-    if not queued and not busy:
+    if not left:
         finish_run(run_id)
     return sent
-
-
-def _lease() -> timezone.datetime:
-    return machines.lease()
-
-
-def _take_locks(run: Run, cell: Cell) -> bool:
-    """Take every lock the cell needs (benchapp.runs.machines), all or none,
-    on the first worker host that may run it (benchapp.runs.workerpool: its
-    local machine is that host's); on success the cell's machines are
-    written on it for the results page and it is placed on that host."""
-
-    def yields(others: list[int]) -> bool:  # another team waiting comes first
-        return fairshare.fair_order([run.pk, *others])[0] != run.pk
-
-    tried = []
-    for host in workerpool.candidates(cell):
-        host_key = host.host_id if host else None
-        found = machines.machines_of(run, cell, host_key)
-        locks = machines.wanted(run, cell, found, host_key)
-        if locks in tried:
-            continue  # the same locks on another host (an SSH cell): taken already
-        tried.append(locks)
-        if machines.take_wanted(run, cell, found, yields=yields, host=host_key):
-            Cell.objects.filter(pk=cell.pk).update(machines=[list(m) for m in found])
-            workerpool.place(cell, host)
-            return True
-    return False
-
-
-def _release_lock(cell: Cell) -> None:
-    machines.release(cell)
 
 
 # ------------------------------------------------------------------ cells
@@ -309,7 +260,7 @@ def claim(cell_id: int) -> Cell | None:
         finished_at=None,
         phase="starting",
         phase_started_at=now,
-        lease_expires_at=_lease(),
+        lease_expires_at=machines.lease(),
         worker=socket.gethostname(),
         error="",
         output_tail="",
@@ -333,7 +284,7 @@ def execute_cell(cell_id: int) -> str | None:
     if cell.run.cancel_requested:
         _finish_cell(cell, Cell.CANCELLED, "cancelled before start")
         return Cell.CANCELLED
-    watcher = Heartbeat(cell, _lease)
+    watcher = Heartbeat(cell, machines.lease)
     watcher.start()
     try:
         outcome = recording.run_cell_for(
@@ -443,12 +394,12 @@ def _finish_cell(
             ),
             f"recording the end of cell {cell.pk}",
         )
-    retrying(lambda: _release_lock(cell), f"releasing the locks of cell {cell.pk}")
+    retrying(lambda: machines.release(cell), f"releasing the locks of cell {cell.pk}")
     _wake_waiting_runs(cell)
 
 
 def _wake_waiting_runs(cell: Cell) -> None:
-    """Dispatch every run with queued cells, least-served team first
+    """Dispatch the runs with queued cells, least-served team first
     (benchapp.runs.fairshare), and the cell's own run (it may end now): the
     released target, machines and cap place may be what any of them waits
     for (a run of another team on the same database server, a run of the
@@ -456,44 +407,30 @@ def _wake_waiting_runs(cell: Cell) -> None:
 
     Here, one after the other, not as messages: dispatch messages run in
     parallel on a worker pool, and the run that came last in the order
-    could take the freed machine first. A failed dispatch is logged and
+    could take the freed machine first. The runs that could send nothing
+    are skipped (placement.Waiting.turns). A failed dispatch is logged and
     left to the next reap; the cell is recorded either way."""
-    waiting = retrying(fairshare.waiting_runs, "listing the waiting runs")
-    if cell.run_id not in waiting:
-        waiting.insert(0, cell.run_id)
+    waiting = retrying(placement.Waiting, "listing the waiting runs")
+    order = list(waiting.order)
+    if cell.run_id not in waiting.position:
+        order.insert(0, cell.run_id)
     try:
-        for run_id in _with_room(waiting, keep=cell.run_id):
-            try:
-                retrying(lambda run_id=run_id: dispatch(run_id), f"dispatching run {run_id}")
-            except Exception:
-                log.exception("dispatch of run %s after cell %s failed", run_id, cell.pk)
-    except Exception:  # counting a team's room failed: the next reap dispatches
+        dispatch_in_turn(waiting, order, keep=cell.run_id)
+    except Exception:  # reading the waiting runs failed: the next reap dispatches
         log.exception("dispatches after cell %s failed", cell.pk)
 
 
-def _with_room(run_ids: list[int], keep: int | None = None):
-    """run_ids in their order, but those of teams at their cap of running
-    cells (they could send nothing): a finished cell used to dispatch every
-    waiting run, a transaction each, and with 250 runs of 50 teams waiting
-    each cell cost its worker seconds of dispatches that sent nothing (the
-    load test, tests/faults/test_load.py). keep: dispatched whatever its
-    team's room (the finished cell's run, which may end now). A generator:
-    a team's room is counted when its first run's turn comes, after the
-    dispatches before it."""
-    teams = {
-        run.pk: run.team
-        for run in Run.objects.filter(pk__in=run_ids).select_related("team").only("pk", "team")
-    }
-    full: set[int] = set()
-    for run_id in run_ids:
-        team = teams.get(run_id)
-        if run_id != keep and team is not None:
-            if team.pk in full:
-                continue
-            if fairshare.room(team) == 0:
-                full.add(team.pk)
-                continue
-        yield run_id
+def dispatch_in_turn(waiting: placement.Waiting, run_ids: list[int], keep=None) -> None:
+    """Dispatch run_ids in their order, those that could send nothing left
+    out (waiting.turns); one failed dispatch is logged, not the end of the rest."""
+    for run_id in waiting.turns(run_ids, keep=keep):
+        try:
+            sent = retrying(
+                lambda run_id=run_id: dispatch(run_id, waiting), f"dispatching run {run_id}"
+            )
+            waiting.sent(run_id, sent)
+        except Exception:
+            log.exception("dispatch of run %s failed", run_id)
 
 
 # ------------------------------------------------------------ completion
@@ -553,87 +490,10 @@ def cancel_cell(cell: Cell) -> None:
     if Cell.objects.filter(pk=cell.pk, status=Cell.QUEUED).update(
         status=Cell.CANCELLED, finished_at=now, error="cancelled"
     ):
-        _release_lock(cell)
+        machines.release(cell)
         _enqueue_dispatch(cell.run_id)
         return
     # A running cell: ending its lease row makes its heartbeat cancel it.
     Cell.objects.filter(pk=cell.pk, status=Cell.RUNNING).update(
         status=Cell.CANCELLED, finished_at=now, error="cancelled"
     )
-
-
-# ------------------------------------------------------------------ reaper
-
-
-def reap() -> dict:
-    """Recover cells whose worker died (lease expired): re-queue them, up to
-    BENCHBOARD_MAX_ATTEMPTS attempts, then fail them "worker lost". Also
-    re-dispatch active runs, so a lost dispatch message heals itself.
-    Returns counts for logs and tests.
-    """
-    now = timezone.now()
-    workerpool.reap_lost(now)  # a lost host's running cells: their leases end now
-    requeued = failed = 0
-    unproven = _leases_unproven()
-    expired = Cell.objects.none() if unproven else _expired_cells(now)
-    for cell in expired:
-        if cell.attempt >= settings.BENCHBOARD_MAX_ATTEMPTS:
-            failed += Cell.objects.filter(
-                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
-            ).update(
-                status=Cell.FAILED,
-                finished_at=now,
-                phase="",
-                lease_expires_at=None,
-                error_kind="transient",
-                error=f"failed: worker lost ({cell.attempt} attempts; last on {cell.worker})",
-            )
-        else:
-            taken_back = Cell.objects.filter(
-                pk=cell.pk, attempt=cell.attempt, status=Cell.RUNNING
-            ).update(
-                status=Cell.QUEUED,
-                phase="",
-                lease_expires_at=None,
-                error_kind="transient",
-                error=f"worker lost on attempt {cell.attempt}; retrying",
-            )
-            if taken_back:
-                workerpool.note_lease_ended(cell.pk)
-            requeued += taken_back
-        _release_lock(cell)
-    if not unproven:
-        machines.release_expired(now)
-    for run_id in fairshare.fair_order(list(Run.objects.active().values_list("pk", flat=True))):
-        dispatch(run_id)
-    _resend_lost_provisioning(now)
-    return {"requeued": requeued, "failed": failed}
-
-
-def _expired_cells(now):
-    return Cell.objects.filter(status=Cell.RUNNING, lease_expires_at__lt=now)
-
-
-def _leases_unproven() -> bool:
-    """True while the app's database has been up for less than one lease: a
-    lease that ran out while it was down (restarted, stopped) proves no
-    worker dead, since no worker could renew it; their heartbeats renew
-    them within a beat of its return. PostgreSQL only (SQLite has no server)."""
-    if connection.vendor != "postgresql":
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())")
-        (uptime,) = cursor.fetchone()
-    return float(uptime) < settings.BENCHBOARD_LEASE_SECONDS
-
-
-def _resend_lost_provisioning(now) -> None:
-    """A run that needs provisioning and is still QUEUED a while after its
-    creation lost its provision_run message (e.g. Redis restarted): send it
-    again. provision_run claims the run atomically, so a duplicate is harmless."""
-    stale = Run.objects.filter(
-        status=Run.QUEUED, cancel_requested=False, created_at__lt=now - timedelta(seconds=60)
-    )
-    for run in stale.only("pk", "document"):
-        if needs_provisioning(run.spec):
-            _enqueue_provision(run.pk)

@@ -7,7 +7,7 @@
   version command, from the registry), its sandbox and cgroup mechanism and
   limits, architecture and Benchboard version. A thread of the process then
   heartbeats every BENCHBOARD_HEARTBEAT_SECONDS.
-- Placement (orchestration._take_locks): once at least one host is
+- Placement (placement.take_locks): once at least one host is
   registered, a cell is sent to one host's own queue, chosen among the hosts
   that are up, not draining, have the tools the cell runs locally and a
   free slot, most free slots first; a local cell's machine lock is that
@@ -38,8 +38,8 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from benchapp.dispatch import DISPATCH_RUN, send
-from benchapp.models import Cell, CellLock, CellPlacement, Run, WorkerHost, WorkerProcess
+from benchapp.dispatch import DISPATCH_ACTIVE, DISPATCH_RUN, send
+from benchapp.models import Cell, CellLock, CellPlacement, WorkerHost, WorkerProcess
 from benchapp.plans import toolhosts
 from benchapp.runs.hostid import host_id, host_queue, hostname
 from benchapp.store import frozenparts
@@ -141,8 +141,10 @@ def register(name: str, pid: int, slots: int, queues: list[str]) -> WorkerProces
 
 
 def _dispatch_active() -> None:
-    for run_id in Run.objects.active().values_list("pk", flat=True):
-        send(DISPATCH_RUN, run_id)
+    """One pass over the active runs (benchapp.runs.reaper.dispatch_active):
+    a message per active run was hundreds of messages per worker start
+    under load, each a dispatch ahead of the cells in the worker's queue."""
+    send(DISPATCH_ACTIVE)
 
 
 def beat(process_pk: int) -> None:
@@ -354,7 +356,7 @@ ACTIONS = {
 
 def reap_lost(now=None) -> list[str]:
     """Mark hosts not seen for a lease lost, and end the leases of their
-    running cells (orchestration.reap then re-queues them on other hosts).
+    running cells (benchapp.runs.reaper then re-queues them on other hosts).
     Returns the host ids found lost now."""
     now = now or timezone.now()
     lost = list(WorkerHost.objects.filter(last_seen_at__lt=_lease_start(now), lost_at=None))

@@ -39,6 +39,40 @@ def frozen(cell: Cell, plan_keys: Iterable[str] | None = None) -> dict[str, Any]
     return frozen_cells.resolve(spec, _parts_of(cell.run_id, spec))
 
 
+def frozen_many(cells: Iterable[Cell], plan_keys: Iterable[str]) -> dict[int, dict[str, Any]]:
+    """{cell id: frozen(cell, plan_keys)} for many cells (of many runs), one
+    query per level of nesting in all: a dispatch pass reads the next cell
+    of every waiting run (benchapp.runs.placement)."""
+    plan_keys = tuple(plan_keys)
+    stored: dict[int, tuple[int, dict[str, Any]]] = {}
+    found: dict[int, dict[str, Any]] = {}
+    for cell in cells:
+        spec = cell.spec or {}
+        if spec.get("version") != frozen_cells.SPLIT_VERSION:
+            found[cell.pk] = spec
+            continue
+        plan = spec.get("plan") or {}
+        spec = {**spec, "plan": {key: plan[key] for key in plan_keys if key in plan}}
+        stored[cell.pk] = (cell.run_id, spec)
+    parts: dict[int, dict[str, Any]] = {}
+    wanted = {
+        (run_id, key) for run_id, spec in stored.values() for key in frozen_cells.references(spec)
+    }
+    while wanted:
+        runs = {run_id for run_id, _ in wanted}
+        keys = {key for _, key in wanted}
+        rows = FrozenPart.objects.filter(run_id__in=runs, key__in=keys)
+        new = set()
+        for run_id, key, value in rows.values_list("run_id", "key", "value"):
+            if (run_id, key) in wanted:
+                parts.setdefault(run_id, {})[key] = value
+                new |= {(run_id, ref) for ref in frozen_cells.references(value)}
+        wanted = {(r, k) for r, k in new if k not in parts.get(r, {})}
+    for cell_id, (run_id, spec) in stored.items():
+        found[cell_id] = frozen_cells.resolve(spec, parts.get(run_id, {}))
+    return found
+
+
 def _parts_of(run_id: int, stored: dict[str, Any]) -> dict[str, Any]:
     """The run's parts that stored refers to, directly or through other parts."""
     parts: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 
 from benchapp.dispatch import EXECUTE_CELL
 from benchapp.models import Cell, CellLock, Run, Team
-from benchapp.runs import orchestration
+from benchapp.runs import orchestration, placement
 
 
 @pytest.fixture
@@ -118,8 +118,8 @@ def test_a_cell_is_sent_once_when_two_dispatches_race(team):
     finds it taken, even by the very cell it would send."""
     run = orchestration.start_run(team, fio_plan(["disk"]))
     cell = run.cells.get()
-    assert orchestration._take_locks(run, cell)  # the first dispatch
-    assert not orchestration._take_locks(run, cell)  # the second
+    assert placement.take_locks(run, cell)  # the first dispatch
+    assert not placement.take_locks(run, cell)  # the second
 
 
 @pytest.mark.django_db(transaction=True)
@@ -137,7 +137,7 @@ def test_two_dispatches_of_one_run_at_once_keep_its_concurrency(team):
         try:
             with transaction.atomic():
                 Run.objects.select_for_update().get(pk=run.pk)
-                assert orchestration._take_locks(run, first)
+                assert placement.take_locks(run, first)
                 holding.set()
                 release.wait(10)
         finally:

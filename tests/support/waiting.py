@@ -8,14 +8,14 @@ import time
 def wait_for(predicate, timeout=90, step=0.2, reap=False):
     """Poll predicate until it returns something truthy (returned); fail after timeout.
 
-    reap=True runs orchestration.reap() before each poll, as beat would.
+    reap=True runs reaper.reap() before each poll, as beat would.
     """
-    from benchapp.runs import orchestration
+    from benchapp.runs import reaper
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if reap:
-            orchestration.reap()
+            reaper.reap()
         value = predicate()
         if value:
             return value

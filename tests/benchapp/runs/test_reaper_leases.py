@@ -1,5 +1,5 @@
 """The reaper and the app database's own restarts: a lease that ran out while
-the database was down proves no worker dead (orchestration._leases_unproven)."""
+the database was down proves no worker dead (reaper._leases_unproven)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from benchapp.models import Cell
-from benchapp.runs import orchestration
+from benchapp.runs import orchestration, reaper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +40,7 @@ def uptime() -> float:
 def test_reap_waits_a_lease_after_the_database_started(team, tmp_path, settings):
     settings.BENCHBOARD_LEASE_SECONDS = int(uptime()) + 3600  # the server "just" started
     cell = expired_running_cell(team, tmp_path)
-    assert orchestration.reap() == {"requeued": 0, "failed": 0}
+    assert reaper.reap() == {"requeued": 0, "failed": 0}
     assert Cell.objects.get(pk=cell.pk).status == Cell.RUNNING
 
 
@@ -49,5 +49,5 @@ def test_reap_requeues_an_expired_lease_once_the_database_is_up_long_enough(
 ):
     settings.BENCHBOARD_LEASE_SECONDS = 1
     cell = expired_running_cell(team, tmp_path)
-    assert orchestration.reap()["requeued"] == 1
+    assert reaper.reap()["requeued"] == 1
     assert Cell.objects.get(pk=cell.pk).status == Cell.QUEUED
