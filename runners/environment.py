@@ -84,8 +84,15 @@ _SKIPPED_DEVICES = re.compile(r"^(loop|ram|zram|dm-|sr|nbd)\d*")
 
 
 def _grep_command(paths: list[str]) -> Command:
-    """grep -Hs '' FILES: every line of every readable file, as "path:line"."""
-    return Command(argv=["grep", "-Hs", "", "--", *paths], tool="grep", package="grep")
+    """grep -Hs '' FILES: every line of every readable file, as "path:line".
+
+    Outside the sandbox on the worker's own machine, like the host sampler:
+    the files are fixed /proc and /sys paths (no plan names one), and inside
+    the sandbox /proc/mounts would be the cell's own mount namespace (its
+    scratch file system on /tmp), not the machine's."""
+    return Command(
+        argv=["grep", "-Hs", "", "--", *paths], tool="grep", package="grep", sandbox=False
+    )
 
 
 def parse_grep(text: str) -> dict[str, str]:
@@ -168,6 +175,7 @@ def read_host(executor, paths: tuple[str, ...] = ()) -> dict:
     listing = Command(
         argv=["ls", "-1", *CONTAINER_MARKERS, "/sys/block", "/sys/class/net", VIRTUAL_NET],
         tool="ls",
+        sandbox=False,  # fixed paths; the machine's, not the sandbox's view
     )
     present, dirs = parse_ls(_run_text(executor, listing))
     devices = [d for d in dirs.get("/sys/block", []) if not _SKIPPED_DEVICES.match(d)]

@@ -33,7 +33,7 @@ PLAN = {
     "params": {
         "concurrency": 2,
         "iterations": 1,
-        "number_of_queries": 4000,
+        "number_of_queries": 20000,  # a few seconds on a fast machine: samples to show
         "auto_generate_sql": True,
         "create_schema": "bb_timeline_api",
     },
