@@ -115,10 +115,24 @@ def test_sandbox_stop_ends_the_whole_tool(sandboxed):
     # Killed, every one: a process the KILL reached may still be on its way
     # out for a moment on a busy machine (make test ran it beside two other
     # test processes and found one still listed); one that lives on is a leak.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while (left := _sleeps()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert left == ""
+    assert left == "", _states(left)
+
+
+def _states(pids: str) -> dict[str, str]:
+    """What each pid is doing (its /proc status lines), for a failure's message."""
+    found = {}
+    for pid in pids.split():
+        try:
+            status = open(f"/proc/{pid}/status").read().splitlines()
+        except OSError:
+            continue
+        found[pid] = " ".join(
+            line for line in status if line.startswith(("State", "PPid", "NSpid"))
+        )
+    return found
 
 
 def _sleeps() -> str:

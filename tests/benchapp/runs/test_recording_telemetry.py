@@ -32,7 +32,7 @@ def _plan(**extra) -> dict:
         "params": {
             "concurrency": 2,
             "iterations": 1,
-            "number_of_queries": 4000,
+            "number_of_queries": 20000,  # a few seconds on a fast machine: samples to keep
             "auto_generate_sql": True,
             "create_schema": "bb_telemetry_cells",
         },
