@@ -117,6 +117,11 @@ def test_scenario_from_template_to_results(
     run = Run.objects.get(name=f"{template['document']['name']}-quick")
     assert run.status == Run.SUCCEEDED, [(c.key, c.error) for c in run.cells.all()]
     assert run.cells.count() == SCENARIOS[slug]
+    # What each cell's verdict rests on (printed with -s: the figures of
+    # docs/telemetry.md's quick-preset table come from here).
+    for cell in run.cells.order_by("index"):
+        found = (cell.facts or {}).get("verdict") or {}
+        print(f"{slug} {cell.key or '-'}: {found.get('seconds')} s, {found.get('limit')}")
 
     # Its result table and chart.
     page.goto(f"{url}/runs/{run.pk}/results/")
