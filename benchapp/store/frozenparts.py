@@ -30,20 +30,16 @@ def frozen(cell: Cell, plan_keys: Iterable[str] | None = None) -> dict[str, Any]
     keys of its "plan" (the others are left out), e.g. the targets and
     clients the dispatcher's locks need without the plan's scripts. Reads
     only the parts the cell refers to, one query per level of nesting."""
-    spec = cell.spec or {}
-    if spec.get("version") != frozen_cells.SPLIT_VERSION:
-        return spec
-    if plan_keys is not None:
-        plan = spec.get("plan") or {}
-        spec = {**spec, "plan": {key: plan[key] for key in plan_keys if key in plan}}
-    return frozen_cells.resolve(spec, _parts_of(cell.run_id, spec))
+    return frozen_many([cell], plan_keys)[cell.pk]
 
 
-def frozen_many(cells: Iterable[Cell], plan_keys: Iterable[str]) -> dict[int, dict[str, Any]]:
+def frozen_many(
+    cells: Iterable[Cell], plan_keys: Iterable[str] | None = None
+) -> dict[int, dict[str, Any]]:
     """{cell id: frozen(cell, plan_keys)} for many cells (of many runs), one
     query per level of nesting in all: a dispatch pass reads the next cell
     of every waiting run (benchapp.runs.placement)."""
-    plan_keys = tuple(plan_keys)
+    plan_keys = None if plan_keys is None else tuple(plan_keys)
     stored: dict[int, tuple[int, dict[str, Any]]] = {}
     found: dict[int, dict[str, Any]] = {}
     for cell in cells:
@@ -51,8 +47,9 @@ def frozen_many(cells: Iterable[Cell], plan_keys: Iterable[str]) -> dict[int, di
         if spec.get("version") != frozen_cells.SPLIT_VERSION:
             found[cell.pk] = spec
             continue
-        plan = spec.get("plan") or {}
-        spec = {**spec, "plan": {key: plan[key] for key in plan_keys if key in plan}}
+        if plan_keys is not None:
+            plan = spec.get("plan") or {}
+            spec = {**spec, "plan": {key: plan[key] for key in plan_keys if key in plan}}
         stored[cell.pk] = (cell.run_id, spec)
     parts: dict[int, dict[str, Any]] = {}
     wanted = {
@@ -71,19 +68,6 @@ def frozen_many(cells: Iterable[Cell], plan_keys: Iterable[str]) -> dict[int, di
     for cell_id, (run_id, spec) in stored.items():
         found[cell_id] = frozen_cells.resolve(spec, parts.get(run_id, {}))
     return found
-
-
-def _parts_of(run_id: int, stored: dict[str, Any]) -> dict[str, Any]:
-    """The run's parts that stored refers to, directly or through other parts."""
-    parts: dict[str, Any] = {}
-    wanted = frozen_cells.references(stored)
-    while wanted:
-        found = dict(
-            FrozenPart.objects.filter(run_id=run_id, key__in=wanted).values_list("key", "value")
-        )
-        parts.update(found)
-        wanted = set().union(*map(frozen_cells.references, found.values())) - set(parts)
-    return parts
 
 
 def copy(source_run_id: int, run: Run, specs: Iterable[dict[str, Any]]) -> None:
