@@ -76,17 +76,22 @@ FACTS_QUERY = "SELECT @@version, @@innodb_buffer_pool_size, @@max_connections"
 FACTS = ("server_version", "innodb_buffer_pool_size", "max_connections")
 
 
-def client_command(endpoint: Endpoint, query: str = FACTS_QUERY, name: str = "facts") -> Command:
+def client_command(
+    endpoint: Endpoint,
+    query: str = FACTS_QUERY,
+    name: str = "facts",
+    *,
+    database: str | None = None,
+    connect_timeout: int | None = None,
+) -> Command:
     """mysql client reading its credentials from a 0600 option file (name.my.cnf)."""
+    argv = [CLIENT, f"--defaults-extra-file={WORKDIR}/{name}.my.cnf"]
+    if connect_timeout:
+        argv.append(f"--connect-timeout={connect_timeout}")
+    if database:
+        argv.append(f"--database={database}")
     return Command(
-        argv=[
-            CLIENT,
-            f"--defaults-extra-file={WORKDIR}/{name}.my.cnf",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            query,
-        ],
+        argv=[*argv, "--batch", "--skip-column-names", "-e", query],
         uploads=[Upload(f"{name}.my.cnf", option_file(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
         tool=CLIENT,
@@ -107,20 +112,12 @@ def access(executor, endpoint: Endpoint) -> str:
             "a database (give one to check that tables can be created there)."
         )
     table = f"`{endpoint.database}`.`{scratch_table()}`"
-    command = Command(
-        argv=[
-            CLIENT,
-            f"--defaults-extra-file={WORKDIR}/check.my.cnf",
-            f"--connect-timeout={PROBE_SECONDS}",
-            "--batch",
-            f"--database={endpoint.database}",
-            "-e",
-            f"CREATE TABLE {table} (id INT); DROP TABLE {table}",
-        ],
-        uploads=[Upload("check.my.cnf", option_file(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool=CLIENT,
-        package=CLIENT_PACKAGE,
+    command = client_command(
+        endpoint,
+        f"CREATE TABLE {table} (id INT); DROP TABLE {table}",
+        "check",
+        database=endpoint.database,
+        connect_timeout=PROBE_SECONDS,
     )
     execution = run_client(executor, command)
     if execution.exit_code == 0:

@@ -93,10 +93,16 @@ FACTS_QUERY = (
 FACTS = ("server_version", "shared_buffers", "max_connections")
 
 
-def client_command(endpoint: Endpoint, query: str = FACTS_QUERY, name: str = "facts") -> Command:
+def client_command(
+    endpoint: Endpoint,
+    query: str = FACTS_QUERY,
+    name: str = "facts",
+    *,
+    connect_timeout: int | None = None,
+) -> Command:
     """psql with the password in a 0600 PGPASSFILE (name.pgpass), unaligned
-    tab-separated output."""
-    argv = [CLIENT, "-X", "-A", "-t", "-F", "\t", "-w"]
+    tab-separated output, stopping at the first error."""
+    argv = [CLIENT, "-X", "-A", "-t", "-F", "\t", "-w", "-v", "ON_ERROR_STOP=1"]
     for flag, value in (
         # A socket alone, never beside a host (runners/endpoint.py): libpq
         # takes its directory as the host.
@@ -107,9 +113,12 @@ def client_command(endpoint: Endpoint, query: str = FACTS_QUERY, name: str = "fa
         if value:
             argv += [flag, str(value)]
     argv += ["-d", endpoint.database or "postgres", "-c", query]
+    env = {"PGPASSFILE": f"{WORKDIR}/{name}.pgpass"}
+    if connect_timeout:
+        env["PGCONNECT_TIMEOUT"] = str(connect_timeout)
     return Command(
         argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/{name}.pgpass"},
+        env=env,
         uploads=[Upload(f"{name}.pgpass", pgpass_line(endpoint), 0o600)],
         secrets=[endpoint.password] if endpoint.password else [],
         tool=CLIENT,
@@ -131,18 +140,11 @@ def access(executor, endpoint: Endpoint) -> str:
             "tables can be created there)."
         )
     table = scratch_table()
-    argv = [CLIENT, "-X", "-w", "-q", "-v", "ON_ERROR_STOP=1"]
-    for flag, value in (("-h", endpoint.host), ("-p", endpoint.port), ("-U", endpoint.user)):
-        if value:
-            argv += [flag, str(value)]
-    argv += ["-d", endpoint.database, "-c", f"CREATE TABLE {table} (id int); DROP TABLE {table}"]
-    command = Command(
-        argv=argv,
-        env={"PGPASSFILE": f"{WORKDIR}/check.pgpass", "PGCONNECT_TIMEOUT": str(PROBE_SECONDS)},
-        uploads=[Upload("check.pgpass", pgpass_line(endpoint), 0o600)],
-        secrets=[endpoint.password] if endpoint.password else [],
-        tool=CLIENT,
-        package=CLIENT_PACKAGE,
+    command = client_command(
+        endpoint,
+        f"CREATE TABLE {table} (id int); DROP TABLE {table}",
+        "check",
+        connect_timeout=PROBE_SECONDS,
     )
     execution = run_client(executor, command)
     user = endpoint.user or "(default user)"
